@@ -1,0 +1,36 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+CARGO ?= cargo
+KUBECONFIG_OUT ?= target/cluster/kubeconfig
+
+.PHONY: all test demo cluster bench lint fmt toolchain
+
+all: test
+
+## Install the pinned toolchain (rust-toolchain.toml: Rust, wasm32-wasip2, rustfmt, clippy).
+toolchain:
+	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
+	@rustup show active-toolchain
+
+## Build everything and run every test.
+test: toolchain
+	$(CARGO) test --workspace --all-targets
+
+## A Sandbox's and a Job's life on the embedded cluster (DEMO_ARGS=--kubeconfig PATH for a real cluster).
+demo: toolchain
+	$(CARGO) run --quiet -p host-harness -- demo $(DEMO_ARGS)
+
+## Serve the embedded cluster in the foreground and write a kubeconfig.
+cluster: toolchain
+	$(CARGO) run --quiet -p host-harness -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
+
+## Throughput and memory of the embedded cluster (release build; BENCH_SANDBOXES=N to change the live count).
+bench: toolchain
+	$(CARGO) bench -p embedded-cluster --bench cluster
+
+## Formatting and clippy, warnings as errors.
+lint: toolchain
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,185 @@
+//! The embedded cluster: the API server on loopback plus the simulated controllers, started
+//! together, with handles for tests (clients, faults, request log, clock).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::apiserver::ApiServer;
+use crate::clock::Clock;
+use crate::controllers::kubelet::KubeletConfig;
+use crate::controllers::{self, ControllerKind};
+use crate::faults::Faults;
+use crate::request_log::RequestLog;
+use crate::resources::SandboxVersions;
+use crate::server::{HttpFront, Identity};
+use crate::tls::{self, Pki};
+
+/// The user of the admin token written to kubeconfigs.
+pub const ADMIN_USER: &str = "kubernetes-admin";
+/// A user that may only read (get, list, watch), to exercise 403 Forbidden.
+pub const VIEWER_USER: &str = "viewer";
+
+/// How to start an embedded cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Serve HTTPS with a generated CA (default); plain HTTP is for debugging only.
+    pub tls: bool,
+    pub sandbox_versions: SandboxVersions,
+    /// Cluster time runs this many times faster than real time.
+    pub time_scale: f64,
+    /// Events kept for watches to resume from; older resourceVersions get 410 Gone.
+    pub watch_history: usize,
+    /// Seed of probabilistic fault rules.
+    pub fault_seed: u64,
+    /// Which controllers run in-process.
+    pub controllers: Vec<ControllerKind>,
+    /// How often watches that asked for bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// Nodes and default delays of the simulated kubelet.
+    pub kubelet: KubeletConfig,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            tls: true,
+            sandbox_versions: SandboxVersions::Both,
+            time_scale: 1.0,
+            watch_history: 10_000,
+            fault_seed: 0x5eed,
+            controllers: ControllerKind::ALL.to_vec(),
+            bookmark_interval: Duration::from_secs(1),
+            kubelet: KubeletConfig::default(),
+        }
+    }
+}
+
+/// A running embedded cluster; dropping it stops the server and the controllers.
+pub struct EmbeddedCluster {
+    api: Arc<ApiServer>,
+    url: String,
+    ca_pem: Option<String>,
+    tokens: HashMap<String, String>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl EmbeddedCluster {
+    /// Starts the API server and the configured controllers.
+    pub async fn start(config: ClusterConfig) -> anyhow::Result<Self> {
+        let clock = Arc::new(Clock::scaled(config.time_scale));
+        let api =
+            Arc::new(ApiServer::new(config.sandbox_versions, clock.clone(), config.watch_history, config.fault_seed)?);
+        let listener = TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .with_context(|| format!("bind 127.0.0.1:{} (is the port in use?)", config.port))?;
+        let address = listener.local_addr().context("read the listening address")?.to_string();
+        let pki = if config.tls { Some(Pki::generate()?) } else { None };
+        let scheme = if config.tls { "https" } else { "http" };
+        let url = format!("{scheme}://{address}");
+
+        let mut tokens = HashMap::new();
+        let mut identities = HashMap::new();
+        let mut add = |user: &str, read_only: bool, admin: bool| {
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            tokens.insert(user.to_string(), token.clone());
+            identities.insert(token, Identity { user: user.to_string(), read_only, admin });
+        };
+        add(ADMIN_USER, false, true);
+        add(VIEWER_USER, true, false);
+        for kind in ControllerKind::ALL {
+            add(kind.user(), false, false);
+        }
+
+        let front = Arc::new(HttpFront {
+            api: api.clone(),
+            tokens: identities,
+            address,
+            bookmark_interval: config.bookmark_interval,
+        });
+        let tls_config = pki.as_ref().map(Pki::server_config).transpose()?;
+        let mut tasks = vec![tokio::spawn(front.serve(listener, tls_config))];
+        let mut cluster = Self { api, url, ca_pem: pki.map(|p| p.ca_pem), tokens, tasks: Vec::new() };
+        for kind in config.controllers {
+            let client = cluster.client_as(kind.user()).await?;
+            tasks.push(tokio::spawn(controllers::run_forever(kind, client, clock.clone(), config.kubelet.clone())));
+        }
+        cluster.tasks = tasks;
+        Ok(cluster)
+    }
+
+    /// The server URL (`https://127.0.0.1:PORT`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The CA certificate (PEM) clients must trust; `None` on plain HTTP.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// The bearer token of a known user.
+    pub fn token(&self, user: &str) -> Option<&str> {
+        self.tokens.get(user).map(String::as_str)
+    }
+
+    /// A kubeconfig for a user (default: the admin).
+    pub fn kubeconfig(&self, user: &str) -> anyhow::Result<String> {
+        let token = self.token(user).with_context(|| format!("the embedded cluster has no user {user:?}"))?;
+        tls::kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), user, token)
+    }
+
+    /// Writes the admin kubeconfig to `path` (creating parent directories).
+    pub fn write_kubeconfig(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("create {}", parent.display()))?;
+        }
+        std::fs::write(path, self.kubeconfig(ADMIN_USER)?).with_context(|| format!("write {}", path.display()))
+    }
+
+    /// A kube-rs client as the admin.
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        self.client_as(ADMIN_USER).await
+    }
+
+    /// A kube-rs client as any known user.
+    pub async fn client_as(&self, user: &str) -> anyhow::Result<kube::Client> {
+        tls::client_from_kubeconfig(&self.kubeconfig(user)?).await
+    }
+
+    /// The fault-injection rules.
+    pub fn faults(&self) -> &Faults {
+        &self.api.faults
+    }
+
+    /// The request log.
+    pub fn requests(&self) -> &RequestLog {
+        &self.api.log
+    }
+
+    /// The cluster clock.
+    pub fn clock(&self) -> &Arc<Clock> {
+        &self.api.clock
+    }
+
+    /// Number of stored objects of a resource (by storage key: `pods`, `sandboxes.agents.x-k8s.io`).
+    pub fn object_count(&self, storage: &str) -> usize {
+        self.api.store.count(storage)
+    }
+}
+
+impl Drop for EmbeddedCluster {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Turns an HTTP request line into what the API server must do: which resource, namespace,
+//! name and subresource, which Kubernetes verb, and the query parameters.
+
+use std::collections::HashMap;
+
+use http::Method;
+
+use crate::resources::ResourceType;
+use crate::status::ApiError;
+
+/// The endpoints of the API server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Health,
+    Version,
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/apis/{group}`
+    Group(String),
+    /// `/api/v1` or `/apis/{group}/{version}`
+    ResourceList {
+        group: String,
+        version: String,
+    },
+    OpenApiV2,
+    OpenApiV3Root,
+    /// `/openapi/v3/api/v1`, `/openapi/v3/apis/{group}/{version}`
+    OpenApiV3 {
+        group: String,
+        version: String,
+    },
+    /// The embedded cluster's own admin endpoints (`/embedded-cluster/...`).
+    Admin(Vec<String>),
+    Resource(ResourceRequest),
+}
+
+/// A request for objects of one resource type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRequest {
+    /// Index into the served resource table.
+    pub resource: usize,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// Splits a path and finds its route among the served resources.
+pub fn route(path: &str, types: &[ResourceType]) -> Result<Route, ApiError> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["healthz" | "livez" | "readyz", ..] => Ok(Route::Health),
+        ["version"] => Ok(Route::Version),
+        ["api"] => Ok(Route::CoreVersions),
+        ["apis"] => Ok(Route::Groups),
+        ["openapi", "v2"] => Ok(Route::OpenApiV2),
+        ["openapi", "v3"] => Ok(Route::OpenApiV3Root),
+        ["openapi", "v3", "api", version] => {
+            Ok(Route::OpenApiV3 { group: String::new(), version: version.to_string() })
+        }
+        ["openapi", "v3", "apis", group, version] => {
+            Ok(Route::OpenApiV3 { group: group.to_string(), version: version.to_string() })
+        }
+        ["embedded-cluster", rest @ ..] => Ok(Route::Admin(rest.iter().map(|s| s.to_string()).collect())),
+        ["api", version, rest @ ..] => resource_route("", version, rest, types),
+        ["apis", group] => {
+            if types.iter().any(|t| t.group == *group) {
+                Ok(Route::Group(group.to_string()))
+            } else {
+                Err(ApiError::not_found_path())
+            }
+        }
+        ["apis", group, version, rest @ ..] => resource_route(group, version, rest, types),
+        _ => Err(ApiError::not_found_path()),
+    }
+}
+
+fn resource_route(group: &str, version: &str, rest: &[&str], types: &[ResourceType]) -> Result<Route, ApiError> {
+    let find = |plural: &str| types.iter().position(|t| t.group == group && t.version == version && t.plural == plural);
+    if !types.iter().any(|t| t.group == group && t.version == version) {
+        return Err(ApiError::not_found_path());
+    }
+    let owned = |s: &&str| s.to_string();
+    let req = |resource, namespace: Option<&&str>, name: Option<&&str>, sub: Option<&&str>| {
+        Ok(Route::Resource(ResourceRequest {
+            resource,
+            namespace: namespace.map(owned),
+            name: name.map(owned),
+            subresource: sub.map(owned),
+        }))
+    };
+    match rest {
+        [] => Ok(Route::ResourceList { group: group.to_string(), version: version.to_string() }),
+        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|i| types[i].namespaced) => {
+            let i = find(plural).unwrap_or_default();
+            match tail {
+                [] => req(i, Some(ns), None, None),
+                [name] => req(i, Some(ns), Some(name), None),
+                [name, sub] if types[i].subresources.contains(sub) => req(i, Some(ns), Some(name), Some(sub)),
+                _ => Err(ApiError::not_found_path()),
+            }
+        }
+        [plural, tail @ ..] => {
+            let i = find(plural).ok_or_else(ApiError::not_found_path)?;
+            let t = &types[i];
+            match tail {
+                [] => req(i, None, None, None),
+                [_] | [_, _] if t.namespaced => Err(ApiError::not_found_path()),
+                [name] => req(i, None, Some(name), None),
+                [name, sub] if t.subresources.contains(sub) => req(i, None, Some(name), Some(sub)),
+                _ => Err(ApiError::not_found_path()),
+            }
+        }
+    }
+}
+
+/// The Kubernetes verb of a resource request.
+pub fn verb(method: &Method, req: &ResourceRequest, query: &Query) -> Result<&'static str, ApiError> {
+    let named = req.name.is_some();
+    Ok(match *method {
+        Method::GET if query.flag("watch") => "watch",
+        Method::GET if named => "get",
+        Method::GET => "list",
+        Method::POST if !named => "create",
+        Method::POST if req.subresource.as_deref() == Some("binding") => "create",
+        Method::PUT if named => "update",
+        Method::PATCH if named => "patch",
+        Method::DELETE if named => "delete",
+        Method::DELETE => "deletecollection",
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
+    })
+}
+
+/// Decoded query parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    /// Parses `a=b&c=d` with percent-decoding (`+` is a space, as Go's url.ParseQuery does).
+    pub fn parse(raw: Option<&str>) -> Self {
+        let mut map = HashMap::new();
+        for pair in raw.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            map.insert(decode(k), decode(v));
+        }
+        Self(map)
+    }
+
+    /// A parameter's value.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str).filter(|v| !v.is_empty())
+    }
+
+    /// A boolean parameter (`true`, `1`).
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1"))
+    }
+
+    /// An integer parameter; malformed values are a 400.
+    pub fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
+        self.get(key)
+            .map(|v| {
+                v.parse().map_err(|_| ApiError::bad_request(format!("invalid value {v:?} for query parameter {key}")))
+            })
+            .transpose()
+    }
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{SandboxVersions, served};
+
+    fn resolve(path: &str) -> Result<Route, ApiError> {
+        route(path, &served(SandboxVersions::Both))
+    }
+
+    fn resource(path: &str) -> (String, Option<String>, Option<String>, Option<String>) {
+        let types = served(SandboxVersions::Both);
+        match route(path, &types) {
+            Ok(Route::Resource(r)) => (types[r.resource].plural.to_string(), r.namespace, r.name, r.subresource),
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn routes_namespaced_and_cluster_paths() {
+        assert_eq!(resource("/api/v1/namespaces/a/pods"), ("pods".into(), Some("a".into()), None, None));
+        assert_eq!(
+            resource("/api/v1/namespaces/a/pods/p/binding"),
+            ("pods".into(), Some("a".into()), Some("p".into()), Some("binding".into()))
+        );
+        assert_eq!(resource("/api/v1/namespaces/a"), ("namespaces".into(), None, Some("a".into()), None));
+        assert_eq!(
+            resource("/api/v1/namespaces/a/status"),
+            ("namespaces".into(), None, Some("a".into()), Some("status".into()))
+        );
+        assert_eq!(resource("/api/v1/pods"), ("pods".into(), None, None, None));
+        assert_eq!(resource("/apis/agents.x-k8s.io/v1alpha1/namespaces/n/sandboxes/s/status").3, Some("status".into()));
+        assert!(matches!(resolve("/apis/batch/v1"), Ok(Route::ResourceList { .. })));
+        assert!(matches!(resolve("/apis/agents.x-k8s.io"), Ok(Route::Group(_))));
+    }
+
+    #[test]
+    fn unknown_paths_are_404() {
+        for p in ["/api/v2", "/apis/nope/v1", "/api/v1/widgets", "/api/v1/namespaces/a/pods/p/exec", "/apis/nope"] {
+            assert_eq!(resolve(p).err().map(|e| e.code), Some(404), "{p}");
+        }
+    }
+
+    #[test]
+    fn query_is_percent_decoded() {
+        let q = Query::parse(Some("labelSelector=app%3Dx%2Cenv+in+%28a%29&watch=1&limit=5"));
+        assert_eq!(q.get("labelSelector"), Some("app=x,env in (a)"));
+        assert!(q.flag("watch"));
+        assert_eq!(q.int("limit").ok().flatten(), Some(5));
+        assert!(Query::parse(Some("limit=x")).int("limit").is_err());
+    }
+}

@@ -1,0 +1,345 @@
+//! The HTTP(S) front of the API server: TLS, bearer-token authentication, authorization,
+//! fault injection, the request log, and dispatch to the REST, watch, discovery, OpenAPI and
+//! admin handlers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use tokio::net::TcpListener;
+
+use crate::apiserver::{ApiServer, Ctx, Reply};
+use crate::faults::{Action, RequestFacts};
+use crate::request::{self, Query, ResourceRequest, Route};
+use crate::request_log::Entry;
+use crate::status::ApiError;
+use crate::watch::{self, WatchCut, WatchRequest};
+use crate::{admin, discovery, openapi};
+
+/// The response body type: a full JSON document or a watch stream.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Who a bearer token belongs to and what it may do.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub user: String,
+    /// Only get, list and watch (to exercise 403 Forbidden).
+    pub read_only: bool,
+    /// May use the `/embedded-cluster/` admin endpoints.
+    pub admin: bool,
+}
+
+/// The HTTP layer around one [`ApiServer`].
+pub struct HttpFront {
+    pub api: Arc<ApiServer>,
+    pub tokens: HashMap<String, Identity>,
+    /// `host:port`, reported in `/api`.
+    pub address: String,
+    pub bookmark_interval: Duration,
+}
+
+/// Largest request body accepted (kube-apiserver's limit is about 3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Marker error: the connection is closed without an answer (a fault).
+#[derive(Debug)]
+pub struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by fault injection")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+fn json_response(code: u16, body: &Value, warnings: &[String]) -> Response<Body> {
+    let mut resp = Response::new(full(serde_json::to_vec(body).unwrap_or_default()));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = resp.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            headers.append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+fn error_response(err: &ApiError) -> Response<Body> {
+    let mut resp = json_response(err.code, &err.to_status(), &[]);
+    if let Some(secs) = err.retry_after
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
+impl HttpFront {
+    /// Serves connections from `listener` until the task is aborted.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener, tls: Option<Arc<rustls::ServerConfig>>) {
+        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            let front = self.clone();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| front.clone().handle(req));
+                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                let result = match acceptor {
+                    Some(acceptor) => match acceptor.accept(tcp).await {
+                        Ok(stream) => builder.serve_connection(TokioIo::new(stream), service).await,
+                        Err(e) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    },
+                    None => builder.serve_connection(TokioIo::new(tcp), service).await,
+                };
+                if let Err(e) = result {
+                    tracing::trace!(error = %e, "connection ended");
+                }
+            });
+        }
+    }
+
+    fn identify(&self, req: &Request<Incoming>) -> Option<Identity> {
+        let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+        let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?;
+        self.tokens.get(token.trim()).cloned()
+    }
+
+    /// Handles one request. An `Err` closes the connection (a dropped-connection fault).
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<Body>, Dropped> {
+        let started = Instant::now();
+        let path = req.uri().path().to_string();
+        let route = request::route(&path, &self.api.types);
+        let public = matches!(route, Ok(Route::Health | Route::Version));
+        let identity = self.identify(&req);
+        let user = identity.as_ref().map(|i| i.user.clone()).unwrap_or_else(|| "system:anonymous".into());
+        let mut entry = Entry {
+            seq: 0,
+            user: user.clone(),
+            verb: req.method().as_str().to_ascii_lowercase(),
+            resource: String::new(),
+            subresource: String::new(),
+            namespace: String::new(),
+            name: path.clone(),
+            code: 0,
+            latency_micros: 0,
+        };
+        let outcome = match (route, identity) {
+            (Err(e), _) => Ok(error_response(&e)),
+            (Ok(_), None) if !public => Ok(error_response(&ApiError::unauthorized())),
+            (Ok(Route::Resource(r)), Some(id)) => self.resource(req, r, &id, &mut entry).await,
+            (Ok(route), id) => Ok(self.non_resource(req, route, id.as_ref()).await),
+        };
+        entry.code = match &outcome {
+            Ok(resp) => resp.status().as_u16(),
+            Err(_) => 0,
+        };
+        self.api.log.record(entry, started.elapsed());
+        outcome
+    }
+
+    async fn non_resource(&self, req: Request<Incoming>, route: Route, id: Option<&Identity>) -> Response<Body> {
+        let types = &self.api.types;
+        let doc = match route {
+            Route::Health => return Response::new(full("ok")),
+            Route::Version => Some(discovery::version()),
+            Route::CoreVersions => Some(discovery::core_versions(&self.address)),
+            Route::Groups => Some(discovery::group_list(types)),
+            Route::Group(g) => discovery::group(types, &g),
+            Route::ResourceList { group, version } => discovery::resource_list(types, &group, &version),
+            Route::OpenApiV2 => {
+                let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+                return match openapi::v2(&self.api, accept) {
+                    Ok(doc) => json_response(200, &doc, &[]),
+                    Err(e) => error_response(&e),
+                };
+            }
+            Route::OpenApiV3Root => Some(openapi::v3_root(&self.api)),
+            Route::OpenApiV3 { group, version } => openapi::v3_group_version(&self.api, &group, &version),
+            Route::Admin(segs) => {
+                if !id.is_some_and(|i| i.admin) {
+                    return error_response(&ApiError::forbidden(
+                        "the embedded cluster's admin endpoints need the admin token",
+                    ));
+                }
+                let method = req.method().clone();
+                let query = Query::parse(req.uri().query());
+                let body = match read_body(req).await {
+                    Ok(b) => b,
+                    Err(e) => return error_response(&e),
+                };
+                return match admin::handle(&self.api, &method, &segs, &query, &body) {
+                    Ok(doc) => json_response(200, &doc, &[]),
+                    Err(e) => error_response(&e),
+                };
+            }
+            Route::Resource(_) => None,
+        };
+        match doc {
+            Some(doc) => json_response(200, &doc, &[]),
+            None => error_response(&ApiError::not_found_path()),
+        }
+    }
+
+    async fn resource(
+        &self,
+        req: Request<Incoming>,
+        r: ResourceRequest,
+        id: &Identity,
+        entry: &mut Entry,
+    ) -> Result<Response<Body>, Dropped> {
+        let rt = self.api.types[r.resource].clone();
+        let query = Query::parse(req.uri().query());
+        let method = req.method().clone();
+        entry.resource = rt.plural.to_string();
+        entry.subresource = r.subresource.clone().unwrap_or_default();
+        entry.namespace = r.namespace.clone().unwrap_or_default();
+        entry.name = r.name.clone().unwrap_or_default();
+        let verb = match request::verb(&method, &r, &query) {
+            Ok(v) => v,
+            Err(e) => return Ok(error_response(&e)),
+        };
+        entry.verb = verb.to_string();
+        if !rt.verbs.contains(&verb) && r.subresource.is_none() {
+            return Ok(error_response(&ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({verb} {})",
+                rt.plural
+            ))));
+        }
+        if id.read_only && !matches!(verb, "get" | "list" | "watch") {
+            let resource = match &r.subresource {
+                Some(s) => format!("{}/{s}", rt.plural),
+                None => rt.plural.to_string(),
+            };
+            let scope = match &r.namespace {
+                Some(ns) => format!(" in the namespace \"{ns}\""),
+                None => " at the cluster scope".to_string(),
+            };
+            return Ok(error_response(&ApiError::forbidden(format!(
+                "{resource} is forbidden: User \"{}\" cannot {verb} resource \"{resource}\" in API group \"{}\"{scope}",
+                id.user, rt.group
+            ))));
+        }
+
+        let content_type =
+            req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let body = match read_body(req).await {
+            Ok(b) => b,
+            Err(e) => return Ok(error_response(&e)),
+        };
+        if verb == "create" && r.subresource.is_none() {
+            // A create names its object in the body; faults and the log match on that name.
+            if let Ok(doc) = serde_json::from_slice::<Value>(&body) {
+                let meta = &doc["metadata"];
+                entry.name = meta["name"].as_str().or(meta["generateName"].as_str()).unwrap_or_default().to_string();
+            }
+        }
+        let facts = RequestFacts {
+            verb,
+            resource: rt.plural,
+            subresource: r.subresource.as_deref().unwrap_or_default(),
+            namespace: r.namespace.as_deref().unwrap_or_default(),
+            name: &entry.name,
+            user: &id.user,
+        };
+        let mut cut = None;
+        for action in self.api.faults.check(&facts) {
+            match action {
+                Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
+                Action::DropConnection => return Err(Dropped),
+                Action::Error { code, reason, message, retry_after_seconds } => {
+                    let message = message.unwrap_or_else(|| format!("injected fault: {reason}"));
+                    let mut err = ApiError::custom(code, reason, message);
+                    err.retry_after = retry_after_seconds;
+                    return Ok(error_response(&err));
+                }
+                Action::EndWatch { code, after_events } => {
+                    let error = code.map(|c| match c {
+                        410 => ApiError::gone("too old resource version (injected)"),
+                        other => ApiError::custom(other, "InternalError", "watch ended by an injected fault"),
+                    });
+                    cut = Some(WatchCut { error, after_events });
+                }
+            }
+        }
+
+        if verb == "watch" {
+            let request = WatchRequest {
+                rt,
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                query,
+                cut,
+                bookmark_interval: self.bookmark_interval,
+            };
+            return Ok(match watch::start(self.api.clone(), request) {
+                Ok(body) => {
+                    let mut resp = Response::new(body.boxed());
+                    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+                    resp
+                }
+                Err(e) => error_response(&e),
+            });
+        }
+
+        let ctx = Ctx {
+            rt: &rt,
+            namespace: r.namespace.as_deref(),
+            name: r.name.as_deref(),
+            subresource: r.subresource.as_deref(),
+            query: &query,
+        };
+        let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
+            ("create", Some("binding")) => self.api.bind(&ctx, &body),
+            ("create", _) => self.api.create(&ctx, &body),
+            ("get", _) => self.api.get(&ctx),
+            ("list", _) => self.api.list(&ctx),
+            ("update", _) => self.api.update(&ctx, &body),
+            ("patch", _) => self.api.patch(&ctx, &content_type, &body),
+            ("delete", None) => self.api.delete(&ctx, &body),
+            ("deletecollection", None) => self.api.delete_collection(&ctx, &body),
+            _ => Err(ApiError::method_not_allowed(format!(
+                "{verb} is not supported on {}/{}",
+                rt.plural, entry.subresource
+            ))),
+        };
+        Ok(match result {
+            Ok(reply) => json_response(reply.code, &reply.body, &reply.warnings),
+            Err(e) => error_response(&e),
+        })
+    }
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    if req.method() == Method::GET {
+        return Ok(Bytes::new());
+    }
+    Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| ApiError::custom(413, "RequestEntityTooLarge", format!("the request body could not be read: {e}")))
+}

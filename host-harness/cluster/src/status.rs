@@ -1,0 +1,203 @@
+//! API errors as `metav1.Status` objects, with the codes, reasons and details of kube-apiserver.
+//!
+//! Clients (kube-rs, kubectl, client-go) decide what to do from `reason` and `code`, so every
+//! error the server returns goes through [`ApiError`] and is rendered exactly like the real thing.
+
+use serde_json::{Value, json};
+
+use crate::field_error::FieldError;
+
+/// An error the API server answers with; renders to a `Status` body.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+    pub details: Option<Value>,
+    /// Seconds a client should wait before retrying (sets `Retry-After` and `details.retryAfterSeconds`).
+    pub retry_after: Option<u64>,
+}
+
+/// Identifies an object in messages and `details`: the group-qualified resource and the name.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    pub group: &'a str,
+    /// The plural resource name, as in messages like `pods "x" not found`.
+    pub resource: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+}
+
+impl Subject<'_> {
+    fn qualified(&self) -> String {
+        if self.group.is_empty() { self.resource.to_string() } else { format!("{}.{}", self.resource, self.group) }
+    }
+
+    fn details(&self) -> Value {
+        json!({"name": self.name, "group": self.group, "kind": self.resource})
+    }
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { code, reason: reason.to_string(), message: message.into(), details: None, retry_after: None }
+    }
+
+    /// 404 for a named object.
+    pub fn not_found(s: Subject<'_>) -> Self {
+        Self {
+            details: Some(s.details()),
+            ..Self::new(404, "NotFound", format!("{} \"{}\" not found", s.qualified(), s.name))
+        }
+    }
+
+    /// 404 for a path the server does not serve.
+    pub fn not_found_path() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+    }
+
+    /// 409 when a create names an object that exists.
+    pub fn already_exists(s: Subject<'_>) -> Self {
+        Self {
+            details: Some(s.details()),
+            ..Self::new(409, "AlreadyExists", format!("{} \"{}\" already exists", s.qualified(), s.name))
+        }
+    }
+
+    /// 409 for a stale resourceVersion or a failed precondition.
+    pub fn conflict(s: Subject<'_>, why: &str) -> Self {
+        Self {
+            details: Some(s.details()),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!("Operation cannot be fulfilled on {} \"{}\": {why}", s.qualified(), s.name),
+            )
+        }
+    }
+
+    /// The message of a conflict caused by a stale resourceVersion.
+    pub const STALE: &'static str =
+        "the object has been modified; please apply your changes to the latest version and try again";
+
+    /// 422 with one cause per invalid field.
+    pub fn invalid(s: Subject<'_>, errors: &[FieldError]) -> Self {
+        let summary: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let summary = match summary.len() {
+            1 => summary[0].clone(),
+            _ => format!("[{}]", summary.join(", ")),
+        };
+        let causes: Vec<Value> =
+            errors.iter().map(|e| json!({"reason": e.reason(), "message": e.message(), "field": e.field})).collect();
+        let kind_group = if s.group.is_empty() { s.kind.to_string() } else { format!("{}.{}", s.kind, s.group) };
+        Self {
+            details: Some(json!({"name": s.name, "group": s.group, "kind": s.kind, "causes": causes})),
+            ..Self::new(422, "Invalid", format!("{kind_group} \"{}\" is invalid: {summary}", s.name))
+        }
+    }
+
+    /// 400 for malformed requests and bodies.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 405 for a verb the resource does not support.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// 410 for a resourceVersion older than the watch history keeps.
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 401 for a missing or unknown bearer token.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403 for an authenticated user that may not do this.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    /// 415 for a patch type the resource does not accept.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
+    /// 406 for an Accept header the server cannot satisfy.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
+    /// 500 for a server bug; never expected.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+    }
+
+    /// Any code with any reason, for fault injection.
+    pub fn custom(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code, reason: reason.into(), message: message.into(), details: None, retry_after: None }
+    }
+
+    /// The Status object sent on the wire.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        let mut details = self.details.clone();
+        if let Some(secs) = self.retry_after {
+            let d = details.get_or_insert_with(|| json!({}));
+            d["retryAfterSeconds"] = json!(secs);
+        }
+        if let Some(d) = details {
+            status["details"] = d;
+        }
+        status
+    }
+}
+
+/// The Status a successful immediate DELETE answers with.
+pub fn delete_success(group: &str, resource: &str, name: &str, uid: &str) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": name, "group": group, "kind": resource, "uid": uid},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_reads_like_the_real_server() {
+        let s = Subject { group: "agents.x-k8s.io", resource: "sandboxes", kind: "Sandbox", name: "a" };
+        let st = ApiError::not_found(s).to_status();
+        assert_eq!(st["code"], 404);
+        assert_eq!(st["reason"], "NotFound");
+        assert_eq!(st["message"], "sandboxes.agents.x-k8s.io \"a\" not found");
+        assert_eq!(st["details"]["kind"], "sandboxes");
+    }
+
+    #[test]
+    fn invalid_lists_every_cause() {
+        let s = Subject { group: "", resource: "pods", kind: "Pod", name: "p" };
+        let errs = [FieldError::required("spec.containers", ""), FieldError::invalid("metadata.name", "\"P\"", "bad")];
+        let st = ApiError::invalid(s, &errs).to_status();
+        assert_eq!(st["code"], 422);
+        assert_eq!(st["details"]["causes"].as_array().map(Vec::len), Some(2));
+        assert_eq!(st["details"]["causes"][0]["reason"], "FieldValueRequired");
+        assert!(st["message"].as_str().unwrap_or_default().starts_with("Pod \"p\" is invalid: ["));
+    }
+}

@@ -1,0 +1,198 @@
+//! Per-kind rules for writes: what the server resets, defaults and validates on create and
+//! update, and how the status subresource is kept apart from the rest of the object.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::core_validation::{self, NameRule};
+use crate::crd_schema::CrdSchema;
+use crate::defaults;
+use crate::field_error::FieldError;
+use crate::resources::{Flavor, ResourceType};
+
+/// The CRD schemas of the custom resources, by version.
+pub struct Schemas {
+    sandbox: HashMap<String, CrdSchema>,
+}
+
+impl Schemas {
+    /// Loads the bundled agent-sandbox CRDs (the same files `simulate` users install).
+    pub fn load() -> anyhow::Result<Self> {
+        let mut sandbox = HashMap::new();
+        for text in [include_str!("../crds/sandboxes-v1beta1.yaml"), include_str!("../crds/sandboxes-v1alpha1.yaml")] {
+            let crd: Value = serde_yaml::from_str(text)?;
+            for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
+                let (Some(name), Some(schema)) = (v["name"].as_str(), v.pointer("/schema/openAPIV3Schema")) else {
+                    continue;
+                };
+                sandbox.insert(name.to_string(), CrdSchema::new(schema.clone()));
+            }
+        }
+        Ok(Self { sandbox })
+    }
+
+    /// The schema of a custom resource version.
+    pub fn get(&self, rt: &ResourceType) -> Option<&CrdSchema> {
+        (rt.plural == "sandboxes").then(|| self.sandbox.get(rt.version)).flatten()
+    }
+
+    /// The raw openAPIV3Schema of a custom resource version, for OpenAPI publishing.
+    pub fn raw(&self, rt: &ResourceType) -> Option<&Value> {
+        self.get(rt).map(CrdSchema::schema)
+    }
+}
+
+/// What decoding, defaulting and pruning found that the client did not intend.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Fields that are not part of the type (rejected under `fieldValidation=Strict`).
+    pub unknown_fields: Vec<String>,
+}
+
+/// Server-owned metadata a client may not set.
+const SERVER_META: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+    "managedFields",
+];
+
+/// Resets and defaults a new object (in the version it was sent in) before it is validated.
+pub fn prepare_create(rt: &ResourceType, obj: &mut Value, uid: &str, now: &str, alloc_ip: &mut dyn FnMut() -> String) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in SERVER_META {
+            meta.remove(*k);
+        }
+        meta.insert("uid".into(), json!(uid));
+        meta.insert("creationTimestamp".into(), json!(now));
+        if rt.has_generation {
+            meta.insert("generation".into(), json!(1));
+        }
+    }
+    if rt.has_status()
+        && rt.kind != "Node"
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
+    }
+    if rt.flavor == Flavor::BuiltIn {
+        defaults::apply_create_defaults(rt.kind, obj, uid, alloc_ip);
+    }
+}
+
+/// Carries server-owned fields over from the stored object into an update, and keeps spec and
+/// status apart: a main-resource update cannot change status, a status update changes only status.
+pub fn prepare_update(rt: &ResourceType, status_update: bool, new: &mut Value, old: &Value) {
+    if status_update {
+        let status = new.get("status").cloned();
+        *new = old.clone();
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+        return;
+    }
+    if let (Some(meta), Some(old_meta)) =
+        (new.get_mut("metadata").and_then(Value::as_object_mut), old["metadata"].as_object())
+    {
+        for k in SERVER_META {
+            match old_meta.get(*k) {
+                Some(v) => meta.insert(k.to_string(), v.clone()),
+                None => meta.remove(*k),
+            };
+        }
+    }
+    if rt.flavor == Flavor::BuiltIn {
+        defaults::apply_update_defaults(rt.kind, new, old);
+    }
+    if rt.has_status() {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+}
+
+/// Bumps `metadata.generation` when anything but metadata and status changed.
+pub fn bump_generation(rt: &ResourceType, new: &mut Value, old: &Value) {
+    if !rt.has_generation {
+        return;
+    }
+    let body = |v: &Value| -> Map<String, Value> {
+        v.as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let next = if body(new) != body(old) { generation + 1 } else { generation };
+    new["metadata"]["generation"] = json!(next);
+}
+
+/// Defaults and prunes a custom resource per its schema; returns the pruned (unknown) paths.
+pub fn default_and_prune(rt: &ResourceType, schemas: &Schemas, obj: &mut Value) -> Findings {
+    match schemas.get(rt) {
+        Some(schema) => Findings { unknown_fields: schema.default_and_prune(obj) },
+        None => Findings::default(),
+    }
+}
+
+/// Validates an object on create.
+pub fn validate_create(rt: &ResourceType, schemas: &Schemas, obj: &Value) -> Vec<FieldError> {
+    match rt.flavor {
+        Flavor::BuiltIn => core_validation::validate_create(rt.kind, obj),
+        Flavor::Custom => {
+            let mut errs = core_validation::validate_object_meta(&obj["metadata"], NameRule::Dns1123Subdomain);
+            if let Some(schema) = schemas.get(rt) {
+                errs.extend(schema.validate(obj));
+            }
+            errs
+        }
+    }
+}
+
+/// Validates an update against the stored object (immutability and transition rules included).
+pub fn validate_update(rt: &ResourceType, schemas: &Schemas, new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = match rt.flavor {
+        Flavor::BuiltIn => core_validation::validate_update(rt.kind, new, old),
+        Flavor::Custom => validate_create(rt, schemas, new),
+    };
+    if rt.plural == "sandboxes" {
+        // The CRD's one CEL transition rule, evaluated natively.
+        let vct = |v: &Value| v.pointer("/spec/volumeClaimTemplates").cloned();
+        if vct(new) != vct(old) {
+            errs.push(FieldError::invalid("spec", "\"object\"", "volumeClaimTemplates is immutable"));
+        }
+    }
+    let old_finalizers = string_list(&old["metadata"]["finalizers"]);
+    if old["metadata"].get("deletionTimestamp").is_some() {
+        for f in string_list(&new["metadata"]["finalizers"]) {
+            if !old_finalizers.contains(&f) {
+                errs.push(FieldError::forbidden("metadata.finalizers", format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{f:?}}}")));
+            }
+        }
+    }
+    errs
+}
+
+/// A JSON list of strings (absent or malformed: empty).
+pub fn string_list(v: &Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+}

@@ -1,0 +1,115 @@
+//! Fault injection and the request log, from Rust and over the admin endpoint.
+
+use std::time::{Duration, Instant};
+
+use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::request_log::RequestLog;
+use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+async fn cluster() -> EmbeddedCluster {
+    EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() }).await.expect("start")
+}
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}})).expect("cm")
+}
+
+fn on(verb: &str, name: Option<&str>) -> Match {
+    Match {
+        verb: Some(verb.into()),
+        resource: Some("configmaps".into()),
+        name: name.map(String::from),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn errors_fire_for_the_next_k_matches() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    c.faults().add(Rule {
+        matches: on("create", Some("flaky-*")),
+        action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        times: Some(2),
+        probability: None,
+    });
+    for _ in 0..2 {
+        match api.create(&PostParams::default(), &cm("flaky-1")).await {
+            Err(kube::Error::Api(s)) => {
+                assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
+            }
+            other => panic!("expected the injected 500, got {other:?}"),
+        }
+    }
+    api.create(&PostParams::default(), &cm("flaky-1")).await.expect("third try goes through");
+    api.create(&PostParams::default(), &cm("steady")).await.expect("other names were never affected");
+}
+
+#[tokio::test]
+async fn delays_and_dropped_connections() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    c.faults().add(Rule {
+        matches: on("get", Some("slow")),
+        action: Action::Delay { millis: 300 },
+        times: Some(1),
+        probability: None,
+    });
+    api.create(&PostParams::default(), &cm("slow")).await.expect("create");
+    let t = Instant::now();
+    api.get("slow").await.expect("delayed get");
+    assert!(t.elapsed() >= Duration::from_millis(300));
+
+    c.faults().add(Rule {
+        matches: on("get", Some("slow")),
+        action: Action::DropConnection,
+        times: Some(1),
+        probability: None,
+    });
+    let err = api.get("slow").await.expect_err("dropped");
+    assert!(!matches!(err, kube::Error::Api(_)), "a dropped connection is a transport error: {err:?}");
+    api.get("slow").await.expect("next call is fine");
+}
+
+#[tokio::test]
+async fn request_log_counts_calls_and_proves_no_writes() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    let mark = c.requests().mark();
+    api.create(&PostParams::default(), &cm("a")).await.expect("create");
+    api.get("a").await.expect("get");
+    api.get_opt("b").await.expect("get missing");
+    let entries = c.requests().since(mark);
+    let counts = RequestLog::counts(&entries, Some(ADMIN_USER));
+    assert_eq!(counts.get("create configmaps"), Some(&1));
+    assert_eq!(counts.get("get configmaps"), Some(&2));
+    assert!(entries.iter().any(|e| e.code == 404 && e.name == "b"));
+
+    let mark = c.requests().mark();
+    api.get("a").await.expect("read only");
+    assert!(c.requests().since(mark).iter().all(|e| !e.is_write()), "a read wrote nothing");
+}
+
+#[tokio::test]
+async fn admin_endpoint_adds_rules_from_outside() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let rule = json!({"match": {"verb": "create", "resource": "configmaps"}, "action": {"type": "error", "code": 409, "reason": "Conflict"}, "times": 1});
+    let req = http::Request::post("/embedded-cluster/faults")
+        .header("content-type", "application/json")
+        .body(rule.to_string().into_bytes())
+        .expect("request");
+    let answer = client.request_text(req).await.expect("admin call");
+    assert!(answer.contains("\"id\""));
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let err = api.create(&PostParams::default(), &cm("x")).await.expect_err("injected");
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 409));
+
+    let viewer = c.client_as(embedded_cluster::VIEWER_USER).await.expect("viewer");
+    let req = http::Request::get("/embedded-cluster/requests").body(Vec::new()).expect("request");
+    let err = viewer.request_text(req).await.expect_err("only the admin may steer the cluster");
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 403));
+}

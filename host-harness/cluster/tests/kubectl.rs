@@ -1,0 +1,103 @@
+//! Drives the embedded cluster with the real `kubectl`, when it is on PATH: apply a Sandbox from
+//! YAML (server-side validation, no `--validate=false`), wait for Ready, get, watch, delete.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use embedded_cluster::SandboxVersions;
+
+const SANDBOX_YAML: &str = r#"apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: from-kubectl
+  labels:
+    team: agents
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: agent
+        image: busybox:1.36
+        command: ["sleep", "infinity"]
+"#;
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+}
+
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new("kubectl");
+    cmd.arg("--kubeconfig").arg(kubeconfig).args(args);
+    let shown = format!("kubectl {}", args.join(" "));
+    tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("join")
+        .unwrap_or_else(|e| panic!("run {shown}: {e}"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[tokio::test]
+async fn kubectl_applies_waits_gets_watches_and_deletes() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl scenario");
+        return;
+    }
+    let c = common::full_cluster(SandboxVersions::Both).await;
+    let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let kubeconfig = dir.join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let manifest = dir.join("sandbox.yaml");
+    std::fs::write(&manifest, SANDBOX_YAML).expect("manifest");
+    let m = manifest.to_string_lossy().to_string();
+
+    let out = kubectl(&kubeconfig, &["apply", "-f", &m]).await;
+    assert!(out.status.success(), "apply: {}", text(&out));
+    assert!(text(&out).contains("sandbox.agents.x-k8s.io/from-kubectl created"), "{}", text(&out));
+
+    let out = kubectl(&kubeconfig, &["wait", "--for=condition=Ready", "sandbox/from-kubectl", "--timeout=30s"]).await;
+    assert!(out.status.success(), "wait: {}", text(&out));
+
+    let out = kubectl(
+        &kubeconfig,
+        &["get", "sandbox", "from-kubectl", "-o", "jsonpath={.metadata.annotations.agents\\.x-k8s\\.io/pod-name}"],
+    )
+    .await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from-kubectl", "{}", text(&out));
+    let out = kubectl(&kubeconfig, &["get", "pods", "-l", "agents.x-k8s.io/sandbox-name-hash", "-o", "name"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "pod/from-kubectl", "{}", text(&out));
+
+    let out = kubectl(&kubeconfig, &["apply", "-f", &m]).await;
+    assert!(text(&out).contains("unchanged"), "re-apply: {}", text(&out));
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, SANDBOX_YAML.replace("command:", "bogusField: 1\n        command:")).expect("bad manifest");
+    let out = kubectl(&kubeconfig, &["apply", "-f", &bad.to_string_lossy()]).await;
+    assert!(!out.status.success() && text(&out).contains("unknown field"), "strict validation: {}", text(&out));
+
+    let mut watch = Command::new("kubectl");
+    watch.arg("--kubeconfig").arg(&kubeconfig).args([
+        "get",
+        "sandboxes",
+        "--watch",
+        "--output-watch-events",
+        "--request-timeout=5s",
+    ]);
+    let watcher = tokio::task::spawn_blocking(move || watch.output());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let out = kubectl(&kubeconfig, &["delete", "-f", &m, "--timeout=30s"]).await;
+    assert!(out.status.success(), "delete: {}", text(&out));
+    let watched = watcher.await.expect("join").expect("kubectl watch");
+    let watched = text(&watched);
+    assert!(watched.contains("ADDED") && watched.contains("from-kubectl"), "watch output: {watched}");
+
+    let out = kubectl(&kubeconfig, &["get", "sandbox", "from-kubectl"]).await;
+    assert!(text(&out).contains("NotFound"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
