@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use embedded_cluster::controllers::kubelet::KubeletConfig;
 use embedded_cluster::request_log::RequestLog;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
 use tokio::sync::Notify;
@@ -54,8 +56,10 @@ fn is_ready(obj: &DynamicObject) -> bool {
 
 fn track_ready(api: Api<DynamicObject>, set: Arc<ReadySet>) {
     tokio::spawn(async move {
-        let mut events = watcher::watcher(api, watcher::Config::default()).boxed();
-        while let Ok(Some(ev)) = events.try_next().await {
+        // A watch that falls too far behind gets 410 Gone and re-lists; keep following.
+        let mut events = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+        while let Some(ev) = events.next().await {
+            let Ok(ev) = ev else { continue };
             if let Ok(mut ready) = set.ready.lock() {
                 match ev {
                     Event::Apply(o) | Event::InitApply(o) => {
@@ -69,7 +73,8 @@ fn track_ready(api: Api<DynamicObject>, set: Arc<ReadySet>) {
                     Event::Delete(o) => {
                         ready.remove(&o.metadata.name.clone().unwrap_or_default());
                     }
-                    Event::Init | Event::InitDone => {}
+                    Event::Init => ready.clear(),
+                    Event::InitDone => {}
                 }
             }
             set.changed.notify_waiters();
@@ -119,13 +124,28 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn main() -> anyhow::Result<()> {
     let live: usize = std::env::var("BENCH_SANDBOXES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let cycles = (live / 5).max(50);
-    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
+    // A node takes 110 pods, as a default kubelet does: enough nodes for every live Sandbox.
+    let nodes = live.div_ceil(100).max(1);
+    let kubelet =
+        KubeletConfig { node_names: (1..=nodes).map(|i| format!("embedded-node-{i}")).collect(), ..Default::default() };
+    let cluster = EmbeddedCluster::start(ClusterConfig { kubelet, ..Default::default() }).await?;
     let client = cluster.client().await?;
     let api: Api<DynamicObject> = Api::namespaced_with(client, NAMESPACE, &resource());
     let set = Arc::new(ReadySet::default());
     track_ready(api.clone(), set.clone());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let rss_idle = rss_kib();
+    if std::env::var_os("BENCH_PROGRESS").is_some() {
+        let set = set.clone();
+        let cluster_counts = cluster.object_count("pods");
+        eprintln!("progress reporting on ({cluster_counts} pods at start)");
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                eprintln!("ready sandboxes: {}", set.count());
+            }
+        });
+    }
 
     // 1. Pipeline: each Sandbox goes create -> Ready -> delete -> gone, IN_FLIGHT at a time.
     let mark = cluster.requests().mark();
@@ -185,7 +205,7 @@ async fn main() -> anyhow::Result<()> {
 
     let counts = RequestLog::counts(&entries, None);
     println!(
-        "embedded cluster benchmark ({} cores; API server, 4 controllers and this client in one process)",
+        "embedded cluster benchmark ({} cores; API server, 4 controllers with {nodes} simulated nodes, and this client in one process)",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     );
     println!();

@@ -58,7 +58,8 @@ pub struct KubeletConfig {
     pub start_delay: Duration,
     /// Running to Ready, unless the `ready-delay` knob says otherwise.
     pub ready_delay: Duration,
-    /// Pod IPs are this prefix plus 2..=254 (for example `10.244.0.`), unique among live pods.
+    /// The first two octets of the pod network, a /16 (for example `10.244.`); pod IPs are
+    /// unique among live pods and handed out lowest first.
     pub pod_cidr_prefix: String,
 }
 
@@ -68,7 +69,7 @@ impl Default for KubeletConfig {
             node_names: vec!["embedded-node-1".to_string()],
             start_delay: Duration::from_millis(50),
             ready_delay: Duration::from_millis(50),
-            pod_cidr_prefix: "10.244.0.".to_string(),
+            pod_cidr_prefix: "10.244.".to_string(),
         }
     }
 }

@@ -6,20 +6,21 @@
 
 use std::collections::BTreeSet;
 
-/// The first host number handed out (`.1` is conventionally the gateway).
-const FIRST_HOST: u8 = 2;
-/// The last host number handed out (`.255` is the broadcast address).
-const LAST_HOST: u8 = 254;
+/// Host numbers per third octet: `.1` to `.254` (`.0` and `.255` are skipped).
+const PER_OCTET: u32 = 254;
+/// The number of host numbers in the /16 (third octets 0 to 255).
+const HOSTS: u32 = 256 * PER_OCTET;
 
-/// Addresses `<prefix>2` to `<prefix>254`, lowest free first.
+/// Addresses in the /16 `<prefix>0.2` to `<prefix>255.254` (the prefix is the first two
+/// octets, `10.244.`), lowest free first; `<prefix>0.1` is left to the gateway.
 #[derive(Debug)]
 pub(crate) struct IpPool {
     prefix: String,
-    in_use: BTreeSet<u8>,
+    in_use: BTreeSet<u32>,
 }
 
 impl IpPool {
-    /// A pool over `prefix` (for example `10.244.0.`).
+    /// A pool over `prefix` (the first two octets, for example `10.244.`).
     pub(crate) fn new(prefix: &str) -> Self {
         Self { prefix: prefix.to_string(), in_use: BTreeSet::new() }
     }
@@ -27,7 +28,7 @@ impl IpPool {
     /// The lowest free address, now taken; `None` once the range is exhausted, which a real
     /// kubelet reports as a sandbox that cannot be created (the pod stays `ContainerCreating`).
     pub(crate) fn allocate(&mut self) -> Option<String> {
-        let host = (FIRST_HOST..=LAST_HOST).find(|h| !self.in_use.contains(h))?;
+        let host = (1..HOSTS).find(|h| !self.in_use.contains(h))?;
         self.in_use.insert(host);
         Some(self.address(host))
     }
@@ -48,13 +49,18 @@ impl IpPool {
         }
     }
 
-    fn address(&self, host: u8) -> String {
-        format!("{}{host}", self.prefix)
+    fn address(&self, host: u32) -> String {
+        format!("{}{}.{}", self.prefix, host / PER_OCTET, host % PER_OCTET + 1)
     }
 
-    fn host_of(&self, ip: &str) -> Option<u8> {
-        let host: u8 = ip.strip_prefix(&self.prefix)?.parse().ok()?;
-        (FIRST_HOST..=LAST_HOST).contains(&host).then_some(host)
+    fn host_of(&self, ip: &str) -> Option<u32> {
+        let (third, fourth) = ip.strip_prefix(&self.prefix)?.split_once('.')?;
+        let (third, fourth): (u32, u32) = (third.parse().ok()?, fourth.parse().ok()?);
+        if third > 255 || !(1..=PER_OCTET).contains(&fourth) {
+            return None;
+        }
+        let host = third * PER_OCTET + fourth - 1;
+        (1..HOSTS).contains(&host).then_some(host)
     }
 }
 
@@ -64,14 +70,14 @@ mod tests {
 
     #[test]
     fn hands_out_unique_addresses_lowest_first() {
-        let mut pool = IpPool::new("10.244.0.");
+        let mut pool = IpPool::new("10.244.");
         assert_eq!(pool.allocate().as_deref(), Some("10.244.0.2"));
         assert_eq!(pool.allocate().as_deref(), Some("10.244.0.3"));
     }
 
     #[test]
     fn reuses_freed_addresses() {
-        let mut pool = IpPool::new("10.244.0.");
+        let mut pool = IpPool::new("10.244.");
         let a = pool.allocate().unwrap_or_default();
         let _b = pool.allocate();
         pool.release(&a);
@@ -79,22 +85,25 @@ mod tests {
     }
 
     #[test]
-    fn exhausts_and_recovers() {
+    fn crosses_into_the_next_octet_past_254() {
         let mut pool = IpPool::new("10.1.");
-        let all: Vec<String> = std::iter::from_fn(|| pool.allocate()).collect();
-        assert_eq!(all.len(), 253);
-        assert_eq!(pool.allocate(), None);
-        pool.release("10.1.77");
-        assert_eq!(pool.allocate().as_deref(), Some("10.1.77"));
+        let all: Vec<String> = (0..300).filter_map(|_| pool.allocate()).collect();
+        assert_eq!(all.len(), 300);
+        assert_eq!(all[252], "10.1.0.254");
+        assert_eq!(all[253], "10.1.1.1");
+        assert_eq!(all.iter().collect::<BTreeSet<_>>().len(), 300, "addresses are unique");
+        pool.release("10.1.0.77");
+        assert_eq!(pool.allocate().as_deref(), Some("10.1.0.77"));
     }
 
     #[test]
     fn reserve_adopts_existing_addresses_once() {
-        let mut pool = IpPool::new("10.244.0.");
+        let mut pool = IpPool::new("10.244.");
         assert!(pool.reserve("10.244.0.2"));
         assert!(!pool.reserve("10.244.0.2"));
         assert!(!pool.reserve("192.168.1.2"));
         assert!(!pool.reserve("10.244.0.255"));
+        assert!(!pool.reserve("10.244.0.1"), "the gateway is never handed out");
         assert_eq!(pool.allocate().as_deref(), Some("10.244.0.3"));
         pool.release("not-an-ip");
     }

@@ -47,7 +47,7 @@ pub(crate) fn place(pod: &Pod, behaviour: &Behaviour, nodes: &[&Node], load: imp
     let mut feasible: Vec<&str> = Vec::new();
     for node in nodes {
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        match rejection(pod, behaviour, node) {
+        match rejection(pod, behaviour, node).or_else(|| too_many_pods(node, load(name))) {
             Some(reason) => *rejected.entry(reason).or_default() += 1,
             None => feasible.push(name),
         }
@@ -60,6 +60,13 @@ pub(crate) fn place(pod: &Pod, behaviour: &Behaviour, nodes: &[&Node], load: imp
             Placement::Unschedulable(format!("0/{} nodes are available: {}.", nodes.len(), reasons.join(", ")))
         }
     }
+}
+
+/// kube-scheduler's pod-count fit: a node takes at most its allocatable `pods` (110 by default).
+fn too_many_pods(node: &Node, load: usize) -> Option<String> {
+    let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref()).and_then(|a| a.get("pods"));
+    let max: usize = allocatable.and_then(|q| q.0.parse().ok())?;
+    (load >= max).then(|| "Too many pods".to_string())
 }
 
 /// Why `node` cannot take `pod`, in kube-scheduler's filter order (unschedulable, taints,
@@ -256,6 +263,22 @@ mod tests {
         );
         let gpu = node("n2", json!({"gpu": "true"}), json!({}));
         assert_eq!(place(&p, &Behaviour::default(), &[&n, &gpu], no_load), Placement::Bind("n2".into()));
+    }
+
+    #[test]
+    fn full_nodes_have_too_many_pods() {
+        let mut n = node("n1", json!({}), json!({}));
+        n.status = Some(k8s_openapi::api::core::v1::NodeStatus {
+            allocatable: Some(
+                [("pods".to_string(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".into()))].into(),
+            ),
+            ..Default::default()
+        });
+        assert_eq!(place(&plain_pod(), &Behaviour::default(), &[&n], |_| 1), Placement::Bind("n1".into()));
+        assert_eq!(
+            place(&plain_pod(), &Behaviour::default(), &[&n], |_| 2),
+            Placement::Unschedulable("0/1 nodes are available: 1 Too many pods.".into())
+        );
     }
 
     #[test]

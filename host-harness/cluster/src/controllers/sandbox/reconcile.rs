@@ -10,8 +10,9 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action as Requeue, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
@@ -38,6 +39,32 @@ struct Context {
     clock: Arc<Clock>,
     resource: ApiResource,
     version: SandboxVersion,
+    /// Informer caches, as controller-runtime's cached client gives the real controller: a
+    /// reconcile reads them instead of the API server, and falls back to fresh reads only when
+    /// a create shows the cache was behind.
+    caches: Caches,
+}
+
+/// The watch-fed caches a reconcile reads.
+struct Caches {
+    sandboxes: Store<DynamicObject>,
+    pods: Store<Pod>,
+    services: Store<Service>,
+    claims: Store<PersistentVolumeClaim>,
+}
+
+/// A reflector over one child kind (labelled with the name hash): its cache, and the stream of
+/// changed objects that triggers reconciles only after the cache has applied them.
+fn cached_stream<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher::watcher(api, config)).default_backoff().touched_objects();
+    (reader, stream)
 }
 
 /// A reconcile failure, with its anyhow context chain, in the shape kube's controller wants.
@@ -53,26 +80,30 @@ struct ReconcileError(anyhow::Error);
 pub async fn run(client: Client, clock: Arc<Clock>) -> anyhow::Result<()> {
     let (resource, version) = discover(&client).await;
     info!(version = version.version(), "sandbox controller started");
-    let context =
-        Arc::new(Context { client: client.clone(), clock: clock.clone(), resource: resource.clone(), version });
     let children = watcher::Config::default().labels(NAME_HASH_LABEL);
-    Controller::new_with(
+    let (pods, pod_events) = cached_stream(Api::<Pod>::all(client.clone()), children.clone());
+    let (services, service_events) = cached_stream(Api::<Service>::all(client.clone()), children.clone());
+    let (claims, claim_events) = cached_stream(Api::<PersistentVolumeClaim>::all(client.clone()), children);
+    let controller = Controller::new_with(
         Api::<DynamicObject>::all_with(client.clone(), &resource),
         watcher::Config::default(),
         resource.clone(),
     )
-    .watches(Api::<Pod>::all(client.clone()), children.clone(), owner_of(resource.clone()))
-    .watches(Api::<Service>::all(client.clone()), children.clone(), owner_of(resource.clone()))
-    .watches(Api::<PersistentVolumeClaim>::all(client), children, owner_of(resource))
-    .reconcile_all_on(clock_jumps(clock.advances()))
-    .run(reconcile, error_policy, context)
-    .for_each(|result| async move {
-        match result {
-            Ok((object, _)) => debug!(sandbox = %object, "reconciled"),
-            Err(error) => warn!(%error, "sandbox controller error"),
-        }
-    })
-    .await;
+    .watches_stream(pod_events, owner_of(resource.clone()))
+    .watches_stream(service_events, owner_of(resource.clone()))
+    .watches_stream(claim_events, owner_of(resource.clone()));
+    let caches = Caches { sandboxes: controller.store(), pods, services, claims };
+    let context = Arc::new(Context { client, clock: clock.clone(), resource, version, caches });
+    controller
+        .reconcile_all_on(clock_jumps(clock.advances()))
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            match result {
+                Ok((object, _)) => debug!(sandbox = %object, "reconciled"),
+                Err(error) => warn!(%error, "sandbox controller error"),
+            }
+        })
+        .await;
     Ok(())
 }
 
@@ -164,8 +195,15 @@ enum Outcome {
 }
 
 async fn reconcile_sandbox(context: &Context, namespace: &str, name: &str) -> anyhow::Result<Requeue> {
-    for _ in 0..MAX_PASSES {
-        let Some(observed) = observe(context, namespace, name).await? else {
+    for pass in 0..MAX_PASSES {
+        // The first pass reads the caches; a create that found its object already there means
+        // the caches were behind, so later passes read the API server.
+        let observed = if pass == 0 {
+            observe_cached(context, namespace, name)
+        } else {
+            observe(context, namespace, name).await?
+        };
+        let Some(observed) = observed else {
             return Ok(Requeue::await_change());
         };
         let plan = plan(&observed);
@@ -187,7 +225,41 @@ fn sandboxes(context: &Context, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(context.client.clone(), namespace, &context.resource)
 }
 
-/// Reads the Sandbox and everything the plan needs; `None` when the Sandbox is gone.
+/// Reads the Sandbox and everything the plan needs from the informer caches; `None` when the
+/// Sandbox is gone (or malformed: a fresh read then reports why).
+fn observe_cached(context: &Context, namespace: &str, name: &str) -> Option<Observed> {
+    let caches = &context.caches;
+    let object = caches.sandboxes.get(&ObjectRef::new_with(name, context.resource.clone()).within(namespace))?;
+    let sandbox = Sandbox::from_dynamic(&object, context.version).ok()?;
+    let pod_named = |n: &str| caches.pods.get(&ObjectRef::new(n).within(namespace)).map(|p| (*p).clone());
+    let tracked = sandbox.tracked_pod_name().to_string();
+    let mut pod = pod_named(&tracked);
+    if pod.is_none() && tracked != sandbox.name {
+        pod = pod_named(&sandbox.name);
+    }
+    let hash = name_hash(&sandbox.name);
+    let labelled_pods = caches
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace) && p.labels().get(NAME_HASH_LABEL) == Some(&hash))
+        .map(|p| (*p).clone())
+        .collect();
+    let service = caches.services.get(&ObjectRef::new(&sandbox.name).within(namespace)).map(|s| (*s).clone());
+    let mut pvcs = BTreeMap::new();
+    if let Ok(spec) = &sandbox.spec {
+        for template in &spec.volume_claim_templates {
+            let pvc = pvc_name(&template.metadata.name, &sandbox.name);
+            if let Some(found) = caches.claims.get(&ObjectRef::new(&pvc).within(namespace)) {
+                pvcs.insert(pvc, (*found).clone());
+            }
+        }
+    }
+    Some(Observed { sandbox, pod, labelled_pods, service, pvcs, now: context.clock.now() })
+}
+
+/// Reads the Sandbox and everything the plan needs from the API server; `None` when the
+/// Sandbox is gone.
 async fn observe(context: &Context, namespace: &str, name: &str) -> anyhow::Result<Option<Observed>> {
     let Some(object) = sandboxes(context, namespace).get_opt(name).await.context("reading the Sandbox")? else {
         return Ok(None);

@@ -1,0 +1,135 @@
+//! The `sandbox-host` binary from outside: `cluster` serves a cluster another process can use,
+//! `simulate` drives a cluster's workloads from another process, `fault` and `requests` steer it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use embedded_cluster::{ClusterConfig, EmbeddedCluster};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::wait::await_condition;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
+
+/// Kills the child process when the test ends, whatever happens.
+struct Reaper(Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sandbox-host-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+async fn client_for(kubeconfig: &Path) -> kube::Client {
+    let yaml = std::fs::read_to_string(kubeconfig).expect("kubeconfig");
+    embedded_cluster::tls::client_from_kubeconfig(&yaml).await.expect("client")
+}
+
+#[tokio::test]
+async fn cluster_command_serves_a_cluster_to_other_processes() {
+    let dir = temp_dir("cluster");
+    let kubeconfig = dir.join("kubeconfig");
+    let child = Command::new(BIN)
+        .args(["cluster", "--port", "0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start sandbox-host cluster");
+    let _reaper = Reaper(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig written");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let client = client_for(&kubeconfig).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let names: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(names.contains(&"default".to_string()), "{names:?}");
+
+    let out = Command::new(BIN)
+        .args(["fault", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["add", "--verb", "create", "--resource", "configmaps", "--code", "500", "--times", "1"])
+        .output()
+        .expect("run fault add");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).expect("cm");
+    let err = cms.create(&PostParams::default(), &cm).await.expect_err("the injected fault");
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 500));
+    cms.create(&PostParams::default(), &cm).await.expect("the fault fired once");
+
+    let out = Command::new(BIN)
+        .args(["requests", "--counts", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run requests");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"create configmaps\": 2"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn simulate_runs_the_controllers_from_another_process() {
+    let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
+        .await
+        .expect("API server only");
+    let dir = temp_dir("simulate");
+    let kubeconfig = dir.join("kubeconfig");
+    // The simulated controllers get their own identity, so the request log shows their calls.
+    let identity = embedded_cluster::ControllerKind::Kubelet.user();
+    std::fs::write(&kubeconfig, cluster.kubeconfig(identity).expect("kubeconfig")).expect("write kubeconfig");
+    let child = Command::new(BIN)
+        .args(["simulate", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start sandbox-host simulate");
+    let _reaper = Reaper(child);
+
+    let client = cluster.client().await.expect("client");
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", "v1beta1", "Sandbox"), "sandboxes");
+    let sandboxes: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+    let sb: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": "remote"},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}}
+    }))
+    .expect("sandbox");
+    sandboxes.create(&PostParams::default(), &sb).await.expect("create");
+    let ready = |o: Option<&DynamicObject>| {
+        o.and_then(|o| o.data["status"]["conditions"].as_array())
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+    };
+    tokio::time::timeout(Duration::from_secs(60), await_condition(sandboxes, "remote", ready))
+        .await
+        .expect("Ready in time, driven by the out-of-process controllers")
+        .expect("watch");
+    let theirs = cluster.requests().entries().into_iter().filter(|e| e.user == identity).collect::<Vec<_>>();
+    assert!(
+        theirs.iter().any(|e| e.verb == "create" && e.subresource == "binding"),
+        "the remote scheduler bound the pod"
+    );
+    assert!(
+        theirs.iter().any(|e| e.resource == "sandboxes" && e.subresource == "status"),
+        "the remote Sandbox controller wrote status"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
