@@ -631,7 +631,7 @@ fn object_meta_field(name: &str) -> Option<MetaKind> {
 
 /// Why a metadata field does not decode into ObjectMeta.
 enum MetaError {
-    /// A JSON value of the wrong kind (`json_word`) for a Go type.
+    /// A JSON value of the wrong kind (`go_kind`) for a Go type.
     Type { found: &'static str, go_type: String },
     /// A timestamp that is not RFC 3339.
     Time(String),
@@ -659,8 +659,9 @@ impl MetaKind {
     /// The field as ObjectMeta would serialize it back (`None` when empty and so omitted), or the
     /// Go decoding error that makes the server drop it.
     fn normalize(self, v: &Value) -> Result<Option<Value>, MetaError> {
-        let mismatch =
-            |bad: &Value, go_type: &str| Err(MetaError::Type { found: json_word(bad), go_type: go_type.to_string() });
+        let mismatch = |bad: &Value, go_type: &str| {
+            Err(MetaError::Type { found: crate::json::go_kind(bad), go_type: go_type.to_string() })
+        };
         match (self, v) {
             (_, Value::Null) => Ok(None),
             (MetaKind::Str, Value::String(s)) => Ok((!s.is_empty()).then(|| v.clone())),
@@ -710,21 +711,14 @@ fn object_meta_error(v: &Value) -> Option<String> {
     let m = match v {
         Value::Null => return None,
         Value::Object(m) => m,
-        _ => return Some(format!("json: cannot unmarshal {} into Go value of type v1.ObjectMeta", json_word(v))),
+        _ => {
+            return Some(format!(
+                "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+                crate::json::go_kind(v)
+            ));
+        }
     };
     m.iter().find_map(|(k, v)| Some(object_meta_field(k)?.normalize(v).err()?.message(k)))
-}
-
-/// How Go's JSON decoder names a JSON value's kind in type errors.
-fn json_word(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

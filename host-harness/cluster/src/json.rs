@@ -114,6 +114,18 @@ pub(crate) fn semantic_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     }
 }
 
+/// How Go's JSON decoder names a JSON value's kind in error messages (`string`, `object`, ...).
+pub(crate) fn go_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,7 +67,7 @@ impl Requirement {
             }
         }
         for (i, v) in values.iter().enumerate() {
-            let problems = label_value_errors(v);
+            let problems = crate::names::label_value(v);
             if !problems.is_empty() {
                 errors.push(format!("values[{i}][{key}]: Invalid value: {v:?}: {}", problems.join("; ")));
             }
@@ -439,7 +439,7 @@ impl Parser {
         if token != Token::Identifier {
             return Err(format!("found '{literal}', expected: identifier"));
         }
-        let problems = label_key_errors(&literal);
+        let problems = crate::names::qualified_name(&literal);
         if !problems.is_empty() {
             return Err(format!("<nil>: Invalid value: {literal:?}: {}", problems.join("; ")));
         }
@@ -542,107 +542,9 @@ impl Parser {
     }
 }
 
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QUALIFIED_NAME_ERR: &str =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-/// Go's `validation.RegexError` wording, examples included.
-fn regex_error(msg: &str, pattern: &str, examples: &[&str]) -> String {
-    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!("{msg} (e.g. {}regex used for validation is '{pattern}')", examples.join(" or "))
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, anchored.
-fn is_qualified_name_part(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-            edge(first)
-                && edge(last)
-                && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        }
-        _ => false,
-    }
-}
-
-/// Go's `validation.IsQualifiedName`: optional DNS-subdomain prefix and `/`,
-/// then a name of at most 63 characters.
-fn label_key_errors(key: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_string());
-            } else {
-                if prefix.len() > 253 {
-                    errors.push("prefix part must be no more than 253 characters".to_string());
-                }
-                if !prefix.split('.').all(is_dns1123_label) {
-                    errors.push(format!(
-                        "prefix part {}",
-                        regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, &["example.com"])
-                    ));
-                }
-            }
-            *name
-        }
-        _ => {
-            errors.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
-            ));
-            return errors;
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errors.push("name part must be no more than 63 characters".to_string());
-    }
-    if !is_qualified_name_part(name) {
-        errors.push(format!(
-            "name part {}",
-            regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
-        ));
-    }
-    errors
-}
-
-/// Go's `validation.IsValidLabelValue`: empty, or a qualified-name part of at
-/// most 63 characters.
-fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > 63 {
-        errors.push("must be no more than 63 characters".to_string());
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errors.push(regex_error(LABEL_VALUE_ERR, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
-    }
-    errors
-}
-
 /// Field-path error for a key, as `field.Invalid(path.Child(name), ...)`.
 fn validate_label_key(key: &str, path: &str) -> Option<String> {
-    let problems = label_key_errors(key);
+    let problems = crate::names::qualified_name(key);
     if problems.is_empty() { None } else { Some(format!("{path}: Invalid value: {key:?}: {}", problems.join("; "))) }
 }
 

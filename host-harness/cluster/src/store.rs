@@ -55,6 +55,23 @@ struct Inner {
     compacted: u64,
 }
 
+impl Inner {
+    /// A table's objects in key order, optionally of one namespace (a range scan, not a filter).
+    fn items(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(table) = self.tables.get(storage) else {
+            return Vec::new();
+        };
+        match namespace {
+            None => table.values().cloned().collect(),
+            Some(ns) => table
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+        }
+    }
+}
+
 /// The store shared by every request handler.
 pub struct Store {
     inner: Mutex<Inner>,
@@ -110,18 +127,7 @@ impl Store {
     /// A consistent snapshot of a table (optionally one namespace), in key order, with its resourceVersion.
     pub fn list(&self, storage: &str, namespace: Option<&str>) -> (u64, Vec<Arc<Value>>) {
         let inner = self.lock();
-        let items = match inner.tables.get(storage) {
-            None => Vec::new(),
-            Some(table) => match namespace {
-                None => table.values().cloned().collect(),
-                Some(ns) => table
-                    .range((ns.to_string(), String::new())..)
-                    .take_while(|((n, _), _)| n == ns)
-                    .map(|(_, v)| v.clone())
-                    .collect(),
-            },
-        };
-        (inner.rv, items)
+        (inner.rv, inner.items(storage, namespace))
     }
 
     /// Counts objects per storage key (for memory figures and tests).
@@ -146,15 +152,7 @@ impl Store {
     ) -> (u64, Vec<Arc<Value>>, broadcast::Receiver<Arc<StoredEvent>>) {
         let inner = self.lock();
         let receiver = self.events.subscribe();
-        let items = match inner.tables.get(storage) {
-            None => Vec::new(),
-            Some(table) => table
-                .iter()
-                .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
-                .map(|(_, v)| v.clone())
-                .collect(),
-        };
-        (inner.rv, items, receiver)
+        (inner.rv, inner.items(storage, namespace), receiver)
     }
 
     /// The events after `rv` that the history still holds, and a receiver for all later ones.
@@ -181,14 +179,7 @@ impl Txn<'_> {
 
     /// Every object of a table in one namespace (or all namespaces).
     pub fn list(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        match self.inner.tables.get(storage) {
-            None => Vec::new(),
-            Some(table) => table
-                .iter()
-                .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
-                .map(|(_, v)| v.clone())
-                .collect(),
-        }
+        self.inner.items(storage, namespace)
     }
 
     /// The storage keys that hold at least one object.

@@ -60,7 +60,7 @@ pub fn apply(kind: &str, original: &Value, patch: &Value) -> Result<Value, Patch
         other => {
             return Err(PatchError(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                json_type_name(other)
+                crate::json::go_kind(other)
             )));
         }
     };
@@ -70,7 +70,7 @@ pub fn apply(kind: &str, original: &Value, patch: &Value) -> Result<Value, Patch
         other => {
             return Err(PatchError(format!(
                 "the object to patch must be a JSON object, got {}",
-                json_type_name(other)
+                crate::json::go_kind(other)
             )));
         }
     };
@@ -801,17 +801,6 @@ fn go_kind_name(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "slice",
         Value::Object(_) => "map",
-    }
-}
-
-fn json_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

@@ -1,8 +1,9 @@
 //! Deletion semantics with the garbage collector running: Background, Foreground and Orphan
 //! propagation, finalizers, preconditions, graceful pod deletion and namespace teardown.
 
-use std::time::Duration;
+mod common;
 
+use common::eventually;
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
@@ -33,21 +34,6 @@ async fn owner_and_dependent(client: &Client, blocking: bool) -> (ConfigMap, Sec
         .await
         .expect("dependent");
     (owner, dep)
-}
-
-async fn eventually<F, Fut>(what: &str, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tokio::time::Instant::now() < deadline {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
 }
 
 #[tokio::test]
