@@ -13,7 +13,7 @@ toolchain:
 
 ## Build everything and run every test.
 test: toolchain
-	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace
 
 ## A Sandbox's and a Job's life on the embedded cluster (DEMO_ARGS=--kubeconfig PATH for a real cluster).
 demo: toolchain
