@@ -2,7 +2,9 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo cluster bench lint fmt toolchain
+.PHONY: all test demo cluster bench lint fmt toolchain component
+
+COMPONENT := target/wasm32-wasip2/release/kubernetes_provider.wasm
 
 all: test
 
@@ -11,12 +13,16 @@ toolchain:
 	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
 	@rustup show active-toolchain
 
-## Build everything and run every test.
-test: toolchain
+## The provider component (release): $(COMPONENT).
+component: toolchain
+	$(CARGO) build -p kubernetes-provider --target wasm32-wasip2 --release
+
+## Build the component and everything else, then run every test.
+test: component
 	$(CARGO) test --workspace
 
 ## A Sandbox's and a Job's life on the embedded cluster (DEMO_ARGS=--kubeconfig PATH for a real cluster).
-demo: toolchain
+demo: component
 	$(CARGO) run --quiet -p host-harness -- demo $(DEMO_ARGS)
 
 ## Serve the embedded cluster in the foreground and write a kubeconfig.
@@ -31,6 +37,7 @@ bench: toolchain
 lint: toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p kubernetes-provider --target wasm32-wasip2 -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,261 +1,200 @@
-//! `sandbox-host demo`: a Sandbox's and a Job's life, step by step, on the embedded cluster (or
-//! a real one), with each step's outcome, wall time and API calls.
+//! `sandbox-host demo`: the provider component's full lease lifecycle on each backend, on the
+//! embedded cluster (or a real one), with each step's outcome, wall time and API calls.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use embedded_cluster::behaviour::Behaviour;
-use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, SandboxVersions};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy};
-use kube::core::ApiResource;
-use kube::runtime::wait::{Condition, await_condition};
-use kube::{Client, ResourceExt};
+use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use provider_host::error::HostError;
+use provider_host::policy::Policy;
+use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
+use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 use serde_json::json;
 
 const NAMESPACE: &str = "sandbox-demo";
-const WAIT: Duration = Duration::from_secs(60);
 
-struct Step {
-    name: String,
+struct Row {
+    backend: &'static str,
+    step: &'static str,
+    ok: bool,
     outcome: String,
     wall: Duration,
     calls: Option<usize>,
 }
 
-struct Recorder<'a> {
+struct Demo<'a> {
+    host: &'a ProviderHost,
     cluster: Option<&'a EmbeddedCluster>,
-    steps: Vec<Step>,
+    rows: Vec<Row>,
 }
 
-impl Recorder<'_> {
-    async fn step<F, Fut>(&mut self, name: &str, f: F) -> anyhow::Result<()>
+impl Demo<'_> {
+    async fn step<T, F>(
+        &mut self,
+        backend: &'static str,
+        step: &'static str,
+        fut: F,
+        show: impl Fn(&T) -> (bool, String),
+    ) -> Option<T>
     where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = anyhow::Result<String>>,
+        F: std::future::Future<Output = Result<T, HostError>>,
     {
         let mark = self.cluster.map(|c| c.requests().mark());
         let started = Instant::now();
-        let result = f().await;
+        let result = fut.await;
         let wall = started.elapsed();
-        let calls =
-            self.cluster.zip(mark).map(|(c, m)| c.requests().since(m).iter().filter(|e| e.user == ADMIN_USER).count());
-        let outcome = match &result {
-            Ok(o) => o.clone(),
-            Err(e) => format!("FAILED: {e:#}"),
+        let calls = self
+            .cluster
+            .zip(mark)
+            .map(|(c, m)| c.requests().since(m).iter().filter(|e| e.user == PROVIDER_USER).count());
+        let (ok, outcome, value) = match result {
+            Ok(v) => {
+                let (ok, text) = show(&v);
+                (ok, text, Some(v))
+            }
+            Err(e) => (false, format!("error: {e}"), None),
         };
         println!(
-            "  {:<34} {:>9.1} ms  {:>5}  {}",
-            name,
+            "  {:<8} {:<22} {:>9.1} ms {:>6}  {}{}",
+            backend,
+            step,
             wall.as_secs_f64() * 1000.0,
-            calls.map_or("-".into(), |c| c.to_string()),
+            calls.map_or("-".to_string(), |c| c.to_string()),
+            if ok { "" } else { "UNEXPECTED: " },
             outcome
         );
-        self.steps.push(Step { name: name.into(), outcome, wall, calls });
-        result.map(|_| ())
+        self.rows.push(Row { backend, step, ok, outcome, wall, calls });
+        value
     }
 }
 
-fn sandbox_ready() -> impl Condition<DynamicObject> {
-    |obj: Option<&DynamicObject>| condition_is(obj, "Ready", "True")
+fn lease_summary(l: &Lease) -> String {
+    format!(
+        "{} pod {} ip {}",
+        l.provider_lease_id,
+        l.pod_name.as_deref().unwrap_or("-"),
+        l.pod_ip.as_deref().unwrap_or("-")
+    )
 }
 
-fn condition_is(obj: Option<&DynamicObject>, kind: &str, status: &str) -> bool {
-    obj.and_then(|o| o.data["status"]["conditions"].as_array())
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == kind && c["status"] == status))
-}
-
-async fn wait<K, C>(api: &Api<K>, name: &str, cond: C, what: &str) -> anyhow::Result<Option<K>>
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    C: Condition<K>,
-{
-    tokio::time::timeout(WAIT, await_condition(api.clone(), name, cond))
-        .await
-        .with_context(|| format!("timed out after {WAIT:?} waiting for {what}"))?
-        .with_context(|| format!("watch failed while waiting for {what}"))
-}
-
-/// Runs the demo; with `kubeconfig`, against that cluster instead of the embedded one.
-pub async fn run(kubeconfig: Option<&Path>, versions: SandboxVersions) -> anyhow::Result<()> {
-    let cluster;
-    let client = match kubeconfig {
-        Some(path) => {
-            cluster = None;
+/// Runs the demo with the component at `component`; with `kubeconfig`, against that cluster.
+pub async fn run(component: &Path, kubeconfig: Option<&Path>, versions: SandboxVersions) -> anyhow::Result<()> {
+    if !component.exists() {
+        bail!("no provider component at {}: build it with `make component`", component.display());
+    }
+    let cluster = match kubeconfig {
+        Some(_) => None,
+        None => Some(EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() }).await?),
+    };
+    let (admin, client) = match (&cluster, kubeconfig) {
+        (Some(c), _) => {
+            let config = embedded_cluster::tls::config_from_kubeconfig(&c.kubeconfig(PROVIDER_USER)?).await?;
+            (c.client().await?, provider_host::client_from_config(config)?)
+        }
+        (None, Some(path)) => {
             let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-            embedded_cluster::tls::client_from_kubeconfig(&yaml).await?
+            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
+            (embedded_cluster::tls::client_from_kubeconfig(&yaml).await?, provider_host::client_from_config(config)?)
         }
-        None => {
-            cluster =
-                Some(EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() }).await?);
-            cluster.as_ref().context("cluster")?.client().await?
-        }
+        (None, None) => bail!("no cluster"),
     };
     match &cluster {
-        Some(c) => println!("embedded cluster at {} (controllers: sandbox, job, kubelet, gc)", c.url()),
-        None => println!("cluster from kubeconfig: Kubernetes {}", client.apiserver_version().await?.git_version),
+        Some(c) => println!("embedded cluster at {} (sandbox versions: {versions:?})", c.url()),
+        None => println!("cluster from kubeconfig: Kubernetes {}", admin.apiserver_version().await?.git_version),
     }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespaces: Api<Namespace> = Api::all(admin);
     if namespaces.get_opt(NAMESPACE).await?.is_none() {
         namespaces
             .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?)
             .await?;
     }
-    println!("\n  {:<34} {:>12}  {:>5}  outcome", "step", "wall", "calls");
-    let mut rec = Recorder { cluster: cluster.as_ref(), steps: Vec::new() };
-    sandbox_life(&client, &mut rec).await?;
-    job_life(&client, &mut rec).await?;
-    let total: Duration = rec.steps.iter().map(|s| s.wall).sum();
-    let calls: usize = rec.steps.iter().filter_map(|s| s.calls).sum();
-    let failed =
-        rec.steps.iter().filter(|s| s.outcome.starts_with("FAILED")).map(|s| s.name.as_str()).collect::<Vec<_>>();
+    let options = HostOptions {
+        policy: Policy::kubernetes_default([NAMESPACE]),
+        cache_dir: Some("target/provider-cache".into()),
+        ..Default::default()
+    };
+    let loaded = Instant::now();
+    let host = ProviderHost::load(ComponentSource::File(component.to_path_buf()), client, options).await?;
+    println!("provider loaded in {:.1} ms ({:?})", loaded.elapsed().as_secs_f64() * 1000.0, host.cache_outcome());
+    println!("\n  {:<8} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
+    let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
+    for backend in ["sandbox", "job"] {
+        lifecycle(&mut demo, backend).await;
+    }
+    let failed: Vec<String> = demo.rows.iter().filter(|r| !r.ok).map(|r| format!("{} {}", r.backend, r.step)).collect();
+    let total: Duration = demo.rows.iter().map(|r| r.wall).sum();
+    let calls: usize = demo.rows.iter().filter_map(|r| r.calls).sum();
     println!(
-        "\n  {} steps in {:.1} ms, {} API calls by the demo client",
-        rec.steps.len(),
+        "\n  {} steps in {:.1} ms; {} API calls by the provider",
+        demo.rows.len(),
         total.as_secs_f64() * 1000.0,
         calls
     );
     if !failed.is_empty() {
-        bail!("steps failed: {}", failed.join(", "));
+        let detail: Vec<&str> = demo.rows.iter().filter(|r| !r.ok).map(|r| r.outcome.as_str()).collect();
+        bail!("steps did not go as expected: {} ({})", failed.join(", "), detail.join("; "));
     }
     Ok(())
 }
 
-async fn sandbox_resource(client: &Client) -> anyhow::Result<ApiResource> {
-    let group = kube::discovery::group(client, "agents.x-k8s.io")
-        .await
-        .context("agent-sandbox is not installed (no agents.x-k8s.io group)")?;
-    for v in ["v1beta1", "v1alpha1"] {
-        if let Some((ar, _)) = group.versioned_resources(v).into_iter().find(|(ar, _)| ar.plural == "sandboxes") {
-            return Ok(ar);
-        }
-    }
-    bail!("agents.x-k8s.io serves no sandboxes resource")
-}
-
-async fn sandbox_life(client: &Client, rec: &mut Recorder<'_>) -> anyhow::Result<()> {
-    let ar = sandbox_resource(client).await?;
-    let beta = ar.version == "v1beta1";
-    let sandboxes: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let name = "demo-sandbox";
-    let knobs = Behaviour {
-        start_delay: Some(Duration::from_millis(300)),
-        ready_delay: Some(Duration::from_millis(200)),
-        ..Default::default()
+async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str) {
+    let config = json!({
+        "namespace": NAMESPACE, "backend": backend, "image": "busybox:1.36", "command": ["sleep", "infinity"],
+        "leaseTtlSeconds": 14_400,
+    })
+    .to_string();
+    let request = AcquireRequest {
+        config: config.clone(),
+        run_id: format!("demo-run-{backend}"),
+        acquisition_id: format!("demo-{backend}-1"),
+        agent_id: Some("demo-agent".into()),
+        requested_expires_at: Some(jiff::Timestamp::now().as_millisecond() + 3_600_000),
+        env: vec![
+            EnvVar { name: "TASK".into(), value: "demo".into(), secret: false },
+            EnvVar { name: "API_TOKEN".into(), value: "s3cr3t-demo-token".into(), secret: true },
+        ],
+        reusable: false,
     };
-    let body = json!({
-        "apiVersion": ar.api_version, "kind": "Sandbox", "metadata": {"name": name},
-        "spec": {"podTemplate": {"metadata": {"annotations": knobs.to_annotations()},
-            "spec": {"containers": [{"name": "agent", "image": "busybox:1.36", "command": ["sleep", "infinity"]}]}}}
-    });
-    rec.step(&format!("sandbox: create ({})", ar.version), || async {
-        let obj: DynamicObject = serde_json::from_value(body.clone())?;
-        let created = sandboxes.create(&PostParams::default(), &obj).await?;
-        Ok(format!("uid {}", created.uid().unwrap_or_default()))
+    let host = demo.host;
+    let Some(lease) = demo.step(backend, "acquire", host.acquire(request), |l: &Lease| (true, lease_summary(l))).await
+    else {
+        return;
+    };
+    let lease_ref = LeaseRef { lease: lease.clone(), config: config.clone() };
+    demo.step(backend, "resume-check", host.resume_check(lease_ref.clone()), |o| match o {
+        ResumeOutcome::Resumable(l) => (true, format!("resumable ({})", lease_summary(l))),
+        ResumeOutcome::Expired(r) => (false, format!("expired: {r}")),
     })
-    .await?;
-    rec.step("sandbox: wait Ready (watch)", || async {
-        wait(&sandboxes, name, sandbox_ready(), "the Sandbox to be Ready").await?;
-        let pod = pods.get(name).await?;
-        let ip = pod.status.and_then(|s| s.pod_ip).unwrap_or_default();
-        Ok(format!(
-            "pod {} on {} ip {ip}",
-            pod.metadata.name.unwrap_or_default(),
-            pod.spec.and_then(|s| s.node_name).unwrap_or_default()
-        ))
-    })
-    .await?;
-    let first_uid = pods.get(name).await?.uid().unwrap_or_default();
-    rec.step("sandbox: suspend", || async {
-        let patch =
-            if beta { json!({"spec": {"operatingMode": "Suspended"}}) } else { json!({"spec": {"replicas": 0}}) };
-        sandboxes.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-        wait(
-            &sandboxes,
-            name,
-            |o: Option<&DynamicObject>| condition_is(o, "Suspended", "True"),
-            "the Sandbox to be suspended",
+    .await;
+    let later = jiff::Timestamp::now().as_millisecond() + 2 * 3_600_000;
+    demo.step(backend, "renew (+2 h)", host.renew(lease_ref.clone(), later), |l: &Lease| {
+        (
+            l.expires_at.is_some_and(|e| e >= later - 1_000),
+            format!(
+                "expires at {}",
+                l.expires_at
+                    .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            ),
         )
-        .await?;
-        wait(&pods, name, kube::runtime::conditions::is_deleted(&first_uid), "the pod to be deleted").await?;
-        Ok("pod deleted, Suspended=True".into())
     })
-    .await?;
-    rec.step("sandbox: resume", || async {
-        let patch = if beta { json!({"spec": {"operatingMode": "Running"}}) } else { json!({"spec": {"replicas": 1}}) };
-        sandboxes.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-        wait(&sandboxes, name, sandbox_ready(), "the Sandbox to be Ready again").await?;
-        let uid = pods.get(name).await?.uid().unwrap_or_default();
-        Ok(format!("Ready again, new pod uid {}", if uid != first_uid { "yes" } else { "NO" }))
+    .await;
+    demo.step(backend, "release (ephemeral)", host.release(lease_ref.clone()), |_| (true, "destroyed".into())).await;
+    demo.step(backend, "resume-check", host.resume_check(lease_ref.clone()), |o| match o {
+        ResumeOutcome::Resumable(_) => (false, "still resumable".into()),
+        ResumeOutcome::Expired(r) => (true, format!("expired: {r}")),
     })
-    .await?;
-    rec.step("sandbox: delete (foreground)", || async {
-        let uid = sandboxes.get(name).await?.uid().unwrap_or_default();
-        sandboxes.delete(name, &DeleteParams::foreground()).await?;
-        wait(&sandboxes, name, kube::runtime::conditions::is_deleted(&uid), "the Sandbox to be deleted").await?;
-        let left = pods.get_opt(name).await?.is_some();
-        Ok(if left { "Sandbox gone, pod still there".into() } else { "Sandbox and pod gone".into() })
+    .await;
+    demo.step(backend, "destroy again", host.destroy(lease_ref), |report| {
+        let all_gone =
+            report.objects.iter().all(|o| matches!(o.outcome, provider_host::records::DeleteOutcome::AlreadyGone));
+        let names: Vec<String> =
+            report.objects.iter().map(|o| format!("{} {}: {:?}", o.kind, o.name, o.outcome)).collect();
+        (all_gone, names.join(", "))
     })
-    .await
-}
-
-async fn job_life(client: &Client, rec: &mut Recorder<'_>) -> anyhow::Result<()> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NAMESPACE);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let name = "demo-job";
-    let knobs = Behaviour { run_duration: Some(Duration::from_millis(800)), exit_code: Some(0), ..Default::default() };
-    let body = json!({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-        "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 900, "template": {
-            "metadata": {"annotations": knobs.to_annotations()},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "task", "image": "busybox:1.36", "command": ["true"]}]}}}
-    });
-    rec.step("job: create", || async {
-        let created = jobs.create(&PostParams::default(), &serde_json::from_value(body.clone())?).await?;
-        Ok(format!("uid {}", created.uid().unwrap_or_default()))
-    })
-    .await?;
-    rec.step("job: wait pod ready", || async {
-        wait(
-            &jobs,
-            name,
-            |j: Option<&Job>| j.and_then(|j| j.status.as_ref()).and_then(|s| s.ready).unwrap_or(0) >= 1,
-            "a ready pod",
-        )
-        .await?;
-        let list = pods.list(&kube::api::ListParams::default().labels(&format!("job-name={name}"))).await?;
-        Ok(format!("pod {}", list.items.first().map(|p| p.name_any()).unwrap_or_default()))
-    })
-    .await?;
-    rec.step("job: wait Complete", || async {
-        wait(&jobs, name, kube::runtime::conditions::is_job_completed(), "the Job to complete").await?;
-        let job = jobs.get(name).await?;
-        Ok(format!("succeeded {}", job.status.and_then(|s| s.succeeded).unwrap_or(0)))
-    })
-    .await?;
-    rec.step("job: delete (background)", || async {
-        let uid = jobs.get(name).await?.uid().unwrap_or_default();
-        jobs.delete(
-            name,
-            &DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() },
-        )
-        .await?;
-        wait(&jobs, name, kube::runtime::conditions::is_deleted(&uid), "the Job to be deleted").await?;
-        let selector = format!("job-name={name}");
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let left = pods.list(&kube::api::ListParams::default().labels(&selector)).await?.items.len();
-            if left == 0 {
-                return Ok("Job gone, pods collected".into());
-            }
-            if Instant::now() > deadline {
-                bail!("{left} pods of the Job were not garbage-collected");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
+    .await;
 }

@@ -4,6 +4,7 @@
 mod admin_cmd;
 mod cluster_cmd;
 mod demo;
+mod provider_cmd;
 
 use std::path::PathBuf;
 
@@ -39,14 +40,75 @@ enum Command {
     Requests(admin_cmd::RequestsArgs),
     /// Move a running embedded cluster's clock forward.
     AdvanceClock(admin_cmd::AdvanceArgs),
-    /// Show a Sandbox's and a Job's life on the embedded cluster (or a real one), step by step.
+    /// The provider's full lease lifecycle on each backend, step by step, on the embedded
+    /// cluster (or a real one with --kubeconfig).
     Demo {
+        /// The provider component (.wasm).
+        #[arg(long, default_value = provider_cmd::DEFAULT_COMPONENT)]
+        component: PathBuf,
         /// Use this cluster instead of starting the embedded one.
         #[arg(long, env = "SANDBOX_DEMO_KUBECONFIG")]
         kubeconfig: Option<PathBuf>,
         /// Sandbox versions the embedded cluster serves.
         #[arg(long, default_value = "both")]
         sandbox_versions: SandboxVersions,
+    },
+    /// Show the provider's identity, capabilities and config schema.
+    Describe {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+    },
+    /// Check a provider config: every problem with its path, and the normalized config.
+    ValidateConfig {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Check that a config can work against the cluster.
+    Probe {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Provision a sandbox and wait until it is ready; prints the lease.
+    Acquire {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        args: provider_cmd::AcquireArgs,
+    },
+    /// Whether a stored lease can be used again (exit code 3: expired).
+    ResumeCheck {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+    },
+    /// Move a lease's expiry.
+    Renew {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+        /// New expiry, in seconds from now.
+        #[arg(long)]
+        expires_in: u64,
+    },
+    /// End a run: destroy an ephemeral lease, suspend a reusable one.
+    Release {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+    },
+    /// Delete everything a lease could own (idempotent).
+    Destroy {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
     },
 }
 
@@ -57,16 +119,28 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
+        let done = |r: anyhow::Result<()>| r.map(|()| 0);
         match cli.command {
-            Command::Cluster(args) => cluster_cmd::serve(args).await,
+            Command::Cluster(args) => done(cluster_cmd::serve(args).await),
             Command::Simulate { kubeconfig, controllers, time_scale } => {
-                cluster_cmd::simulate(&kubeconfig, &controllers, time_scale).await
+                done(cluster_cmd::simulate(&kubeconfig, &controllers, time_scale).await)
             }
-            Command::Fault(args) => admin_cmd::fault(args).await,
-            Command::Requests(args) => admin_cmd::requests(args).await,
-            Command::AdvanceClock(args) => admin_cmd::advance(args).await,
-            Command::Demo { kubeconfig, sandbox_versions } => demo::run(kubeconfig.as_deref(), sandbox_versions).await,
+            Command::Fault(args) => done(admin_cmd::fault(args).await),
+            Command::Requests(args) => done(admin_cmd::requests(args).await),
+            Command::AdvanceClock(args) => done(admin_cmd::advance(args).await),
+            Command::Demo { component, kubeconfig, sandbox_versions } => {
+                done(demo::run(&component, kubeconfig.as_deref(), sandbox_versions).await)
+            }
+            Command::Describe { target } => provider_cmd::describe(target).await,
+            Command::ValidateConfig { target, config } => provider_cmd::validate_config(target, &config).await,
+            Command::Probe { target, config } => provider_cmd::probe(target, &config).await,
+            Command::Acquire { target, args } => provider_cmd::acquire(target, args).await,
+            Command::ResumeCheck { target, lease } => provider_cmd::resume_check(target, lease).await,
+            Command::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
+            Command::Release { target, lease } => provider_cmd::release(target, lease).await,
+            Command::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
         }
-    })
+    })?;
+    std::process::exit(code)
 }

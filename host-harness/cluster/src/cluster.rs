@@ -24,6 +24,9 @@ use crate::tls::{self, Pki};
 pub const ADMIN_USER: &str = "kubernetes-admin";
 /// A user that may only read (get, list, watch), to exercise 403 Forbidden.
 pub const VIEWER_USER: &str = "viewer";
+/// The identity a sandbox-provider host uses, so the request log tells a provider's calls
+/// from the controllers' and a test's own.
+pub const PROVIDER_USER: &str = "system:serviceaccount:sandboxes:sandbox-provider";
 
 /// How to start an embedded cluster.
 #[derive(Debug, Clone)]
@@ -95,6 +98,7 @@ impl EmbeddedCluster {
         };
         add(ADMIN_USER, false, true);
         add(VIEWER_USER, true, false);
+        add(PROVIDER_USER, false, false);
         for kind in ControllerKind::ALL {
             add(kind.user(), false, false);
         }

@@ -41,6 +41,6 @@ pub mod tls;
 pub mod typed;
 pub mod watch;
 
-pub use cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, VIEWER_USER};
+pub use cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, PROVIDER_USER, VIEWER_USER};
 pub use controllers::ControllerKind;
 pub use resources::SandboxVersions;

@@ -77,11 +77,15 @@ pub fn kubeconfig_yaml(server: &str, ca_pem: Option<&str>, user: &str, token: &s
     serde_yaml::to_string(&doc).context("render the kubeconfig")
 }
 
+/// A kube-rs configuration from a kubeconfig text.
+pub async fn config_from_kubeconfig(yaml: &str) -> anyhow::Result<kube::Config> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).context("parse the kubeconfig")?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .context("load the kubeconfig")
+}
+
 /// A kube-rs client from a kubeconfig text.
 pub async fn client_from_kubeconfig(yaml: &str) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).context("parse the kubeconfig")?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-        .await
-        .context("load the kubeconfig")?;
-    kube::Client::try_from(config).context("build the client")
+    kube::Client::try_from(config_from_kubeconfig(yaml).await?).context("build the client")
 }

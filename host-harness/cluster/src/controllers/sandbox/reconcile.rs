@@ -100,6 +100,10 @@ pub async fn run(client: Client, clock: Arc<Clock>) -> anyhow::Result<()> {
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => debug!(sandbox = %object, "reconciled"),
+                // A dependent's event can name a Sandbox that was just deleted: nothing to do.
+                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+                    debug!(sandbox = %object, "dependent changed after its Sandbox was deleted")
+                }
                 Err(error) => warn!(%error, "sandbox controller error"),
             }
         })

@@ -1,0 +1,73 @@
+//! What can go wrong when the host runs a provider call, as one typed error.
+//!
+//! A provider's own answer (`provider-error`) stays typed inside [`HostError::Provider`], so a
+//! caller can tell "the provider said no" from "the sandbox around the provider failed".
+
+use crate::records::ProviderError;
+
+/// Why a host operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The host's own settings (policy, limits, cache directory) cannot work.
+    #[error("invalid host settings: {0}")]
+    Config(String),
+    /// The component could not be read, validated or compiled.
+    #[error("cannot load the provider component: {0}")]
+    Load(String),
+    /// The component is valid WebAssembly but does not fit the `kubernetes-provider` world
+    /// (an import the host does not offer, or a missing export).
+    #[error("the component does not fit the kubernetes-provider world: {0}")]
+    Link(String),
+    /// A fresh instance could not be created (for example the instance pool is exhausted).
+    #[error("cannot start the provider for {call}: {message}")]
+    Instantiate {
+        /// The export that was about to be called.
+        call: &'static str,
+        /// Wasmtime's explanation.
+        message: String,
+    },
+    /// The guest trapped (a panic, an abort, an out-of-bounds access); its instance is gone.
+    #[error("the provider trapped in {call}: {message}")]
+    Trap {
+        /// The export that trapped.
+        call: &'static str,
+        /// The trap with the guest's backtrace.
+        message: String,
+    },
+    /// The call ran past its wall-clock deadline; its instance was discarded.
+    #[error("{call} did not finish within {limit_ms} ms; the provider instance was discarded")]
+    Timeout {
+        /// The export that overran.
+        call: &'static str,
+        /// The deadline that applied.
+        limit_ms: u64,
+    },
+    /// The guest asked for more linear memory than the host allows; its instance was discarded.
+    #[error(
+        "{call} exceeded the memory limit of {limit_bytes} bytes (it asked for {requested_bytes}); \
+         the provider instance was discarded"
+    )]
+    MemoryLimit {
+        /// The export that ran out of memory.
+        call: &'static str,
+        /// The cap that applied.
+        limit_bytes: u64,
+        /// The size the guest tried to grow to.
+        requested_bytes: u64,
+    },
+    /// The provider ran to completion and answered with its own typed error.
+    #[error("{0}")]
+    Provider(ProviderError),
+}
+
+impl HostError {
+    /// Whether the same call may succeed later: true for a timeout and for a provider error
+    /// that says so; a trap or a load failure will not fix itself.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Timeout { .. } | Self::Instantiate { .. } => true,
+            Self::Provider(e) => e.retryable(),
+            Self::Config(_) | Self::Load(_) | Self::Link(_) | Self::Trap { .. } | Self::MemoryLimit { .. } => false,
+        }
+    }
+}

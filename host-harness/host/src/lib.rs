@@ -1,0 +1,44 @@
+//! The wasmtime host of sandbox-provider components.
+//!
+//! A [`ProviderHost`] loads a component of the `kubernetes-provider` world once (compiled, or
+//! precompiled from an on-disk cache) and runs each lifecycle call on a fresh instance with a
+//! memory cap and a deadline. The component's `kube` import is served by [`KubeHost`] through
+//! `kube::Client`, checked against a [`Policy`]; its `log` import goes into `tracing`
+//! (target `provider`); its WASI is empty apart from clocks and random.
+//!
+//! ```no_run
+//! # async fn run(client: kube::Client) -> Result<(), provider_host::HostError> {
+//! use provider_host::{ComponentSource, HostOptions, Policy, ProviderHost};
+//! let options = HostOptions { policy: Policy::kubernetes_default(["agents"]), ..Default::default() };
+//! let host = ProviderHost::load(ComponentSource::File("provider.wasm".into()), client, options).await?;
+//! println!("{}", host.describe().await?.driver_key);
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+#[allow(missing_docs)]
+pub mod bindings;
+pub mod compile_cache;
+pub mod engine;
+pub mod error;
+mod kube_errors;
+pub mod kube_host;
+mod kube_url;
+pub mod kube_watch;
+pub mod limits;
+mod log_host;
+pub mod policy;
+pub mod records;
+pub mod runner;
+mod state;
+mod wasi;
+
+pub use compile_cache::CacheOutcome;
+pub use engine::HostEngine;
+pub use error::HostError;
+pub use kube_host::{KubeHost, client_from_config};
+pub use kube_watch::WatchStream;
+pub use limits::Limits;
+pub use policy::{Policy, ResourceRule, Verb};
+pub use runner::{ComponentSource, HostOptions, ProviderHost};

@@ -1,0 +1,164 @@
+//! Per-call limits: the memory a guest may use, how long one call may run, how long one
+//! Kubernetes request may take, and how many calls and watches may be open at once.
+//!
+//! Every call gets a fresh store, so a limit that fires ends only that store: the host keeps
+//! running and the next call starts clean. Fuel is not used: a wall-clock deadline (epoch ticks
+//! plus a `tokio` timeout) is what a caller actually cares about and costs less.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
+
+use crate::error::HostError;
+
+/// How often the epoch ticker advances; also how late a runaway guest may be stopped.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Limits applied to every provider call. Serde so a host config file can set them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct Limits {
+    /// Linear memory a guest instance may grow to, in bytes.
+    pub memory_bytes: u64,
+    /// Wall-clock deadline of one exported call, in milliseconds (the contract's 30 s budget).
+    pub call_timeout_ms: u64,
+    /// Deadline of one Kubernetes request made for the guest, in milliseconds; kept well below
+    /// the call deadline so a hung API server surfaces as a typed `timeout` the provider can
+    /// handle instead of killing the whole call.
+    pub kube_request_timeout_ms: u64,
+    /// Watches one call may hold open at once.
+    pub max_open_watches: u32,
+    /// Calls that may run at once; also the size of the instance pool. Further calls wait.
+    pub max_concurrent_calls: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 64 * 1024 * 1024,
+            call_timeout_ms: 30_000,
+            kube_request_timeout_ms: 10_000,
+            max_open_watches: 8,
+            max_concurrent_calls: 16,
+        }
+    }
+}
+
+impl Limits {
+    /// The call deadline as a duration.
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+
+    /// The per-request deadline as a duration.
+    pub fn kube_request_timeout(&self) -> Duration {
+        Duration::from_millis(self.kube_request_timeout_ms)
+    }
+
+    /// Refuses settings that cannot work, before any engine is built.
+    pub fn validate(&self) -> Result<(), HostError> {
+        let problem = if self.memory_bytes < 1024 * 1024 {
+            Some("memory-bytes must be at least 1 MiB (a Rust component needs more than that to start)")
+        } else if self.memory_bytes > 4 * 1024 * 1024 * 1024 {
+            Some("memory-bytes must be at most 4 GiB (32-bit linear memory)")
+        } else if self.call_timeout_ms == 0 {
+            Some("call-timeout-ms must be positive")
+        } else if self.kube_request_timeout_ms == 0 {
+            Some("kube-request-timeout-ms must be positive")
+        } else if self.max_concurrent_calls == 0 {
+            Some("max-concurrent-calls must be positive")
+        } else {
+            None
+        };
+        problem.map_or(Ok(()), |p| Err(HostError::Config(p.to_string())))
+    }
+
+    /// The memory cap as `usize` for wasmtime (validated to fit on 64-bit hosts).
+    pub(crate) fn memory_bytes_usize(&self) -> usize {
+        usize::try_from(self.memory_bytes).unwrap_or(usize::MAX)
+    }
+}
+
+/// The store's resource limiter: wasmtime's [`StoreLimits`] plus a record of the first memory
+/// growth it refused, so a trap that follows (a Rust guest aborts when allocation fails) is
+/// reported as [`HostError::MemoryLimit`] and not as an anonymous trap.
+pub(crate) struct CallLimiter {
+    inner: StoreLimits,
+    refused_memory: Option<usize>,
+}
+
+impl CallLimiter {
+    /// A limiter enforcing `limits.memory_bytes`.
+    pub(crate) fn new(limits: &Limits) -> Self {
+        Self { inner: StoreLimitsBuilder::new().memory_size(limits.memory_bytes_usize()).build(), refused_memory: None }
+    }
+
+    /// The size of the first refused memory growth, if any.
+    pub(crate) fn refused_memory(&self) -> Option<usize> {
+        self.refused_memory
+    }
+}
+
+impl ResourceLimiter for CallLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.inner.memory_growing(current, desired, maximum)?;
+        if !allowed && self.refused_memory.is_none() {
+            self.refused_memory = Some(desired);
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.inner.table_growing(current, desired, maximum)
+    }
+
+    fn instances(&self) -> usize {
+        self.inner.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.inner.memories()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_contract_budget() {
+        let limits = Limits::default();
+        assert_eq!(limits.call_timeout(), Duration::from_secs(30));
+        assert_eq!(limits.memory_bytes, 64 << 20);
+        assert!(limits.kube_request_timeout() < limits.call_timeout());
+        assert!(limits.validate().is_ok());
+    }
+
+    #[test]
+    fn nonsense_limits_are_refused() {
+        let limits = Limits { max_concurrent_calls: 0, ..Limits::default() };
+        assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("max-concurrent-calls")));
+    }
+
+    #[test]
+    fn limits_read_from_kebab_case_json_with_defaults() {
+        let limits: Limits = serde_json::from_str(r#"{"call-timeout-ms": 5000}"#).expect("parses");
+        assert_eq!(limits.call_timeout_ms, 5000);
+        assert_eq!(limits.memory_bytes, Limits::default().memory_bytes);
+        assert!(serde_json::from_str::<Limits>(r#"{"call-timeout": 5}"#).is_err());
+    }
+
+    #[test]
+    fn the_limiter_remembers_the_first_refused_growth() {
+        let mut limiter = CallLimiter::new(&Limits { memory_bytes: 2 << 20, ..Limits::default() });
+        assert!(limiter.memory_growing(0, 1 << 20, None).expect("no error"));
+        assert!(!limiter.memory_growing(1 << 20, 3 << 20, None).expect("no error"));
+        assert!(!limiter.memory_growing(1 << 20, 5 << 20, None).expect("no error"));
+        assert_eq!(limiter.refused_memory(), Some(3 << 20));
+    }
+}

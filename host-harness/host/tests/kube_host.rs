@@ -1,0 +1,415 @@
+//! The `kube` import's implementation against the embedded cluster, without any wasm: every
+//! verb, the error mapping, watches (events, bookmarks, 410 on a compacted history, cuts), the
+//! managed-by label, and policy denials that never reach the cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, SandboxVersions, VIEWER_USER};
+use provider_host::bindings::paperclip::sandbox_provider::kube::{
+    DeleteOptions, KubeError, ListOptions, PatchType, Propagation, ResourceType, WatchEvent, WatchOptions,
+};
+use provider_host::policy::{DEFAULT_MANAGED_BY, MANAGED_BY_LABEL, Policy};
+use provider_host::{KubeHost, client_from_config};
+use serde_json::{Value, json};
+
+const NS: &str = "default";
+
+async fn cluster_with(config: ClusterConfig) -> EmbeddedCluster {
+    EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..config }).await.expect("start the cluster")
+}
+
+async fn cluster() -> EmbeddedCluster {
+    cluster_with(ClusterConfig::default()).await
+}
+
+async fn client_for(c: &EmbeddedCluster, user: &str) -> kube::Client {
+    let yaml = c.kubeconfig(user).expect("kubeconfig");
+    kube_client(&yaml).await
+}
+
+async fn kube_client(yaml: &str) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).expect("parse kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
+    client_from_config(config).expect("client")
+}
+
+async fn host_with(c: &EmbeddedCluster, policy: Policy, timeout: Duration) -> KubeHost {
+    KubeHost::new(client_for(c, ADMIN_USER).await, Arc::new(policy), timeout)
+}
+
+async fn host(c: &EmbeddedCluster) -> KubeHost {
+    host_with(c, Policy::kubernetes_default([NS]), Duration::from_secs(10)).await
+}
+
+fn rt(group: &str, version: &str, plural: &str) -> ResourceType {
+    ResourceType { group: group.into(), version: version.into(), plural: plural.into() }
+}
+
+fn secrets() -> ResourceType {
+    rt("", "v1", "secrets")
+}
+
+fn jobs() -> ResourceType {
+    rt("batch", "v1", "jobs")
+}
+
+fn secret(name: &str, labels: Value) -> String {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels},
+        "stringData": {"TOKEN": "hunter2"}})
+    .to_string()
+}
+
+fn job(name: &str, labels: Value) -> String {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36"}]}}}})
+    .to_string()
+}
+
+fn no_delete_options() -> DeleteOptions {
+    DeleteOptions {
+        propagation: None,
+        precondition_uid: None,
+        precondition_resource_version: None,
+        grace_period_seconds: None,
+    }
+}
+
+fn list_options() -> ListOptions {
+    ListOptions {
+        label_selector: None,
+        field_selector: None,
+        limit: None,
+        continue_token: None,
+        resource_version: None,
+    }
+}
+
+fn watch_options(resource_version: Option<String>, allow_bookmarks: bool) -> WatchOptions {
+    WatchOptions {
+        label_selector: None,
+        field_selector: None,
+        resource_version,
+        timeout_seconds: None,
+        allow_bookmarks,
+    }
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).expect("JSON")
+}
+
+/// The requests a user made since a mark.
+fn requests_since(c: &EmbeddedCluster, mark: u64) -> Vec<String> {
+    c.requests()
+        .since(mark)
+        .into_iter()
+        .filter(|e| e.user == ADMIN_USER)
+        .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
+        .collect()
+}
+
+#[tokio::test]
+async fn get_create_patch_list_delete_round_trip() {
+    let c = cluster().await;
+    let h = host(&c).await;
+
+    let created = parse(&h.create(&secrets(), Some(NS), &secret("s1", json!({"app": "x"}))).await.expect("create"));
+    assert_eq!(created["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_MANAGED_BY);
+    assert_eq!(created["metadata"]["labels"]["app"], "x");
+    let uid = created["metadata"]["uid"].as_str().expect("uid").to_string();
+
+    let got = parse(&h.get(&secrets(), Some(NS), "s1").await.expect("get"));
+    assert_eq!(got["metadata"]["uid"], uid.as_str());
+
+    let merged = h
+        .patch(&secrets(), Some(NS), "s1", PatchType::Merge, r#"{"metadata":{"labels":{"step":"merge"}}}"#, None)
+        .await
+        .expect("merge patch");
+    assert_eq!(parse(&merged)["metadata"]["labels"]["step"], "merge");
+    let json_patched = h
+        .patch(
+            &secrets(),
+            Some(NS),
+            "s1",
+            PatchType::Json,
+            r#"[{"op":"add","path":"/metadata/annotations","value":{"note":"json"}}]"#,
+            None,
+        )
+        .await
+        .expect("json patch");
+    assert_eq!(parse(&json_patched)["metadata"]["annotations"]["note"], "json");
+    let strategic = h
+        .patch(&secrets(), Some(NS), "s1", PatchType::Strategic, r#"{"metadata":{"labels":{"step":"smp"}}}"#, None)
+        .await
+        .expect("strategic patch");
+    assert_eq!(parse(&strategic)["metadata"]["labels"]["step"], "smp");
+
+    h.create(&jobs(), Some(NS), &job("j1", json!({"app": "x"}))).await.expect("create j1");
+    h.create(&jobs(), Some(NS), &job("j2", json!({"app": "x"}))).await.expect("create j2");
+    h.create(&jobs(), Some(NS), &job("other", json!({"app": "y"}))).await.expect("create other");
+    let page = parse(
+        &h.list(
+            &jobs(),
+            Some(NS),
+            &ListOptions { label_selector: Some("app=x".into()), limit: Some(1), ..list_options() },
+        )
+        .await
+        .expect("list"),
+    );
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
+    let token = page["metadata"]["continue"].as_str().expect("a continue token").to_string();
+    let rest = parse(
+        &h.list(
+            &jobs(),
+            Some(NS),
+            &ListOptions { label_selector: Some("app=x".into()), continue_token: Some(token), ..list_options() },
+        )
+        .await
+        .expect("second page"),
+    );
+    assert_eq!(rest["items"].as_array().map(Vec::len), Some(1));
+
+    let options = DeleteOptions { propagation: Some(Propagation::Background), ..no_delete_options() };
+    h.delete(&secrets(), Some(NS), "s1", &options).await.expect("delete");
+    assert!(matches!(h.get(&secrets(), Some(NS), "s1").await, Err(KubeError::NotFound(m)) if m.contains("s1")));
+    assert!(matches!(h.delete(&secrets(), Some(NS), "s1", &options).await, Err(KubeError::NotFound(_))));
+}
+
+#[tokio::test]
+async fn conflicts_are_told_apart_by_reason() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    h.create(&secrets(), Some(NS), &secret("dup", json!({}))).await.expect("create");
+    let again = h.create(&secrets(), Some(NS), &secret("dup", json!({}))).await;
+    assert!(matches!(&again, Err(KubeError::AlreadyExists(m)) if m.contains("dup")), "{again:?}");
+
+    let wrong_uid = DeleteOptions { precondition_uid: Some("not-the-uid".into()), ..no_delete_options() };
+    let refused = h.delete(&secrets(), Some(NS), "dup", &wrong_uid).await;
+    assert!(matches!(refused, Err(KubeError::Conflict(_))), "{refused:?}");
+    h.get(&secrets(), Some(NS), "dup").await.expect("a failed precondition deletes nothing");
+}
+
+#[tokio::test]
+async fn invalid_objects_and_bodies_are_invalid() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    let job_without_template = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {}});
+    let rejected = h.create(&jobs(), Some(NS), &job_without_template.to_string()).await;
+    assert!(matches!(rejected, Err(KubeError::Invalid(_))), "{rejected:?}");
+
+    let mark = c.requests().mark();
+    assert!(matches!(h.create(&secrets(), Some(NS), "{not json").await, Err(KubeError::Invalid(_))));
+    assert!(matches!(h.get(&secrets(), Some(NS), "../../namespaces/x").await, Err(KubeError::Invalid(_))));
+    assert!(requests_since(&c, mark).is_empty(), "nothing reached the cluster");
+}
+
+#[tokio::test]
+async fn the_provider_cannot_choose_its_own_managed_by_value() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    let body = secret("mine", json!({MANAGED_BY_LABEL: "somebody-else"}));
+    let created = parse(&h.create(&secrets(), Some(NS), &body).await.expect("create"));
+    assert_eq!(created["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_MANAGED_BY);
+}
+
+#[tokio::test]
+async fn policy_denials_are_forbidden_and_never_reach_the_cluster() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    let mark = c.requests().mark();
+    let denied = [
+        h.get(&secrets(), Some("kube-system"), "token").await,
+        h.list(&secrets(), Some(NS), &list_options()).await,
+        h.create(&rt("", "v1", "pods"), Some(NS), r#"{"metadata":{"name":"p"}}"#).await,
+        h.get(&rt("", "v1", "configmaps"), Some(NS), "c").await,
+        h.get(&rt("", "v1", "events"), Some(NS), "e").await,
+        h.list(&jobs(), None, &list_options()).await,
+        h.patch(&jobs(), Some(NS), "j", PatchType::Merge, "{}", Some("status")).await,
+        h.get(&rt("", "v1", "namespaces"), None, "kube-system").await,
+    ];
+    for result in denied {
+        assert!(matches!(&result, Err(KubeError::Forbidden(m)) if m.starts_with("host policy denies")), "{result:?}");
+    }
+    assert!(matches!(h.served_versions("apps").await, Err(KubeError::Forbidden(_))));
+    assert!(matches!(h.watch(&secrets(), Some(NS), &watch_options(None, false)).await, Err(KubeError::Forbidden(_))));
+    assert!(requests_since(&c, mark).is_empty(), "denied calls reached the cluster: {:?}", requests_since(&c, mark));
+
+    h.get(&rt("", "v1", "namespaces"), None, NS).await.expect("the allowed namespace is visible");
+}
+
+#[tokio::test]
+async fn cluster_rbac_and_credentials_map_to_forbidden_and_unauthorized() {
+    let c = cluster().await;
+    let viewer = KubeHost::new(
+        client_for(&c, VIEWER_USER).await,
+        Arc::new(Policy::kubernetes_default([NS])),
+        Duration::from_secs(10),
+    );
+    let refused = viewer.create(&secrets(), Some(NS), &secret("v", json!({}))).await;
+    assert!(matches!(&refused, Err(KubeError::Forbidden(m)) if !m.starts_with("host policy")), "{refused:?}");
+
+    let token = c.token(ADMIN_USER).expect("admin token").to_string();
+    let yaml = c.kubeconfig(ADMIN_USER).expect("kubeconfig").replace(&token, "not-a-token");
+    let stranger =
+        KubeHost::new(kube_client(&yaml).await, Arc::new(Policy::kubernetes_default([NS])), Duration::from_secs(10));
+    let result = stranger.get(&secrets(), Some(NS), "x").await;
+    assert!(matches!(result, Err(KubeError::Unauthorized(_))), "{result:?}");
+}
+
+#[tokio::test]
+async fn overload_is_unavailable_with_retry_after() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    for (code, reason) in [(503, "ServiceUnavailable"), (429, "TooManyRequests")] {
+        c.faults().add(Rule {
+            matches: Match { verb: Some("get".into()), resource: Some("secrets".into()), ..Default::default() },
+            action: Action::Error { code, reason: reason.into(), message: None, retry_after_seconds: Some(7) },
+            times: Some(1),
+            probability: None,
+        });
+        let result = h.get(&secrets(), Some(NS), "any").await;
+        assert!(
+            matches!(&result, Err(KubeError::Unavailable(d)) if d.retry_after_seconds == Some(7)),
+            "{code}: {result:?}"
+        );
+    }
+    c.faults().add(Rule {
+        matches: Match { verb: Some("get".into()), resource: Some("secrets".into()), ..Default::default() },
+        action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        times: Some(1),
+        probability: None,
+    });
+    assert!(matches!(h.get(&secrets(), Some(NS), "any").await, Err(KubeError::Other(d)) if d.code == 500));
+}
+
+#[tokio::test]
+async fn slow_answers_time_out_and_dropped_connections_are_transport_errors() {
+    let c = cluster().await;
+    let h = host_with(&c, Policy::kubernetes_default([NS]), Duration::from_millis(300)).await;
+    c.faults().add(Rule {
+        matches: Match { verb: Some("get".into()), name: Some("slow".into()), ..Default::default() },
+        action: Action::Delay { millis: 2_000 },
+        times: Some(1),
+        probability: None,
+    });
+    let started = std::time::Instant::now();
+    let slow = h.get(&secrets(), Some(NS), "slow").await;
+    assert!(matches!(&slow, Err(KubeError::Timeout(m)) if m.contains("300 ms")), "{slow:?}");
+    assert!(started.elapsed() < Duration::from_millis(1_500));
+
+    c.faults().add(Rule {
+        matches: Match { verb: Some("get".into()), name: Some("cut".into()), ..Default::default() },
+        action: Action::DropConnection,
+        times: Some(1),
+        probability: None,
+    });
+    let cut = h.get(&secrets(), Some(NS), "cut").await;
+    assert!(matches!(cut, Err(KubeError::Transport(_))), "{cut:?}");
+}
+
+#[tokio::test]
+async fn watches_deliver_events_bookmarks_and_time_out_quietly() {
+    let c = cluster_with(ClusterConfig { bookmark_interval: Duration::from_millis(100), ..Default::default() }).await;
+    let h = host(&c).await;
+    let list = parse(&h.list(&jobs(), Some(NS), &list_options()).await.expect("list"));
+    let rv = list["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+    let mut watch = h.watch(&jobs(), Some(NS), &watch_options(Some(rv), true)).await.expect("watch");
+
+    h.create(&jobs(), Some(NS), &job("w", json!({}))).await.expect("create");
+    h.patch(&jobs(), Some(NS), "w", PatchType::Merge, r#"{"metadata":{"labels":{"a":"b"}}}"#, None)
+        .await
+        .expect("patch");
+    h.delete(
+        &jobs(),
+        Some(NS),
+        "w",
+        &DeleteOptions { propagation: Some(Propagation::Background), ..no_delete_options() },
+    )
+    .await
+    .expect("delete");
+
+    let mut kinds = Vec::new();
+    let mut bookmark = None;
+    while kinds.len() < 3 || bookmark.is_none() {
+        match watch.next(Duration::from_secs(5)).await.expect("event") {
+            Some(WatchEvent::Added(o)) => kinds.push(("added", parse(&o)["metadata"]["name"].clone())),
+            Some(WatchEvent::Modified(o)) => kinds.push(("modified", parse(&o)["metadata"]["name"].clone())),
+            Some(WatchEvent::Deleted(o)) => kinds.push(("deleted", parse(&o)["metadata"]["name"].clone())),
+            Some(WatchEvent::Bookmark(rv)) => bookmark = Some(rv),
+            None => panic!("no event within 5 s; got {kinds:?}"),
+        }
+    }
+    assert_eq!(kinds, vec![("added", json!("w")), ("modified", json!("w")), ("deleted", json!("w"))]);
+    assert!(bookmark.is_some_and(|rv| rv.parse::<u64>().is_ok()));
+
+    let mut quiet = h.watch(&jobs(), Some(NS), &watch_options(None, false)).await.expect("watch");
+    let started = std::time::Instant::now();
+    assert!(quiet.next(Duration::from_millis(200)).await.expect("no error").is_none());
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn watching_from_a_compacted_version_is_gone() {
+    let c = cluster_with(ClusterConfig { watch_history: 4, ..Default::default() }).await;
+    let h = host(&c).await;
+    let list = parse(&h.list(&jobs(), Some(NS), &list_options()).await.expect("list"));
+    let old = list["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+    for i in 0..10 {
+        h.create(&jobs(), Some(NS), &job(&format!("j{i}"), json!({}))).await.expect("create");
+    }
+    let mut watch = h.watch(&jobs(), Some(NS), &watch_options(Some(old), false)).await.expect("opens");
+    let first = watch.next(Duration::from_secs(5)).await;
+    assert!(matches!(first, Err(KubeError::Gone(_))), "{first:?}");
+    let again = watch.next(Duration::from_millis(10)).await;
+    assert!(matches!(again, Err(KubeError::Gone(_))), "the watch stays ended: {again:?}");
+}
+
+#[tokio::test]
+async fn cut_watches_end_with_gone_or_transport() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    h.create(&jobs(), Some(NS), &job("a", json!({}))).await.expect("create");
+    for (code, expect_gone) in [(Some(410), true), (None, false)] {
+        c.faults().add(Rule {
+            matches: Match { verb: Some("watch".into()), resource: Some("jobs".into()), ..Default::default() },
+            action: Action::EndWatch { code, after_events: 1 },
+            times: Some(1),
+            probability: None,
+        });
+        let mut watch = h.watch(&jobs(), Some(NS), &watch_options(None, false)).await.expect("watch");
+        assert!(matches!(watch.next(Duration::from_secs(5)).await, Ok(Some(WatchEvent::Added(_)))));
+        let end = watch.next(Duration::from_secs(5)).await;
+        if expect_gone {
+            assert!(matches!(end, Err(KubeError::Gone(_))), "{end:?}");
+        } else {
+            assert!(matches!(end, Err(KubeError::Transport(_))), "{end:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn served_versions_follow_discovery() {
+    let both = cluster().await;
+    let h = host(&both).await;
+    assert_eq!(h.served_versions("agents.x-k8s.io").await.expect("discovery"), vec!["v1beta1", "v1alpha1"]);
+    assert_eq!(h.served_versions("batch").await.expect("discovery"), vec!["v1"]);
+
+    let alpha =
+        cluster_with(ClusterConfig { sandbox_versions: SandboxVersions::V1alpha1Only, ..Default::default() }).await;
+    assert_eq!(host(&alpha).await.served_versions("agents.x-k8s.io").await.expect("discovery"), vec!["v1alpha1"]);
+
+    let mut policy = Policy::kubernetes_default([NS]);
+    policy.resources.push(provider_host::ResourceRule {
+        group: "example.com".into(),
+        versions: vec!["v1".into()],
+        plural: "widgets".into(),
+        verbs: [provider_host::Verb::Discovery].into_iter().collect(),
+        subresources: Vec::new(),
+        namespaced: true,
+    });
+    let h = host_with(&both, policy, Duration::from_secs(10)).await;
+    assert!(h.served_versions("example.com").await.expect("an unserved group is no error").is_empty());
+}

@@ -1,0 +1,205 @@
+//! The runner and the compile cache with components made here: garbage, an empty component,
+//! and a hand-written fake provider (`fixtures/fake-provider.wat`) whose `describe` spins,
+//! traps or eats memory. Each failure must end its own call and leave the host serving.
+//!
+//! The real provider is checked by `real_provider_describes_itself`, which runs only when
+//! `PROVIDER_WASM` names a built component.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use provider_host::compile_cache::{self, CacheOutcome};
+use provider_host::{ComponentSource, HostEngine, HostError, HostOptions, Limits, Policy, ProviderHost};
+
+const SPIN: &str = "(loop $spin (br $spin)) unreachable";
+const TRAP: &str = "unreachable";
+const EAT_MEMORY: &str = "(loop $grow (br_if $grow (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable";
+
+fn fake_provider(describe_body: &str) -> Vec<u8> {
+    let text = include_str!("fixtures/fake-provider.wat").replace("DESCRIBE_BODY", describe_body);
+    wat::parse_str(text).expect("the fixture is a valid component")
+}
+
+/// A client that is never used for a request (these components make no `kube` calls).
+fn idle_client() -> kube::Client {
+    let config = kube::Config::new("http://127.0.0.1:9".parse().expect("uri"));
+    provider_host::client_from_config(config).expect("client")
+}
+
+fn options(limits: Limits) -> HostOptions {
+    HostOptions { policy: Policy::kubernetes_default(["default"]), limits, cache_dir: None }
+}
+
+async fn load(wasm: Vec<u8>, limits: Limits) -> Result<ProviderHost, HostError> {
+    ProviderHost::load(ComponentSource::Bytes(wasm), idle_client(), options(limits)).await
+}
+
+/// A fresh, empty directory under the system temp dir.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("provider-host-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+async fn still_serving(host: &ProviderHost) {
+    let validation = host.validate_config("{}").await.expect("the next call works");
+    assert!(validation.ok && validation.errors.is_empty() && validation.normalized_config.is_none());
+}
+
+#[tokio::test]
+async fn garbage_and_missing_files_are_load_errors() {
+    let garbage = load(b"\0asm but not really".to_vec(), Limits::default()).await;
+    assert!(matches!(garbage, Err(HostError::Load(_))), "{:?}", garbage.err());
+    let missing = ProviderHost::load(
+        ComponentSource::File("/nonexistent/provider.wasm".into()),
+        idle_client(),
+        options(Limits::default()),
+    )
+    .await;
+    assert!(
+        matches!(&missing, Err(HostError::Load(m)) if m.contains("/nonexistent/provider.wasm")),
+        "{:?}",
+        missing.err()
+    );
+}
+
+#[tokio::test]
+async fn a_component_without_the_provider_exports_does_not_link() {
+    let empty = wat::parse_str("(component)").expect("component");
+    let result = load(empty, Limits::default()).await;
+    assert!(
+        matches!(&result, Err(HostError::Link(m)) if m.contains("paperclip:sandbox-provider/provider")),
+        "{:?}",
+        result.err()
+    );
+}
+
+#[tokio::test]
+async fn a_valid_call_returns_the_mirrored_record() {
+    let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
+    still_serving(&host).await;
+    still_serving(&host).await;
+    assert_eq!(host.calls_started(), 2);
+    assert_eq!(host.cache_outcome(), &CacheOutcome::Compiled);
+}
+
+#[tokio::test]
+async fn a_trap_ends_only_its_call() {
+    let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
+    let result = host.describe().await;
+    assert!(
+        matches!(&result, Err(HostError::Trap { call: "describe", message }) if message.contains("unreachable")),
+        "{result:?}"
+    );
+    still_serving(&host).await;
+}
+
+#[tokio::test]
+async fn a_spinning_guest_is_stopped_at_its_deadline() {
+    let host = load(fake_provider(SPIN), Limits { call_timeout_ms: 300, ..Limits::default() }).await.expect("loads");
+    let started = Instant::now();
+    let result = host.describe().await;
+    let took = started.elapsed();
+    assert!(matches!(result, Err(HostError::Timeout { call: "describe", limit_ms: 300 })), "{result:?}");
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(2), "{took:?}");
+    still_serving(&host).await;
+}
+
+#[tokio::test]
+async fn the_memory_cap_ends_only_its_call() {
+    let limits = Limits { memory_bytes: 4 * 1024 * 1024, ..Limits::default() };
+    let host = load(fake_provider(EAT_MEMORY), limits).await.expect("loads");
+    let result = host.describe().await;
+    assert!(
+        matches!(result, Err(HostError::MemoryLimit { call: "describe", limit_bytes, requested_bytes })
+            if limit_bytes == 4 << 20 && requested_bytes > 4 << 20),
+        "{result:?}"
+    );
+    still_serving(&host).await;
+}
+
+#[tokio::test]
+async fn concurrent_calls_each_get_their_own_instance() {
+    let host = load(fake_provider(TRAP), Limits { max_concurrent_calls: 2, ..Limits::default() }).await.expect("loads");
+    let calls = (0..8).map(|_| host.validate_config("{}"));
+    for result in futures::future::join_all(calls).await {
+        assert!(result.expect("call").ok);
+    }
+    assert_eq!(host.calls_started(), 8);
+}
+
+#[test]
+fn the_compile_cache_stores_loads_and_rebuilds_damaged_files() {
+    let engine = HostEngine::new(&Limits::default()).expect("engine");
+    let engine = engine.engine();
+    let wasm = fake_provider(TRAP);
+    let dir = scratch_dir("cache");
+    let path = compile_cache::cache_path(&dir, &compile_cache::cache_key(engine, &wasm));
+    let digest = path.with_extension("cwasm.sha256");
+    let outcome = |dir: &PathBuf| compile_cache::load(engine, &wasm, Some(dir.as_path())).expect("component").1;
+
+    assert_eq!(outcome(&dir), CacheOutcome::Stored);
+    assert!(path.exists() && digest.exists());
+    assert_eq!(outcome(&dir), CacheOutcome::Loaded);
+
+    let mut bytes = std::fs::read(&path).expect("cwasm");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).expect("damage the file");
+    assert!(matches!(outcome(&dir), CacheOutcome::Rebuilt(r) if r.contains("sha256")));
+    assert_eq!(outcome(&dir), CacheOutcome::Loaded);
+
+    let full = std::fs::read(&path).expect("cwasm");
+    std::fs::write(&path, &full[..full.len() / 3]).expect("truncate the file");
+    assert!(matches!(outcome(&dir), CacheOutcome::Rebuilt(_)));
+
+    std::fs::remove_file(&digest).expect("remove the digest");
+    assert!(matches!(outcome(&dir), CacheOutcome::Rebuilt(r) if r.contains("digest")));
+
+    let garbage = b"not a precompiled component".to_vec();
+    let garbage_digest: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&garbage).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    std::fs::write(&path, &garbage).expect("replace the file");
+    std::fs::write(&digest, garbage_digest).expect("with a matching digest");
+    assert!(matches!(outcome(&dir), CacheOutcome::Rebuilt(r) if r.contains("not a precompiled component")));
+    assert_eq!(outcome(&dir), CacheOutcome::Loaded);
+
+    let other = compile_cache::cache_key(engine, &fake_provider(SPIN));
+    assert_ne!(other, compile_cache::cache_key(engine, &wasm), "the key follows the wasm");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_host_loads_from_its_cache_directory() {
+    let dir = scratch_dir("host-cache");
+    let with_cache = |limits| HostOptions { cache_dir: Some(dir.clone()), ..options(limits) };
+    let first =
+        ProviderHost::load(ComponentSource::Bytes(fake_provider(TRAP)), idle_client(), with_cache(Limits::default()))
+            .await
+            .expect("loads");
+    assert_eq!(first.cache_outcome(), &CacheOutcome::Stored);
+    let second =
+        ProviderHost::load(ComponentSource::Bytes(fake_provider(TRAP)), idle_client(), with_cache(Limits::default()))
+            .await
+            .expect("loads");
+    assert_eq!(second.cache_outcome(), &CacheOutcome::Loaded);
+    still_serving(&second).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+#[cfg_attr(not(provider_wasm), ignore = "set PROVIDER_WASM=path/to/provider.wasm (a built component) to run it")]
+async fn real_provider_describes_itself() {
+    let path = std::env::var_os("PROVIDER_WASM")
+        .map(PathBuf::from)
+        .or_else(|| option_env!("PROVIDER_WASM").map(PathBuf::from))
+        .expect("PROVIDER_WASM names the built component");
+    let host = ProviderHost::load(ComponentSource::File(path), idle_client(), options(Limits::default()))
+        .await
+        .expect("the provider loads");
+    let info = host.describe().await.expect("describe");
+    assert_eq!(info.driver_key, "kubernetes");
+    assert!(serde_json::from_str::<serde_json::Value>(&info.config_schema).is_ok(), "the schema is JSON");
+}

@@ -1,0 +1,377 @@
+//! The provider commands: `describe`, `validate-config`, `probe`, `acquire`, `resume-check`,
+//! `renew`, `release` and `destroy`, each loading a provider component into the host and
+//! running one call against a cluster (kubeconfig, in-cluster, or the embedded one).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
+use provider_host::error::HostError;
+use provider_host::policy::Policy;
+use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
+use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+
+/// The component `make component` builds.
+pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/release/kubernetes_provider.wasm";
+
+/// Exit code of `resume-check` when the lease is expired (an answer, not an error).
+pub const EXIT_EXPIRED: i32 = 3;
+/// Exit code when the provider (or the host around it) failed.
+pub const EXIT_FAILED: i32 = 1;
+
+/// Where the provider runs and against which cluster.
+#[derive(Args, Clone)]
+pub struct Target {
+    /// The provider component (.wasm).
+    #[arg(long, default_value = DEFAULT_COMPONENT)]
+    pub component: PathBuf,
+    /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
+    #[arg(long, conflicts_with = "embedded")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Start the embedded cluster in-process for this one command.
+    #[arg(long)]
+    pub embedded: bool,
+    /// Host policy file (JSON); default: the Kubernetes provider's rules, limited to the
+    /// config's namespace.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// Where precompiled components are cached.
+    #[arg(long, default_value = "target/provider-cache")]
+    pub cache_dir: PathBuf,
+    /// Print the result as JSON mirroring the WIT records.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A loaded provider and, when embedded, the cluster it talks to (kept alive while the
+/// provider runs, and dropped with it).
+pub struct Session {
+    pub host: ProviderHost,
+    pub _cluster: Option<EmbeddedCluster>,
+}
+
+/// Reads a JSON file as text, checking that it parses.
+pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read the {what} file {}", path.display()))?;
+    serde_json::from_str::<serde_json::Value>(&text)
+        .with_context(|| format!("the {what} file {} is not JSON", path.display()))?;
+    Ok(text)
+}
+
+fn config_namespace(config: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(config).ok()?.get("namespace")?.as_str().map(String::from)
+}
+
+/// Connects to the cluster, builds the policy and loads the component.
+pub async fn session(target: &Target, provider_config: Option<&str>) -> anyhow::Result<Session> {
+    let (config, cluster) = if target.embedded {
+        let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
+        (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
+    } else if let Some(path) = &target.kubeconfig {
+        let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+        (embedded_cluster::tls::config_from_kubeconfig(&yaml).await?, None)
+    } else {
+        (kube::Config::infer().await.context("no cluster: pass --kubeconfig or --embedded, or run in a cluster")?, None)
+    };
+    // The host's own client: no transparent retries, so the provider sees every answer.
+    let client = provider_host::client_from_config(config)?;
+    let policy = match &target.policy {
+        Some(path) => serde_json::from_str(&read_json(path, "policy")?)
+            .context("the policy file does not match the policy schema")?,
+        None => Policy::kubernetes_default(
+            provider_config
+                .and_then(config_namespace)
+                .into_iter()
+                .chain(cluster.as_ref().map(|_| "default".to_string())),
+        ),
+    };
+    let options = HostOptions { policy, cache_dir: Some(target.cache_dir.clone()), ..Default::default() };
+    if !target.component.exists() {
+        bail!("no provider component at {}: build it with `make component`", target.component.display());
+    }
+    let host = ProviderHost::load(ComponentSource::File(target.component.clone()), client, options).await?;
+    Ok(Session { host, _cluster: cluster })
+}
+
+/// Shows a spinner on stderr while `fut` runs, only when stderr is a terminal.
+pub async fn with_progress<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    if !std::io::stderr().is_terminal() {
+        return fut.await;
+    }
+    let bar = indicatif::ProgressBar::new_spinner().with_message(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(100));
+    let out = fut.await;
+    bar.finish_and_clear();
+    out
+}
+
+/// Prints a host error and returns the process exit code.
+pub fn report_error(err: &HostError) -> i32 {
+    match err {
+        HostError::Provider(e) => {
+            eprintln!("error ({}{}): {}", e.kind(), if e.retryable() { ", retryable" } else { "" }, e.message())
+        }
+        other => eprintln!("error: {other}"),
+    }
+    EXIT_FAILED
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn millis_to_rfc3339(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map(|t| t.to_string()).unwrap_or_else(|_| ms.to_string())
+}
+
+/// Prints a lease for a person.
+pub fn print_lease(lease: &Lease) {
+    println!("lease      {}", lease.provider_lease_id);
+    println!("backend    {:?} ({})", lease.backend, lease.api_version);
+    println!("namespace  {}", lease.namespace);
+    println!("workload   uid {}", lease.workload_uid);
+    println!(
+        "pod        {} (uid {}, ip {})",
+        lease.pod_name.as_deref().unwrap_or("-"),
+        lease.pod_uid.as_deref().unwrap_or("-"),
+        lease.pod_ip.as_deref().unwrap_or("-")
+    );
+    println!("expires    {}", lease.expires_at.map(millis_to_rfc3339).unwrap_or_else(|| "never".into()));
+    println!("reusable   {}", lease.reusable);
+}
+
+/// `describe`
+pub async fn describe(target: Target) -> anyhow::Result<i32> {
+    let s = session(&target, None).await?;
+    let info = match s.host.describe().await {
+        Ok(i) => i,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&info)?;
+    } else {
+        println!("{} ({}) {}", info.display_name, info.driver_key, info.version);
+        println!("backends: {:?}; reusable leases: {}", info.backends, info.reusable_leases);
+        println!("config schema: {} bytes of JSON Schema (use --json to see it)", info.config_schema.len());
+    }
+    Ok(0)
+}
+
+/// `validate-config`
+pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
+    let config = read_json(config, "config")?;
+    let s = session(&target, Some(&config)).await?;
+    let v = match s.host.validate_config(&config).await {
+        Ok(v) => v,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&v)?;
+    } else {
+        for w in &v.warnings {
+            println!("warning {}: {}", w.path, w.message);
+        }
+        for e in &v.errors {
+            println!("error   {}: {}", e.path, e.message);
+        }
+        println!("{}", if v.ok { "config is valid" } else { "config is invalid" });
+    }
+    Ok(if v.ok { 0 } else { EXIT_FAILED })
+}
+
+/// `probe`
+pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
+    let config = read_json(config, "config")?;
+    let s = session(&target, Some(&config)).await?;
+    let p = match s.host.probe(&config).await {
+        Ok(p) => p,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&p)?;
+    } else {
+        println!("{}", p.summary);
+        for d in &p.diagnostics {
+            println!("  {:<8} {:<28} {}", format!("{:?}", d.severity).to_lowercase(), d.code, d.message);
+        }
+    }
+    Ok(if p.ok { 0 } else { EXIT_FAILED })
+}
+
+/// Options of `acquire`.
+#[derive(Args)]
+pub struct AcquireArgs {
+    /// Provider config (JSON).
+    #[arg(long)]
+    pub config: PathBuf,
+    #[arg(long)]
+    pub acquisition_id: String,
+    #[arg(long)]
+    pub run_id: String,
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// Bound the sandbox's life to this many seconds from now.
+    #[arg(long)]
+    pub expires_in: Option<u64>,
+    /// Plain environment variable NAME=VALUE (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Secret environment variable NAME=VALUE (repeatable); kept out of the pod spec and the lease.
+    #[arg(long = "secret-env", value_name = "NAME=VALUE")]
+    pub secret_env: Vec<String>,
+    /// Ask for a lease that `release` suspends instead of destroying.
+    #[arg(long)]
+    pub reusable: bool,
+    /// Also write the lease (JSON) to this file, for `--lease` of the later commands.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
+    items
+        .iter()
+        .map(|item| {
+            let (name, value) = item.split_once('=').with_context(|| {
+                let shown = if secret { item.split('=').next().unwrap_or_default() } else { item.as_str() };
+                format!("environment entry {shown:?} is not NAME=VALUE")
+            })?;
+            Ok(EnvVar { name: name.to_string(), value: value.to_string(), secret })
+        })
+        .collect()
+}
+
+/// `acquire`
+pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
+    let config = read_json(&args.config, "config")?;
+    let s = session(&target, Some(&config)).await?;
+    let mut env = parse_env(&args.env, false)?;
+    env.extend(parse_env(&args.secret_env, true)?);
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let request = AcquireRequest {
+        config,
+        run_id: args.run_id,
+        acquisition_id: args.acquisition_id,
+        agent_id: args.agent_id,
+        requested_expires_at: args.expires_in.map(|s| now_ms + (s as i64) * 1000),
+        env,
+        reusable: args.reusable,
+    };
+    let lease = match with_progress("acquiring a sandbox (waiting for readiness)", s.host.acquire(request)).await {
+        Ok(l) => l,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&lease)?)
+            .with_context(|| format!("write {}", out.display()))?;
+    }
+    if target.json {
+        print_json(&lease)?;
+    } else {
+        print_lease(&lease);
+    }
+    Ok(0)
+}
+
+/// Reads a stored lease and the config it was made with.
+pub fn lease_ref(lease: &Path, config: &Path) -> anyhow::Result<LeaseRef> {
+    let lease: Lease = serde_json::from_str(&read_json(lease, "lease")?)
+        .context("the lease file is not a lease (as printed by `acquire --json`)")?;
+    Ok(LeaseRef { lease, config: read_json(config, "config")? })
+}
+
+/// Options of the commands that take a stored lease.
+#[derive(Args)]
+pub struct LeaseArgs {
+    /// The lease (JSON, as written by `acquire --out` or printed by `acquire --json`).
+    #[arg(long)]
+    pub lease: PathBuf,
+    /// The provider config the lease was made with.
+    #[arg(long)]
+    pub config: PathBuf,
+}
+
+/// `resume-check`
+pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target, Some(&r.config)).await?;
+    let outcome = match with_progress("checking the lease", s.host.resume_check(r)).await {
+        Ok(o) => o,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&outcome)?;
+    }
+    Ok(match outcome {
+        ResumeOutcome::Resumable(lease) => {
+            if !target.json {
+                println!("resumable");
+                print_lease(&lease);
+            }
+            0
+        }
+        ResumeOutcome::Expired(reason) => {
+            if !target.json {
+                println!("expired: {reason}");
+            }
+            EXIT_EXPIRED
+        }
+    })
+}
+
+/// `renew`
+pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target, Some(&r.config)).await?;
+    let at = jiff::Timestamp::now().as_millisecond() + (expires_in as i64) * 1000;
+    match s.host.renew(r, at).await {
+        Ok(lease) => {
+            if target.json {
+                print_json(&lease)?;
+            } else {
+                print_lease(&lease);
+            }
+            Ok(0)
+        }
+        Err(e) => Ok(report_error(&e)),
+    }
+}
+
+/// `release`
+pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target, Some(&r.config)).await?;
+    match s.host.release(r).await {
+        Ok(()) => {
+            if target.json {
+                println!("null");
+            } else {
+                println!("released");
+            }
+            Ok(0)
+        }
+        Err(e) => Ok(report_error(&e)),
+    }
+}
+
+/// `destroy`
+pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target, Some(&r.config)).await?;
+    match s.host.destroy(r).await {
+        Ok(report) => {
+            if target.json {
+                print_json(&report)?;
+            } else {
+                for o in &report.objects {
+                    println!("{:<10} {:<40} {:?}", o.kind, o.name, o.outcome);
+                }
+            }
+            Ok(0)
+        }
+        Err(e) => Ok(report_error(&e)),
+    }
+}

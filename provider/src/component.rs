@@ -1,0 +1,339 @@
+//! The WebAssembly component glue: the `kube` and `log` imports as [`Kube`] and [`Log`], the
+//! clock from `std::time` (WASI clocks), and the exported `provider` interface converting WIT
+//! values to the crate's types and back. No decisions are made here.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::kube_api::{
+    self, DeleteOptions, Kube, KubeError, ListOptions, PatchType, Propagation, WatchEvent, WatchOptions,
+};
+use crate::log::{Level, Log};
+use crate::{
+    AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, Lease, LeaseRef, ProbeResult, Provider,
+    ProviderError, ProviderInfo, ResumeOutcome, Severity, SystemClock, Validation,
+};
+
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "kubernetes-provider",
+});
+
+use exports::paperclip::sandbox_provider::provider::Guest;
+use paperclip::sandbox_provider::kube as host;
+use paperclip::sandbox_provider::log as host_log;
+use paperclip::sandbox_provider::types as wit;
+
+/// The host's `kube` import.
+struct HostKube;
+
+/// An open watch of the host.
+struct HostWatch(host::Watch);
+
+/// The host's `log` import.
+struct HostLog;
+
+fn resource(r: &kube_api::ResourceType) -> host::ResourceType {
+    host::ResourceType { group: r.group.clone(), version: r.version.clone(), plural: r.plural.clone() }
+}
+
+fn kube_error(e: host::KubeError) -> KubeError {
+    match e {
+        host::KubeError::NotFound(m) => KubeError::NotFound(m),
+        host::KubeError::AlreadyExists(m) => KubeError::AlreadyExists(m),
+        host::KubeError::Conflict(m) => KubeError::Conflict(m),
+        host::KubeError::Gone(m) => KubeError::Gone(m),
+        host::KubeError::Invalid(m) => KubeError::Invalid(m),
+        host::KubeError::Forbidden(m) => KubeError::Forbidden(m),
+        host::KubeError::Unauthorized(m) => KubeError::Unauthorized(m),
+        host::KubeError::Timeout(m) => KubeError::Timeout(m),
+        host::KubeError::Unavailable(d) => {
+            KubeError::Unavailable { message: d.message, retry_after_seconds: d.retry_after_seconds }
+        }
+        host::KubeError::Transport(m) => KubeError::Transport(m),
+        host::KubeError::Other(d) => KubeError::Other { code: d.code, message: d.message },
+    }
+}
+
+fn json(text: &str) -> Result<Value, KubeError> {
+    serde_json::from_str(text)
+        .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
+}
+
+impl Kube for HostKube {
+    type Watch = HostWatch;
+
+    fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
+        json(&host::get(&resource(r), namespace, name).map_err(kube_error)?)
+    }
+
+    fn create(&self, r: &kube_api::ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError> {
+        json(&host::create(&resource(r), namespace, &body.to_string()).map_err(kube_error)?)
+    }
+
+    fn patch(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &Value,
+        subresource: Option<&str>,
+    ) -> Result<Value, KubeError> {
+        let patch_type = match patch_type {
+            PatchType::Merge => host::PatchType::Merge,
+            PatchType::Json => host::PatchType::Json,
+            PatchType::Strategic => host::PatchType::Strategic,
+        };
+        let answer = host::patch(&resource(r), namespace, name, patch_type, &body.to_string(), subresource);
+        json(&answer.map_err(kube_error)?)
+    }
+
+    fn delete(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<(), KubeError> {
+        let options = host::DeleteOptions {
+            propagation: options.propagation.map(|p| match p {
+                Propagation::Background => host::Propagation::Background,
+                Propagation::Foreground => host::Propagation::Foreground,
+                Propagation::Orphan => host::Propagation::Orphan,
+            }),
+            precondition_uid: options.precondition_uid.clone(),
+            precondition_resource_version: options.precondition_resource_version.clone(),
+            grace_period_seconds: options.grace_period_seconds,
+        };
+        host::delete(&resource(r), namespace, name, &options).map_err(kube_error)
+    }
+
+    fn list(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<Value, KubeError> {
+        let options = host::ListOptions {
+            label_selector: options.label_selector.clone(),
+            field_selector: options.field_selector.clone(),
+            limit: options.limit,
+            continue_token: options.continue_token.clone(),
+            resource_version: options.resource_version.clone(),
+        };
+        json(&host::list(&resource(r), namespace, &options).map_err(kube_error)?)
+    }
+
+    fn watch(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        options: &WatchOptions,
+    ) -> Result<HostWatch, KubeError> {
+        let options = host::WatchOptions {
+            label_selector: options.label_selector.clone(),
+            field_selector: options.field_selector.clone(),
+            resource_version: options.resource_version.clone(),
+            timeout_seconds: options.timeout_seconds,
+            allow_bookmarks: options.allow_bookmarks,
+        };
+        host::open_watch(&resource(r), namespace, &options).map(HostWatch).map_err(kube_error)
+    }
+
+    fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
+        host::served_versions(group).map_err(kube_error)
+    }
+}
+
+impl kube_api::Watch for HostWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<WatchEvent>, KubeError> {
+        let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+        let event = match self.0.next(timeout_ms).map_err(kube_error)? {
+            None => return Ok(None),
+            Some(host::WatchEvent::Added(o)) => WatchEvent::Added(json(&o)?),
+            Some(host::WatchEvent::Modified(o)) => WatchEvent::Modified(json(&o)?),
+            Some(host::WatchEvent::Deleted(o)) => WatchEvent::Deleted(json(&o)?),
+            Some(host::WatchEvent::Bookmark(rv)) => WatchEvent::Bookmark(rv),
+        };
+        Ok(Some(event))
+    }
+}
+
+impl Log for HostLog {
+    fn emit(&self, level: Level, message: &str, fields: &[(&str, &str)]) {
+        let level = match level {
+            Level::Trace => host_log::Level::Trace,
+            Level::Debug => host_log::Level::Debug,
+            Level::Info => host_log::Level::Info,
+            Level::Warn => host_log::Level::Warn,
+            Level::Error => host_log::Level::Error,
+        };
+        let fields: Vec<host_log::Field> =
+            fields.iter().map(|(k, v)| host_log::Field { key: k.to_string(), value: v.to_string() }).collect();
+        host_log::emit(level, message, &fields);
+    }
+}
+
+fn backend_to_wit(b: Backend) -> wit::Backend {
+    match b {
+        Backend::Sandbox => wit::Backend::Sandbox,
+        Backend::Job => wit::Backend::Job,
+    }
+}
+
+fn backend_from_wit(b: wit::Backend) -> Backend {
+    match b {
+        wit::Backend::Sandbox => Backend::Sandbox,
+        wit::Backend::Job => Backend::Job,
+    }
+}
+
+fn lease_to_wit(l: Lease) -> wit::Lease {
+    wit::Lease {
+        provider_lease_id: l.provider_lease_id,
+        backend: backend_to_wit(l.backend),
+        namespace: l.namespace,
+        api_version: l.api_version,
+        workload_uid: l.workload_uid,
+        pod_name: l.pod_name,
+        pod_uid: l.pod_uid,
+        pod_ip: l.pod_ip,
+        expires_at: l.expires_at,
+        reusable: l.reusable,
+        metadata: l.metadata,
+    }
+}
+
+fn lease_ref_from_wit(r: wit::LeaseRef) -> LeaseRef {
+    let l = r.lease;
+    LeaseRef {
+        lease: Lease {
+            provider_lease_id: l.provider_lease_id,
+            backend: backend_from_wit(l.backend),
+            namespace: l.namespace,
+            api_version: l.api_version,
+            workload_uid: l.workload_uid,
+            pod_name: l.pod_name,
+            pod_uid: l.pod_uid,
+            pod_ip: l.pod_ip,
+            expires_at: l.expires_at,
+            reusable: l.reusable,
+            metadata: l.metadata,
+        },
+        config: r.config,
+    }
+}
+
+fn error_to_wit(e: ProviderError) -> wit::ProviderError {
+    let detail = |d: crate::ErrorDetail| wit::ErrorDetail { message: d.message, retryable: d.retryable };
+    match e {
+        ProviderError::InvalidConfig(d) => {
+            wit::ProviderError::InvalidConfig(wit::InvalidConfigDetail { path: d.path, message: d.message })
+        }
+        ProviderError::Forbidden(d) => wit::ProviderError::Forbidden(detail(d)),
+        ProviderError::Conflict(d) => wit::ProviderError::Conflict(detail(d)),
+        ProviderError::Capacity(d) => wit::ProviderError::Capacity(detail(d)),
+        ProviderError::ImagePull(d) => wit::ProviderError::ImagePull(detail(d)),
+        ProviderError::Rejected(d) => wit::ProviderError::Rejected(detail(d)),
+        ProviderError::Timeout(d) => wit::ProviderError::Timeout(detail(d)),
+        ProviderError::Unavailable(d) => wit::ProviderError::Unavailable(detail(d)),
+        ProviderError::Internal(d) => wit::ProviderError::Internal(detail(d)),
+    }
+}
+
+fn problems_to_wit(problems: Vec<crate::ConfigProblem>) -> Vec<wit::ConfigProblem> {
+    problems.into_iter().map(|p| wit::ConfigProblem { path: p.path, message: p.message }).collect()
+}
+
+fn provider() -> Provider<HostKube, SystemClock, HostLog> {
+    Provider::new(HostKube, SystemClock::new(), HostLog)
+}
+
+/// The exported `provider` interface.
+struct Component;
+
+impl Guest for Component {
+    fn describe() -> wit::ProviderInfo {
+        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends } =
+            provider().describe();
+        wit::ProviderInfo {
+            driver_key,
+            display_name,
+            version,
+            config_schema,
+            reusable_leases,
+            backends: backends.into_iter().map(backend_to_wit).collect(),
+        }
+    }
+
+    fn validate_config(config: String) -> wit::Validation {
+        let Validation { ok, warnings, errors, normalized_config } = provider().validate_config(&config);
+        wit::Validation { ok, warnings: problems_to_wit(warnings), errors: problems_to_wit(errors), normalized_config }
+    }
+
+    fn probe(config: String) -> wit::ProbeResult {
+        let ProbeResult { ok, summary, diagnostics } = provider().probe(&config);
+        let diagnostics = diagnostics
+            .into_iter()
+            .map(|d| wit::Diagnostic {
+                severity: match d.severity {
+                    Severity::Info => wit::Severity::Info,
+                    Severity::Warning => wit::Severity::Warning,
+                    Severity::Error => wit::Severity::Error,
+                },
+                code: d.code,
+                message: d.message,
+            })
+            .collect();
+        wit::ProbeResult { ok, summary, diagnostics }
+    }
+
+    fn acquire(request: wit::AcquireRequest) -> Result<wit::Lease, wit::ProviderError> {
+        let request = AcquireRequest {
+            config: request.config,
+            run_id: request.run_id,
+            acquisition_id: request.acquisition_id,
+            agent_id: request.agent_id,
+            requested_expires_at: request.requested_expires_at,
+            env: request.env.into_iter().map(|e| EnvVar { name: e.name, value: e.value, secret: e.secret }).collect(),
+            reusable: request.reusable,
+        };
+        provider().acquire(request).map(lease_to_wit).map_err(error_to_wit)
+    }
+
+    fn resume_check(lease: wit::LeaseRef) -> Result<wit::ResumeOutcome, wit::ProviderError> {
+        match provider().resume_check(lease_ref_from_wit(lease)).map_err(error_to_wit)? {
+            ResumeOutcome::Resumable(l) => Ok(wit::ResumeOutcome::Resumable(lease_to_wit(l))),
+            ResumeOutcome::Expired(reason) => Ok(wit::ResumeOutcome::Expired(reason)),
+        }
+    }
+
+    fn renew(lease: wit::LeaseRef, expires_at: i64) -> Result<wit::Lease, wit::ProviderError> {
+        provider().renew(lease_ref_from_wit(lease), expires_at).map(lease_to_wit).map_err(error_to_wit)
+    }
+
+    fn release(lease: wit::LeaseRef) -> Result<(), wit::ProviderError> {
+        provider().release(lease_ref_from_wit(lease)).map_err(error_to_wit)
+    }
+
+    fn destroy(lease: wit::LeaseRef) -> Result<wit::DestroyReport, wit::ProviderError> {
+        let DestroyReport { objects } = provider().destroy(lease_ref_from_wit(lease)).map_err(error_to_wit)?;
+        let objects = objects
+            .into_iter()
+            .map(|o| wit::ObjectReport {
+                kind: o.kind,
+                name: o.name,
+                outcome: match o.outcome {
+                    DeleteOutcome::Deleted => wit::DeleteOutcome::Deleted,
+                    DeleteOutcome::AlreadyGone => wit::DeleteOutcome::AlreadyGone,
+                    DeleteOutcome::Failed(why) => wit::DeleteOutcome::Failed(why),
+                },
+            })
+            .collect();
+        Ok(wit::DestroyReport { objects })
+    }
+}
+
+export!(Component);

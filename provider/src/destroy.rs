@@ -1,0 +1,282 @@
+//! Destroy: delete everything a lease can own, from the lease id alone.
+//!
+//! Total and idempotent: the per-lease Secret, the workload (with Background propagation, so its
+//! pods go too) and, for a lease with a persistent workspace, its claim. 404 and 410 are
+//! success; every delete is attempted even when one fails; the report says what happened to
+//! each object, and the call fails only if something could not be deleted. Lease metadata is
+//! never read, so missing or garbage metadata changes nothing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::api_versions::{self, SandboxVersion};
+use crate::config::Backend;
+use crate::errors::ProviderError;
+use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
+use crate::lease::LeaseRef;
+use crate::log::Log;
+use crate::naming::{LeaseId, workspace_pvc_name};
+
+/// What destroying one object did (mirrors the WIT `delete-outcome`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeleteOutcome {
+    Deleted,
+    AlreadyGone,
+    Failed(String),
+}
+
+/// One object of a lease and its outcome (mirrors the WIT `object-report`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ObjectReport {
+    /// `Sandbox`, `Job`, `Secret`, `PersistentVolumeClaim`.
+    pub kind: String,
+    pub name: String,
+    pub outcome: DeleteOutcome,
+}
+
+/// Every object a lease could own (mirrors the WIT `destroy-report`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct DestroyReport {
+    pub objects: Vec<ObjectReport>,
+}
+
+fn background() -> DeleteOptions {
+    DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() }
+}
+
+/// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone.
+fn delete<K: Kube>(kube: &K, resource: &ResourceType, namespace: &str, name: &str) -> Result<bool, KubeError> {
+    match kube.delete(resource, Some(namespace), name, &background()) {
+        Ok(()) => Ok(true),
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the Sandbox through the versions the cluster serves (the recorded one first when
+/// discovery fails), until one delete succeeds.
+fn delete_sandbox<K: Kube>(kube: &K, id: &LeaseId, recorded_api_version: &str) -> Result<bool, KubeError> {
+    let versions = match api_versions::served_sandbox_versions(kube) {
+        Ok(served) => served,
+        Err(_) => {
+            let recorded = SandboxVersion::from_api_version(recorded_api_version);
+            let others = SandboxVersion::PREFERENCE.into_iter().filter(|v| Some(*v) != recorded);
+            recorded.into_iter().chain(others).collect()
+        }
+    };
+    let mut first_error = None;
+    for version in versions {
+        match delete(kube, &version.resource(), &id.namespace, &id.name) {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(false),
+    }
+}
+
+/// Deletes everything the lease can own (see the module docs).
+pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result<DestroyReport, ProviderError> {
+    let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    // The Secret first: it is owned by the workload, so deleting the workload first would let
+    // garbage collection race the explicit delete and make the report vary.
+    let mut attempts: Vec<(&str, String, Result<bool, KubeError>)> = Vec::new();
+    let secret = id.secret_name();
+    attempts.push(("Secret", secret.clone(), delete(kube, &api_versions::secrets(), &id.namespace, &secret)));
+    match id.backend {
+        Backend::Sandbox => {
+            attempts.push(("Sandbox", id.name.clone(), delete_sandbox(kube, &id, &lease_ref.lease.api_version)))
+        }
+        Backend::Job => {
+            attempts.push(("Job", id.name.clone(), delete(kube, &api_versions::jobs(), &id.namespace, &id.name)));
+        }
+    }
+    if id.workspace_pvc {
+        let pvc = workspace_pvc_name(&id.name);
+        attempts.push(("PersistentVolumeClaim", pvc.clone(), delete(kube, &api_versions::pvcs(), &id.namespace, &pvc)));
+    }
+
+    let mut objects = Vec::new();
+    let mut failure: Option<KubeError> = None;
+    let mut summary = Vec::new();
+    for (kind, name, result) in attempts {
+        let outcome = match result {
+            Ok(true) => DeleteOutcome::Deleted,
+            Ok(false) => DeleteOutcome::AlreadyGone,
+            Err(e) => {
+                let text = e.to_string();
+                failure.get_or_insert(e);
+                DeleteOutcome::Failed(text)
+            }
+        };
+        let shown = match &outcome {
+            DeleteOutcome::Deleted => "deleted".to_string(),
+            DeleteOutcome::AlreadyGone => "already gone".to_string(),
+            DeleteOutcome::Failed(why) => format!("failed: {why}"),
+        };
+        log.info("destroy", &[("object", &format!("{kind} {}/{name}", id.namespace)), ("outcome", &shown)]);
+        summary.push(format!("{kind} {}/{name} {shown}", id.namespace));
+        objects.push(ObjectReport { kind: kind.to_string(), name, outcome });
+    }
+    match failure {
+        None => Ok(DestroyReport { objects }),
+        Some(first) => Err(ProviderError::from_kube(&first, "destroy").map_message(|_| {
+            format!(
+                "destroy of lease {id} could not delete everything: {}. Retry destroy (it is idempotent); until then \
+                 the cluster deletes the workload at the lease's expiry.",
+                summary.join("; ")
+            )
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::fake_kube::Verb;
+    use crate::lease::Lease;
+    use crate::testkit::{Env, NS, config, request, stored};
+
+    /// A lease a host might hand back after losing everything but the id.
+    fn bare(id: &str) -> LeaseRef {
+        LeaseRef {
+            lease: Lease {
+                provider_lease_id: id.to_string(),
+                backend: Backend::Job,
+                namespace: String::new(),
+                api_version: "garbage".into(),
+                workload_uid: String::new(),
+                pod_name: None,
+                pod_uid: None,
+                pod_ip: None,
+                expires_at: None,
+                reusable: false,
+                metadata: "{{{ not json".into(),
+            },
+            config: "also garbage".into(),
+        }
+    }
+
+    fn outcomes(report: &DestroyReport) -> Vec<(String, DeleteOutcome)> {
+        report.objects.iter().map(|o| (format!("{}/{}", o.kind, o.name), o.outcome.clone())).collect()
+    }
+
+    #[test]
+    fn destroy_works_from_the_lease_id_alone_and_twice() {
+        for (backend, kind) in [("sandbox", "Sandbox"), ("job", "Job")] {
+            let env = Env::new();
+            let provider = env.provider();
+            let lease = provider.acquire(request(&config(backend), "d-1")).unwrap();
+            let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+            assert_eq!(
+                outcomes(&report),
+                vec![
+                    ("Secret/pc-d-1-env".into(), DeleteOutcome::Deleted),
+                    (format!("{kind}/pc-d-1"), DeleteOutcome::Deleted)
+                ]
+            );
+            assert!(env.kube.names_in(NS).is_empty(), "{backend}: {:?}", env.kube.names_in(NS));
+            let again = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+            assert!(again.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{again:?}");
+        }
+    }
+
+    #[test]
+    fn deletes_use_background_propagation() {
+        let env = Env::new();
+        let provider = env.provider();
+        let lease = provider.acquire(request(&config("job"), "d-2")).unwrap();
+        provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        assert!(env.kube.object("pods", NS, lease.pod_name.as_deref().unwrap()).is_none(), "pods collected");
+    }
+
+    #[test]
+    fn every_delete_is_attempted_and_failures_are_reported_together() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config("sandbox");
+        let lease = provider.acquire(request(&config, "d-3")).unwrap();
+        env.kube.fail_always(
+            Verb::Delete,
+            "sandboxes",
+            KubeError::Unavailable { message: "etcd".into(), retry_after_seconds: None },
+        );
+        let err = provider.destroy(stored(&lease, &config)).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true));
+        assert!(err.message().contains("Sandbox sandboxes/pc-d-3 failed"), "{err}");
+        assert!(err.message().contains("Secret sandboxes/pc-d-3-env deleted"), "{err}");
+        assert!(env.kube.object("secrets", NS, "pc-d-3-env").is_none(), "the Secret was still deleted");
+        env.kube.clear_faults();
+        let report = provider.destroy(stored(&lease, &config)).unwrap();
+        assert_eq!(report.objects[0].outcome, DeleteOutcome::AlreadyGone, "the Secret went the first time");
+        assert_eq!(report.objects[1].outcome, DeleteOutcome::Deleted);
+    }
+
+    #[test]
+    fn destroy_finds_the_sandbox_in_whatever_version_is_served() {
+        let env = Env::new();
+        let provider = env.provider();
+        let lease = provider.acquire(request(&config("sandbox"), "d-4")).unwrap();
+        env.kube.serve_sandbox_versions(&["v1alpha1"]);
+        let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        assert_eq!(report.objects[1].outcome, DeleteOutcome::Deleted);
+
+        let lease = provider.acquire(request(&config("sandbox"), "d-5")).unwrap();
+        env.kube.fail(Verb::ServedVersions, "agents.x-k8s.io", 1, KubeError::Transport("reset".into()));
+        let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        assert_eq!(report.objects[1].outcome, DeleteOutcome::Deleted, "tried the known versions");
+        assert!(env.kube.names_in(NS).is_empty());
+    }
+
+    #[test]
+    fn destroy_cleans_up_a_half_finished_acquire_and_the_workspace_claim() {
+        let env = Env::new();
+        let pvcs = crate::api_versions::pvcs();
+        env.kube.put(&crate::api_versions::secrets(), NS, json!({"metadata": {"name": "pc-d-6-env"}}));
+        env.kube.put(&pvcs, NS, json!({"metadata": {"name": "workspace-pc-d-6"}}));
+        let report = env.provider().destroy(bare("k8s:sandbox:sandboxes:pc-d-6:pvc")).unwrap();
+        assert_eq!(
+            outcomes(&report),
+            vec![
+                ("Secret/pc-d-6-env".into(), DeleteOutcome::Deleted),
+                ("Sandbox/pc-d-6".into(), DeleteOutcome::AlreadyGone),
+                ("PersistentVolumeClaim/workspace-pc-d-6".into(), DeleteOutcome::Deleted),
+            ]
+        );
+        assert!(env.kube.names_in(NS).is_empty());
+    }
+
+    #[test]
+    fn a_foreign_lease_id_is_refused() {
+        let env = Env::new();
+        let err = env.provider().destroy(bare("docker:123")).unwrap_err();
+        assert_eq!(err.kind(), "rejected");
+        assert!(err.message().contains("not made by the Kubernetes provider"), "{err}");
+    }
+
+    #[test]
+    fn report_serializes_like_the_wit_records() {
+        let report = DestroyReport {
+            objects: vec![
+                ObjectReport { kind: "Job".into(), name: "a".into(), outcome: DeleteOutcome::AlreadyGone },
+                ObjectReport { kind: "Secret".into(), name: "b".into(), outcome: DeleteOutcome::Failed("x".into()) },
+            ],
+        };
+        assert_eq!(
+            serde_json::to_value(&report).unwrap(),
+            json!({"objects": [
+                {"kind": "Job", "name": "a", "outcome": "already-gone"},
+                {"kind": "Secret", "name": "b", "outcome": {"failed": "x"}}
+            ]})
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! The provider's only way to the cluster: a small `Kube` trait with the operations of the
+//! WIT `kube` interface. The component glue implements it with the host's imports; unit tests
+//! and benchmarks implement it with an in-memory fake, so the provider's logic runs natively.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A resource type: group (empty for core), version and plural.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+}
+
+impl ResourceType {
+    /// A resource type from its three parts.
+    pub fn new(group: &str, version: &str, plural: &str) -> Self {
+        Self { group: group.to_string(), version: version.to_string(), plural: plural.to_string() }
+    }
+
+    /// `v1` or `group/version`, as in an object's `apiVersion`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+}
+
+/// The patch types of the Kubernetes API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Merge,
+    Json,
+    Strategic,
+}
+
+/// How dependents of a deleted object are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+/// Options of a DELETE.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    pub propagation: Option<Propagation>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// Options of a LIST.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListOptions {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<u32>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// Options of a WATCH.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchOptions {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    /// Start after this version; `None` starts with the current state.
+    pub resource_version: Option<String>,
+    pub timeout_seconds: Option<u32>,
+    pub allow_bookmarks: bool,
+}
+
+/// One watch event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchEvent {
+    Added(Value),
+    Modified(Value),
+    Deleted(Value),
+    /// A resourceVersion the watch may resume from.
+    Bookmark(String),
+}
+
+/// Why a Kubernetes call failed (mirrors the WIT `kube-error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KubeError {
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("gone: {0}")]
+    Gone(String),
+    #[error("invalid: {0}")]
+    Invalid(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    #[error("timeout: {0}")]
+    Timeout(String),
+    #[error("unavailable: {message}")]
+    Unavailable { message: String, retry_after_seconds: Option<u32> },
+    #[error("transport: {0}")]
+    Transport(String),
+    #[error("HTTP {code}: {message}")]
+    Other { code: u16, message: String },
+}
+
+/// An open watch.
+pub trait Watch {
+    /// The next event, waiting at most `timeout`; `Ok(None)` when none came in time. An error
+    /// ends the watch: `Gone` asks for a re-list, `Transport` for a resume from the last version.
+    fn next(&mut self, timeout: Duration) -> Result<Option<WatchEvent>, KubeError>;
+}
+
+/// Kubernetes access, as the host's `kube` interface offers it. Bodies are JSON values.
+pub trait Kube {
+    type Watch: Watch;
+
+    fn get(&self, resource: &ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError>;
+    fn create(&self, resource: &ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError>;
+    fn patch(
+        &self,
+        resource: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &Value,
+        subresource: Option<&str>,
+    ) -> Result<Value, KubeError>;
+    fn delete(
+        &self,
+        resource: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<(), KubeError>;
+    /// The List object, with `metadata.resourceVersion` and `metadata.continue`.
+    fn list(&self, resource: &ResourceType, namespace: Option<&str>, options: &ListOptions)
+    -> Result<Value, KubeError>;
+    fn watch(
+        &self,
+        resource: &ResourceType,
+        namespace: Option<&str>,
+        options: &WatchOptions,
+    ) -> Result<Self::Watch, KubeError>;
+    /// Versions a group serves, preferred first; empty when the group is not served.
+    fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError>;
+}

@@ -1,0 +1,110 @@
+//! The Kubernetes sandbox provider: provisions sandboxes as agent-sandbox `Sandbox` objects or
+//! `batch/v1` Jobs, reaching the cluster only through the [`Kube`] trait.
+//!
+//! The logic is plain Rust over [`Kube`], [`Clock`] and [`Log`], so it runs natively against
+//! an in-memory fake in tests; `component.rs` (wasm32 only) binds it to the WIT world
+//! `kubernetes-provider`.
+
+pub mod acquire;
+pub mod api_versions;
+pub mod clock;
+pub mod config;
+pub mod describe;
+pub mod destroy;
+pub mod errors;
+pub mod job_manifest;
+pub mod kube_api;
+pub mod lease;
+pub mod log;
+pub mod naming;
+pub mod object;
+pub mod pod_spec;
+pub mod probe;
+pub mod readiness;
+pub mod redact;
+pub mod release;
+pub mod renew;
+pub mod resume;
+pub mod sandbox_manifest;
+pub mod secret;
+pub mod workload_state;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod fake_kube;
+#[cfg(test)]
+mod testkit;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+pub use acquire::{AcquireRequest, EnvVar};
+pub use clock::{Clock, SystemClock};
+pub use config::{Backend, ConfigProblem, Validation};
+pub use describe::ProviderInfo;
+pub use destroy::{DeleteOutcome, DestroyReport, ObjectReport};
+pub use errors::{ErrorDetail, InvalidConfigDetail, ProviderError};
+pub use kube_api::{Kube, KubeError, Watch};
+pub use lease::{Lease, LeaseMetadata, LeaseRef};
+pub use log::{Level, Log};
+pub use probe::{Diagnostic, ProbeResult, Severity};
+pub use resume::ResumeOutcome;
+
+/// The provider: every lifecycle call of the WIT `provider` interface, over a cluster, a clock
+/// and a log.
+pub struct Provider<K: Kube, C: Clock, L: Log> {
+    kube: K,
+    clock: C,
+    log: L,
+}
+
+impl<K: Kube, C: Clock, L: Log> Provider<K, C, L> {
+    /// A provider over these capabilities.
+    pub fn new(kube: K, clock: C, log: L) -> Self {
+        Self { kube, clock, log }
+    }
+
+    /// The cluster access (for hosts and tests that inspect it).
+    pub fn kube(&self) -> &K {
+        &self.kube
+    }
+
+    /// Identity, capabilities and the config's JSON Schema.
+    pub fn describe(&self) -> ProviderInfo {
+        describe::describe()
+    }
+
+    /// Every problem of a config with its path, warnings, and the normalized config.
+    pub fn validate_config(&self, config: &str) -> Validation {
+        config::validate(config)
+    }
+
+    /// Whether a config can work against the cluster; problems are diagnostics, never errors.
+    pub fn probe(&self, config: &str) -> ProbeResult {
+        probe::probe(&self.kube, &self.log, config)
+    }
+
+    /// Provisions a sandbox and waits until it is ready; idempotent on the acquisition id.
+    pub fn acquire(&self, request: AcquireRequest) -> Result<Lease, ProviderError> {
+        acquire::acquire(&self.kube, &self.clock, &self.log, &request)
+    }
+
+    /// Whether a stored lease can be used again; an error means "could not tell".
+    pub fn resume_check(&self, lease: LeaseRef) -> Result<ResumeOutcome, ProviderError> {
+        resume::resume_check(&self.kube, &self.clock, &self.log, &lease)
+    }
+
+    /// Moves the lease's expiry (epoch millis, capped at now + lease TTL).
+    pub fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<Lease, ProviderError> {
+        renew::renew(&self.kube, &self.clock, &self.log, &lease, expires_at)
+    }
+
+    /// Ends the run: destroys an ephemeral lease, suspends a reusable one.
+    pub fn release(&self, lease: LeaseRef) -> Result<(), ProviderError> {
+        release::release(&self.kube, &self.log, &lease)
+    }
+
+    /// Deletes everything the lease could own, from its id alone; idempotent.
+    pub fn destroy(&self, lease: LeaseRef) -> Result<DestroyReport, ProviderError> {
+        destroy::destroy(&self.kube, &self.log, &lease)
+    }
+}

@@ -1,0 +1,211 @@
+//! The sandbox pod: one container under hardened defaults that a config loosens only
+//! explicitly (non-root, no privilege escalation, every capability dropped, RuntimeDefault
+//! seccomp, read-only root filesystem with writable emptyDir volumes, no service-account token).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, LocalObjectReference, PodSecurityContext, PodSpec,
+    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::config::Config;
+use crate::naming::{CONTAINER_NAME, WORKSPACE_VOLUME};
+
+/// Where the workspace volume is mounted (and the default working directory).
+pub const WORKSPACE_DIR: &str = "/workspace";
+/// The writable home directory (`HOME`), an emptyDir.
+pub const HOME_DIR: &str = "/home/sandbox";
+/// The writable `/tmp`, an emptyDir.
+pub const TMP_DIR: &str = "/tmp";
+
+fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantity>> {
+    if map.is_empty() { None } else { Some(map.iter().map(|(k, v)| (k.clone(), Quantity(v.clone()))).collect()) }
+}
+
+fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
+    if items.is_empty() { None } else { Some(items) }
+}
+
+fn empty_dir(name: &str) -> Volume {
+    Volume { name: name.to_string(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() }
+}
+
+/// What the pod needs beyond the config.
+pub struct PodInputs {
+    /// Labels of the pod (provider labels plus config labels).
+    pub labels: BTreeMap<String, String>,
+    /// Annotations of the pod (config annotations plus the raw ids).
+    pub annotations: BTreeMap<String, String>,
+    /// The container's env, secret values only as `secretKeyRef`s.
+    pub env: Vec<EnvVar>,
+    /// The workspace comes from a claim template (the Sandbox controller adds the volume).
+    pub workspace_claim: bool,
+    /// `restartPolicy: Never` (Jobs); `None` keeps the default (Always) for Sandboxes.
+    pub restart_never: bool,
+}
+
+/// The pod template of a sandbox.
+pub fn pod_template(config: &Config, inputs: PodInputs) -> PodTemplateSpec {
+    let security = &config.security;
+    let container = Container {
+        name: CONTAINER_NAME.to_string(),
+        image: Some(config.image.clone()),
+        image_pull_policy: config.image_pull_policy.clone(),
+        command: non_empty(config.command.clone()),
+        args: non_empty(config.args.clone()),
+        working_dir: Some(config.working_dir.clone()),
+        env: non_empty(inputs.env),
+        resources: Some(ResourceRequirements {
+            requests: quantities(&config.resources.requests),
+            limits: quantities(&config.resources.limits),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            run_as_non_root: Some(security.run_as_non_root),
+            run_as_user: Some(security.run_as_user),
+            run_as_group: Some(security.run_as_group),
+            allow_privilege_escalation: Some(security.allow_privilege_escalation),
+            read_only_root_filesystem: Some(security.read_only_root_filesystem),
+            capabilities: Some(Capabilities {
+                drop: non_empty(security.capabilities.drop.clone()),
+                add: non_empty(security.capabilities.add.clone()),
+            }),
+            ..Default::default()
+        }),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: WORKSPACE_VOLUME.to_string(),
+                mount_path: WORKSPACE_DIR.to_string(),
+                ..Default::default()
+            },
+            VolumeMount { name: "home".to_string(), mount_path: HOME_DIR.to_string(), ..Default::default() },
+            VolumeMount { name: "tmp".to_string(), mount_path: TMP_DIR.to_string(), ..Default::default() },
+        ]),
+        ..Default::default()
+    };
+    let mut volumes = vec![empty_dir("home"), empty_dir("tmp")];
+    if !inputs.workspace_claim {
+        volumes.insert(0, empty_dir(WORKSPACE_VOLUME));
+    }
+    let tolerations = config
+        .tolerations
+        .iter()
+        .map(|t| Toleration {
+            key: t.key.clone(),
+            operator: t.operator.clone(),
+            value: t.value.clone(),
+            effect: t.effect.clone(),
+            toleration_seconds: t.toleration_seconds,
+        })
+        .collect();
+    let spec = PodSpec {
+        containers: vec![container],
+        restart_policy: inputs.restart_never.then(|| "Never".to_string()),
+        automount_service_account_token: Some(security.automount_service_account_token),
+        service_account_name: config.service_account_name.clone(),
+        runtime_class_name: config.runtime_class_name.clone(),
+        node_selector: if config.node_selector.is_empty() { None } else { Some(config.node_selector.clone()) },
+        tolerations: non_empty(tolerations),
+        image_pull_secrets: non_empty(
+            config.image_pull_secrets.iter().map(|n| LocalObjectReference { name: n.clone() }).collect(),
+        ),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(security.run_as_non_root),
+            run_as_user: Some(security.run_as_user),
+            run_as_group: Some(security.run_as_group),
+            fs_group: Some(security.fs_group),
+            seccomp_profile: Some(SeccompProfile {
+                type_: security.seccomp_profile.as_str().to_string(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        volumes: Some(volumes),
+        ..Default::default()
+    };
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(inputs.labels),
+            annotations: if inputs.annotations.is_empty() { None } else { Some(inputs.annotations) },
+            ..Default::default()
+        }),
+        spec: Some(spec),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use serde_json::{Value, json};
+
+    fn inputs(workspace_claim: bool, restart_never: bool) -> PodInputs {
+        PodInputs {
+            labels: BTreeMap::from([("a".to_string(), "b".to_string())]),
+            annotations: BTreeMap::new(),
+            env: vec![EnvVar { name: "HOME".into(), value: Some(HOME_DIR.into()), ..Default::default() }],
+            workspace_claim,
+            restart_never,
+        }
+    }
+
+    fn render(config: &Value, workspace_claim: bool, restart_never: bool) -> Value {
+        let config = config::parse(&config.to_string()).unwrap();
+        serde_json::to_value(pod_template(&config, inputs(workspace_claim, restart_never))).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_hardened() {
+        let t = render(&json!({"namespace": "ns", "image": "img"}), false, false);
+        let spec = &t["spec"];
+        let c = &spec["containers"][0];
+        assert_eq!(c["securityContext"]["runAsNonRoot"], true);
+        assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+        assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+        assert_eq!(c["securityContext"]["capabilities"]["drop"], json!(["ALL"]));
+        assert!(c["securityContext"]["capabilities"].get("add").is_none());
+        assert_eq!(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+        assert_eq!(spec["automountServiceAccountToken"], false);
+        assert!(spec.get("restartPolicy").is_none());
+        let volumes: Vec<&str> =
+            spec["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+        assert_eq!(volumes, vec!["workspace", "home", "tmp"]);
+        assert!(spec["volumes"].as_array().unwrap().iter().all(|v| v.get("emptyDir").is_some()));
+        assert_eq!(c["command"], json!(["sleep", "infinity"]));
+        assert_eq!(c["resources"]["requests"], json!({"cpu": "250m", "memory": "512Mi"}));
+        assert_eq!(c["workingDir"], "/workspace");
+        assert_eq!(t["metadata"]["labels"], json!({"a": "b"}));
+    }
+
+    #[test]
+    fn config_settings_reach_the_pod() {
+        let t = render(
+            &json!({
+                "namespace": "ns", "image": "img", "command": [], "args": ["--serve"],
+                "nodeSelector": {"pool": "sbx"}, "runtimeClassName": "gvisor", "serviceAccountName": "runner",
+                "imagePullSecrets": ["regcred"],
+                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "sbx", "effect": "NoSchedule"}],
+                "security": {"readOnlyRootFilesystem": false, "automountServiceAccountToken": true}
+            }),
+            true,
+            true,
+        );
+        let spec = &t["spec"];
+        assert!(spec["containers"][0].get("command").is_none(), "[] uses the image's entrypoint");
+        assert_eq!(spec["containers"][0]["args"], json!(["--serve"]));
+        assert_eq!(spec["nodeSelector"], json!({"pool": "sbx"}));
+        assert_eq!(spec["runtimeClassName"], "gvisor");
+        assert_eq!(spec["serviceAccountName"], "runner");
+        assert_eq!(spec["imagePullSecrets"], json!([{"name": "regcred"}]));
+        assert_eq!(spec["tolerations"][0]["effect"], "NoSchedule");
+        assert_eq!(spec["restartPolicy"], "Never");
+        assert_eq!(spec["automountServiceAccountToken"], true);
+        assert_eq!(spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"], false);
+        let volumes: Vec<&str> =
+            spec["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+        assert_eq!(volumes, vec!["home", "tmp"], "the claim template provides the workspace volume");
+    }
+}

@@ -1,0 +1,665 @@
+//! Waiting for a sandbox to be ready by watching, not polling.
+//!
+//! The pods of the workload are watched from the create's resourceVersion (resourceVersions
+//! are cluster-wide, so the pods created after the workload all arrive as events), or from a
+//! fresh list when the workload already existed. A dropped watch resumes from the last version
+//! seen; 410 Gone re-lists. Every pod event is read for fail-fast causes. For a Sandbox, once
+//! its pod is ready, the Sandbox itself is watched until its Ready condition is True at the
+//! current generation. One deadline bounds the whole wait.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::api_versions;
+use crate::clock::{Clock, Deadline};
+use crate::config::Backend;
+use crate::errors::ProviderError;
+use crate::kube_api::{Kube, KubeError, ListOptions, ResourceType, Watch, WatchEvent, WatchOptions};
+use crate::log::Log;
+use crate::naming::fnv1a32_hex;
+use crate::object;
+use crate::workload_state::{
+    Cause, Failure, JOB_NAME_LABEL, JobState, POD_NAME_ANNOTATION, PodInfo, PodState, SANDBOX_NAME_HASH_LABEL,
+    SandboxState, job_state, pod_state, sandbox_state,
+};
+
+/// First pause after a watch could not be (re)opened; doubles up to [`BACKOFF_CAP`].
+const BACKOFF_START: Duration = Duration::from_millis(50);
+/// Longest pause between reconnects.
+const BACKOFF_CAP: Duration = Duration::from_secs(1);
+/// Page size of a re-list.
+const LIST_PAGE: u32 = 500;
+
+/// The workload being waited for.
+pub struct Target<'a> {
+    pub backend: Backend,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The workload's resource type (the Sandbox version in use, or Jobs).
+    pub resource: &'a ResourceType,
+    /// The workload's uid: pods of another object and a replaced workload are not this lease's.
+    pub uid: &'a str,
+    /// The Job retries a failed pod (backoffLimit > 0), so a failed pod is not final.
+    pub job_retries: bool,
+}
+
+impl Target<'_> {
+    fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Sandbox => "Sandbox",
+            Backend::Job => "Job",
+        }
+    }
+
+    /// `Sandbox ns/name`, for messages.
+    pub fn describe(&self) -> String {
+        format!("{} {}/{}", self.kind(), self.namespace, self.name)
+    }
+
+    fn deleted(&self) -> Failure {
+        Failure::new(
+            Cause::Deleted,
+            format!(
+                "{} was deleted while waiting for it (its expiry passed, or someone deleted it); acquire a new sandbox.",
+                self.describe()
+            ),
+        )
+    }
+
+    fn terminating(&self) -> Failure {
+        Failure::new(Cause::Terminating, format!("{} is being deleted; acquire a new sandbox.", self.describe()))
+    }
+
+    fn replaced(&self, found: &str) -> Failure {
+        Failure::new(
+            Cause::Replaced,
+            format!(
+                "{} was replaced: the object under that name now has uid {found}, the lease's has uid {}. Its disk \
+                 and processes are not this lease's; destroy this lease and acquire a new sandbox.",
+                self.describe(),
+                self.uid
+            ),
+        )
+    }
+}
+
+/// Where a watch starts.
+pub enum Start {
+    /// After this resourceVersion (the create's): every later change arrives as an event.
+    After(String),
+    /// From a list of the current state (the workload existed before this call).
+    List,
+}
+
+/// Why a wait ended without a ready sandbox.
+#[derive(Debug)]
+pub enum WaitError {
+    /// The sandbox will not become ready (or is gone); see the cause.
+    Failed(Failure),
+    /// An API call failed in a way retries inside the wait cannot fix.
+    Api(ProviderError),
+    /// The deadline passed; the text says what was still missing.
+    Timeout(String),
+}
+
+/// One change seen by an [`EventStream`].
+pub enum Change {
+    Upsert(Value),
+    Deleted(Value),
+    /// The watch expired (410) and the current state was listed instead: replace what you knew.
+    Relisted(Vec<Value>),
+}
+
+/// Errors after which a watch is reopened from the last version seen.
+fn transient(error: &KubeError) -> bool {
+    match error {
+        KubeError::Transport(_) | KubeError::Timeout(_) | KubeError::Unavailable { .. } => true,
+        KubeError::Other { code, .. } => *code == 429 || *code >= 500,
+        _ => false,
+    }
+}
+
+/// A watch that survives disconnects: resumes from the last resourceVersion, re-lists on 410.
+pub struct EventStream<'k, K: Kube> {
+    kube: &'k K,
+    resource: ResourceType,
+    namespace: String,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    watch: Option<K::Watch>,
+    cursor: Option<String>,
+    failures: u32,
+}
+
+impl<'k, K: Kube> EventStream<'k, K> {
+    /// A stream over `resource` in `namespace`; nothing is opened until [`Self::next`].
+    pub fn new(
+        kube: &'k K,
+        resource: ResourceType,
+        namespace: &str,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+    ) -> Self {
+        Self {
+            kube,
+            resource,
+            namespace: namespace.to_string(),
+            label_selector,
+            field_selector,
+            watch: None,
+            cursor: None,
+            failures: 0,
+        }
+    }
+
+    fn what(&self) -> String {
+        format!("{} in namespace {}", self.resource.plural, self.namespace)
+    }
+
+    /// Starts (or restarts) after `resource_version`.
+    pub fn resume_from(&mut self, resource_version: &str) {
+        self.watch = None;
+        self.cursor = Some(resource_version.to_string());
+    }
+
+    /// Lists the current state (every page) and restarts the watch after it.
+    pub fn relist(&mut self) -> Result<Vec<Value>, ProviderError> {
+        self.watch = None;
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let options = ListOptions {
+                label_selector: self.label_selector.clone(),
+                field_selector: self.field_selector.clone(),
+                limit: Some(LIST_PAGE),
+                continue_token: token.clone(),
+                resource_version: None,
+            };
+            let list = match self.kube.list(&self.resource, Some(&self.namespace), &options) {
+                // The continue token expired mid-way: start the list again.
+                Err(KubeError::Gone(_)) if token.is_some() => {
+                    items.clear();
+                    token = None;
+                    continue;
+                }
+                Err(e) => return Err(ProviderError::from_kube(&e, &format!("list {}", self.what()))),
+                Ok(list) => list,
+            };
+            items.extend(object::list_items(&list));
+            let rv = object::str_at(&list, "/metadata/resourceVersion").map(str::to_string);
+            match object::str_at(&list, "/metadata/continue") {
+                Some(next) => token = Some(next.to_string()),
+                None => {
+                    self.cursor = rv;
+                    return Ok(items);
+                }
+            }
+        }
+    }
+
+    fn back_off(&mut self, clock: &dyn Clock, deadline: Deadline) {
+        let pause = BACKOFF_START.saturating_mul(1 << self.failures.min(5)).min(BACKOFF_CAP);
+        self.failures += 1;
+        clock.sleep(pause.min(deadline.remaining(clock)));
+    }
+
+    /// The next change, or `None` once the deadline has passed.
+    pub fn next(
+        &mut self,
+        clock: &dyn Clock,
+        log: &dyn Log,
+        deadline: Deadline,
+    ) -> Result<Option<Change>, ProviderError> {
+        loop {
+            let remaining = deadline.remaining(clock);
+            if remaining.is_zero() {
+                return Ok(None);
+            }
+            let Some(watch) = self.watch.as_mut() else {
+                let Some(cursor) = self.cursor.clone() else {
+                    return Ok(Some(Change::Relisted(self.relist()?)));
+                };
+                let options = WatchOptions {
+                    label_selector: self.label_selector.clone(),
+                    field_selector: self.field_selector.clone(),
+                    resource_version: Some(cursor),
+                    timeout_seconds: Some(u32::try_from(remaining.as_secs() + 1).unwrap_or(u32::MAX)),
+                    allow_bookmarks: true,
+                };
+                match self.kube.watch(&self.resource, Some(&self.namespace), &options) {
+                    Ok(w) => self.watch = Some(w),
+                    Err(KubeError::Gone(_)) => {
+                        log.debug("watch start is too old (410); re-listing", &[("resource", &self.resource.plural)]);
+                        return Ok(Some(Change::Relisted(self.relist()?)));
+                    }
+                    Err(e) if transient(&e) => {
+                        log.debug("could not open the watch; retrying", &[("error", &e.to_string())]);
+                        self.back_off(clock, deadline);
+                    }
+                    Err(e) => return Err(ProviderError::from_kube(&e, &format!("watch {}", self.what()))),
+                }
+                continue;
+            };
+            let wait_ms = u32::try_from(remaining.as_millis()).unwrap_or(u32::MAX);
+            match watch.next(Duration::from_millis(u64::from(wait_ms))) {
+                Ok(None) => {}
+                Ok(Some(event)) => {
+                    self.failures = 0;
+                    let (change, rv) = match event {
+                        WatchEvent::Bookmark(rv) => (None, Some(rv)),
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                            let rv = object::resource_version(&o).map(str::to_string);
+                            (Some(Change::Upsert(o)), rv)
+                        }
+                        WatchEvent::Deleted(o) => {
+                            let rv = object::resource_version(&o).map(str::to_string);
+                            (Some(Change::Deleted(o)), rv)
+                        }
+                    };
+                    if rv.is_some() {
+                        self.cursor = rv;
+                    }
+                    if let Some(change) = change {
+                        return Ok(Some(change));
+                    }
+                }
+                Err(KubeError::Gone(_)) => {
+                    log.debug("watch expired (410); re-listing", &[("resource", &self.resource.plural)]);
+                    return Ok(Some(Change::Relisted(self.relist()?)));
+                }
+                Err(e) if transient(&e) => {
+                    log.debug(
+                        "watch dropped; resuming from the last version seen",
+                        &[("error", &e.to_string()), ("resourceVersion", self.cursor.as_deref().unwrap_or(""))],
+                    );
+                    self.watch = None;
+                    self.back_off(clock, deadline);
+                }
+                Err(e) => return Err(ProviderError::from_kube(&e, &format!("watch {}", self.what()))),
+            }
+        }
+    }
+}
+
+/// What the pods of a workload say together.
+enum Verdict {
+    Ready(PodInfo),
+    Failed(Failure),
+    Waiting(String),
+}
+
+fn owned_by(pod: &Value, uid: &str) -> bool {
+    uid.is_empty() || object::controller_uid(pod) == Some(uid)
+}
+
+fn own(target: &Target<'_>, pods: Vec<Value>) -> BTreeMap<String, Value> {
+    pods.into_iter()
+        .filter(|p| owned_by(p, target.uid))
+        .filter_map(|p| object::name(&p).map(str::to_string).map(|n| (n, p)))
+        .collect()
+}
+
+fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
+    let states: Vec<(&str, PodState)> = pods.iter().map(|(n, p)| (n.as_str(), pod_state(p))).collect();
+    let ended =
+        |s: &PodState| matches!(s, PodState::Failed(f) if matches!(f.cause, Cause::PodFailed | Cause::PodSucceeded));
+    let retried = |s: &PodState| target.backend == Backend::Job && target.job_retries && ended(s);
+    let live: Vec<&(&str, PodState)> =
+        states.iter().filter(|(_, s)| !matches!(s, PodState::Terminating) && !retried(s)).collect();
+    if live.len() > 1 {
+        let names: Vec<&str> = live.iter().map(|(n, _)| *n).collect();
+        return Verdict::Failed(Failure::new(
+            Cause::MultiplePods,
+            format!(
+                "{} pods claim {} ({}); it must have one. Delete the extra pods, or destroy the lease.",
+                live.len(),
+                target.describe(),
+                names.join(", ")
+            ),
+        ));
+    }
+    match live.first() {
+        Some((_, PodState::Ready(info))) => Verdict::Ready(info.clone()),
+        Some((_, PodState::Failed(f))) => Verdict::Failed(f.clone()),
+        Some((_, PodState::Starting(why))) => Verdict::Waiting(why.clone()),
+        Some((name, PodState::Terminating)) => Verdict::Waiting(format!("pod {name} is terminating")),
+        None if states.iter().any(|(_, s)| retried(s)) => {
+            Verdict::Waiting("the pod ended and the Job has not started another yet (backoffLimit > 0)".to_string())
+        }
+        None => match states.iter().find(|(_, s)| matches!(s, PodState::Terminating)) {
+            Some((name, _)) => Verdict::Waiting(format!("pod {name} is terminating; waiting for its replacement")),
+            None => Verdict::Waiting(format!("{} has no pod yet", target.describe())),
+        },
+    }
+}
+
+/// After a pod of the workload disappeared: is the workload itself still there and alive?
+fn check_workload<K: Kube>(kube: &K, target: &Target<'_>) -> Result<(), WaitError> {
+    let workload = match kube.get(target.resource, Some(target.namespace), target.name) {
+        Ok(w) => w,
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => return Err(WaitError::Failed(target.deleted())),
+        Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
+    };
+    match object::uid(&workload) {
+        Some(found) if !target.uid.is_empty() && found != target.uid => {
+            return Err(WaitError::Failed(target.replaced(found)));
+        }
+        _ => {}
+    }
+    match target.backend {
+        Backend::Sandbox => match sandbox_state(&workload) {
+            SandboxState::Deleting => Err(WaitError::Failed(target.terminating())),
+            SandboxState::Failed(f) if f.ends_sandbox() => Err(WaitError::Failed(f)),
+            SandboxState::Suspended => Err(WaitError::Failed(Failure::new(
+                Cause::Suspended,
+                format!(
+                    "{} was suspended while waiting for it; resume it or acquire a new sandbox.",
+                    target.describe()
+                ),
+            ))),
+            _ => Ok(()),
+        },
+        Backend::Job => match job_state(&workload) {
+            JobState::Deleting => Err(WaitError::Failed(target.terminating())),
+            JobState::Failed(f) => Err(WaitError::Failed(f)),
+            JobState::Active => Ok(()),
+        },
+    }
+}
+
+fn wait_for_pod<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    target: &Target<'_>,
+    pods: &mut EventStream<'_, K>,
+    owned: &mut BTreeMap<String, Value>,
+    deadline: Deadline,
+) -> Result<PodInfo, WaitError> {
+    loop {
+        let waiting = match judge(owned, target) {
+            Verdict::Ready(info) => return Ok(info),
+            Verdict::Failed(f) => return Err(WaitError::Failed(f)),
+            Verdict::Waiting(why) => why,
+        };
+        match pods.next(clock, log, deadline).map_err(WaitError::Api)? {
+            None => return Err(WaitError::Timeout(waiting)),
+            Some(Change::Upsert(pod)) => {
+                if owned_by(&pod, target.uid)
+                    && let Some(name) = object::name(&pod)
+                {
+                    owned.insert(name.to_string(), pod);
+                }
+            }
+            Some(Change::Deleted(pod)) => {
+                if let Some(name) = object::name(&pod) {
+                    owned.remove(name);
+                }
+                if owned_by(&pod, target.uid) {
+                    check_workload(kube, target)?;
+                }
+            }
+            Some(Change::Relisted(items)) => *owned = own(target, items),
+        }
+    }
+}
+
+/// Watches the Sandbox until Ready (at its current generation). `Ok(None)` when the Sandbox
+/// tracks a pod other than `pod`, so the pods must be looked at again.
+fn wait_for_sandbox<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    target: &Target<'_>,
+    pod: PodInfo,
+    deadline: Deadline,
+) -> Result<Option<PodInfo>, WaitError> {
+    let mut sandbox = match kube.get(target.resource, Some(target.namespace), target.name) {
+        Ok(s) => s,
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => return Err(WaitError::Failed(target.deleted())),
+        Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
+    };
+    let mut stream = EventStream::new(
+        kube,
+        target.resource.clone(),
+        target.namespace,
+        None,
+        Some(format!("metadata.name={}", target.name)),
+    );
+    if let Some(rv) = object::resource_version(&sandbox) {
+        stream.resume_from(rv);
+    }
+    loop {
+        match object::uid(&sandbox) {
+            Some(found) if !target.uid.is_empty() && found != target.uid => {
+                return Err(WaitError::Failed(target.replaced(found)));
+            }
+            _ => {}
+        }
+        let waiting = match sandbox_state(&sandbox) {
+            SandboxState::Ready => {
+                let tracked = object::annotation(&sandbox, POD_NAME_ANNOTATION).filter(|n| !n.is_empty());
+                return Ok((tracked.unwrap_or(target.name) == pod.name).then_some(pod));
+            }
+            SandboxState::Starting(why) => why,
+            SandboxState::Suspended => {
+                return Err(WaitError::Failed(Failure::new(
+                    Cause::Suspended,
+                    format!("{} was suspended while waiting for it.", target.describe()),
+                )));
+            }
+            SandboxState::Deleting => return Err(WaitError::Failed(target.terminating())),
+            SandboxState::Failed(f) => return Err(WaitError::Failed(f)),
+        };
+        match stream.next(clock, log, deadline).map_err(WaitError::Api)? {
+            None => return Err(WaitError::Timeout(format!("pod {} is ready but {waiting}", pod.name))),
+            Some(Change::Upsert(s)) => sandbox = s,
+            Some(Change::Deleted(_)) => return Err(WaitError::Failed(target.deleted())),
+            Some(Change::Relisted(items)) => match items.into_iter().find(|s| object::name(s) == Some(target.name)) {
+                Some(s) => sandbox = s,
+                None => return Err(WaitError::Failed(target.deleted())),
+            },
+        }
+    }
+}
+
+/// Waits until the workload's pod is ready (and, for a Sandbox, the Sandbox says Ready), or a
+/// fail-fast cause shows, or the deadline passes.
+pub fn wait_ready<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    target: &Target<'_>,
+    start: Start,
+    deadline: Deadline,
+) -> Result<PodInfo, WaitError> {
+    let selector = match target.backend {
+        Backend::Sandbox => format!("{SANDBOX_NAME_HASH_LABEL}={}", fnv1a32_hex(target.name.as_bytes())),
+        Backend::Job => format!("{JOB_NAME_LABEL}={}", target.name),
+    };
+    let mut pods = EventStream::new(kube, api_versions::pods(), target.namespace, Some(selector), None);
+    let mut owned = BTreeMap::new();
+    match start {
+        Start::After(rv) => pods.resume_from(&rv),
+        Start::List => owned = own(target, pods.relist().map_err(WaitError::Api)?),
+    }
+    loop {
+        let pod = wait_for_pod(kube, clock, log, target, &mut pods, &mut owned, deadline)?;
+        match target.backend {
+            Backend::Job => return Ok(pod),
+            Backend::Sandbox => {
+                if let Some(pod) = wait_for_sandbox(kube, clock, log, target, pod, deadline)? {
+                    return Ok(pod);
+                }
+                owned = own(target, pods.relist().map_err(WaitError::Api)?);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api_versions::SandboxVersion;
+    use crate::fake_kube::{FakeClock, FakeKube, MemoryLog, Verb};
+    use crate::testkit::{NOW, NS};
+
+    /// A cluster without controllers, holding a Sandbox (uid returned) and a ready pod of it;
+    /// the Sandbox's own status is scripted by each test.
+    fn scripted() -> (FakeKube, FakeClock, String) {
+        let clock = FakeClock::new(NOW);
+        let kube = FakeKube::new(clock.clone());
+        kube.set_controllers(false);
+        kube.add_namespace(NS);
+        let sandbox = kube.put(
+            &SandboxVersion::V1beta1.resource(),
+            NS,
+            json!({"metadata": {"name": "sb"}, "spec": {}, "status": {"conditions": [
+                {"type": "Ready", "status": "False", "reason": "DependenciesNotReady", "observedGeneration": 1}]}}),
+        );
+        let uid = sandbox["metadata"]["uid"].as_str().unwrap().to_string();
+        kube.put(&api_versions::pods(), NS, ready_pod("sb", &uid));
+        (kube, clock, uid)
+    }
+
+    fn ready_pod(name: &str, owner: &str) -> Value {
+        json!({
+            "metadata": {"name": name, "labels": {SANDBOX_NAME_HASH_LABEL: fnv1a32_hex(b"sb")},
+                         "ownerReferences": [{"uid": owner, "controller": true}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.9", "conditions": [{"type": "Ready", "status": "True"}]}
+        })
+    }
+
+    fn wait(kube: &FakeKube, clock: &FakeClock, uid: &str, seconds: u64) -> Result<PodInfo, WaitError> {
+        let resource = SandboxVersion::V1beta1.resource();
+        let target = Target {
+            backend: Backend::Sandbox,
+            namespace: NS,
+            name: "sb",
+            resource: &resource,
+            uid,
+            job_retries: false,
+        };
+        let deadline = Deadline::after(clock, Duration::from_secs(seconds));
+        wait_ready(kube, clock, &MemoryLog::default(), &target, Start::List, deadline)
+    }
+
+    #[test]
+    fn a_ready_pod_waits_for_the_sandbox_to_say_ready_at_its_generation() {
+        let (kube, clock, uid) = scripted();
+        kube.schedule_modify(Duration::from_secs(2), "sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        });
+        let pod = wait(&kube, &clock, &uid, 10).unwrap();
+        assert_eq!((pod.name.as_str(), pod.ip.as_deref()), ("sb", Some("10.0.0.9")));
+        assert_eq!(clock.monotonic(), Duration::from_secs(2), "seen when the event came, not at a poll tick");
+        assert_eq!(kube.count(Verb::Watch, "sandboxes"), 1);
+    }
+
+    #[test]
+    fn a_ready_condition_for_an_older_generation_is_not_ready() {
+        let (kube, clock, uid) = scripted();
+        kube.modify("sandboxes", NS, "sb", |s| s["metadata"]["generation"] = json!(2));
+        kube.schedule_modify(Duration::from_secs(1), "sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        });
+        match wait(&kube, &clock, &uid, 5) {
+            Err(WaitError::Timeout(why)) => assert!(why.contains("has not observed generation 2"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_terminal_sandbox_reason_fails_fast() {
+        let (kube, clock, uid) = scripted();
+        kube.schedule_modify(Duration::from_millis(300), "sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] =
+                json!([{"type": "Ready", "status": "False", "reason": "MultiplePods", "observedGeneration": 1}]);
+        });
+        match wait(&kube, &clock, &uid, 10) {
+            Err(WaitError::Failed(f)) => assert_eq!(f.cause, Cause::MultiplePods),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn a_sandbox_expiring_during_the_wait_fails_fast() {
+        let (kube, clock, uid) = scripted();
+        kube.schedule_modify(Duration::from_millis(700), "sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "False", "reason": "SandboxExpired"}]);
+        });
+        match wait(&kube, &clock, &uid, 10) {
+            Err(WaitError::Failed(f)) => assert_eq!(f.cause, Cause::SandboxExpired),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), Duration::from_millis(700));
+    }
+
+    #[test]
+    fn two_pods_of_one_sandbox_fail_fast_and_foreign_pods_are_ignored() {
+        let (kube, clock, uid) = scripted();
+        kube.put(&api_versions::pods(), NS, ready_pod("stale-from-an-old-sandbox", "uid-old"));
+        kube.schedule_modify(Duration::from_secs(1), "sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        });
+        assert_eq!(wait(&kube, &clock, &uid, 10).unwrap().name, "sb", "the foreign pod was ignored");
+
+        let (kube, clock, uid) = scripted();
+        kube.put(&api_versions::pods(), NS, ready_pod("sb-extra", &uid));
+        match wait(&kube, &clock, &uid, 10) {
+            Err(WaitError::Failed(f)) => {
+                assert_eq!(f.cause, Cause::MultiplePods);
+                assert!(f.message.contains("sb, sb-extra"), "{}", f.message);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_terminating_pod_is_never_handed_back() {
+        let (kube, clock, uid) = scripted();
+        kube.modify("pods", NS, "sb", |p| p["metadata"]["deletionTimestamp"] = json!("2026-11-30T10:00:00Z"));
+        kube.modify("sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        });
+        match wait(&kube, &clock, &uid, 3) {
+            Err(WaitError::Timeout(why)) => assert!(why.contains("terminating"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_watch_that_cannot_open_backs_off_then_resumes() {
+        let (kube, clock, uid) = scripted();
+        kube.fail_times(
+            Verb::Watch,
+            "sandboxes",
+            0,
+            2,
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: None },
+        );
+        kube.schedule_modify(Duration::from_secs(1), "sandboxes", NS, "sb", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        });
+        wait(&kube, &clock, &uid, 10).unwrap();
+        assert_eq!(kube.count(Verb::Watch, "sandboxes"), 3);
+        assert_eq!(clock.monotonic(), Duration::from_secs(1), "back-off (50 + 100 ms) stayed inside the wait");
+    }
+
+    #[test]
+    fn a_forbidden_watch_is_an_error_not_a_timeout() {
+        let (kube, clock, uid) = scripted();
+        kube.fail_always(Verb::Watch, "sandboxes", KubeError::Forbidden("policy".into()));
+        match wait(&kube, &clock, &uid, 10) {
+            Err(WaitError::Api(e)) => assert_eq!(e.kind(), "forbidden"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), Duration::ZERO);
+    }
+}

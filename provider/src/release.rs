@@ -1,0 +1,87 @@
+//! Release: the run is over. An ephemeral lease is destroyed; a reusable Sandbox lease is
+//! suspended (its pod deleted, its workspace claim kept) for a later resume-check. Idempotent:
+//! a workload that is already gone is released.
+
+use crate::api_versions;
+use crate::config::Backend;
+use crate::destroy;
+use crate::errors::ProviderError;
+use crate::kube_api::{Kube, KubeError, PatchType};
+use crate::lease::LeaseRef;
+use crate::log::Log;
+use crate::naming::LeaseId;
+use crate::object;
+use crate::sandbox_manifest;
+
+/// Releases a lease (see the module docs).
+pub fn release<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result<(), ProviderError> {
+    let lease = &lease_ref.lease;
+    let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    if !(lease.reusable && id.backend == Backend::Sandbox) {
+        return destroy::destroy(kube, log, lease_ref).map(|_| ());
+    }
+    let what = format!("Sandbox {}", id.qualified());
+    let Some(version) = api_versions::for_existing(kube, &lease.api_version)? else {
+        log.info("nothing to suspend: the cluster serves no Sandbox version", &[("sandbox", &what)]);
+        return Ok(());
+    };
+    let resource = version.resource();
+    let current = match kube.get(&resource, Some(&id.namespace), &id.name) {
+        Ok(s) => s,
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+            log.info("nothing to suspend: the Sandbox is already gone", &[("sandbox", &what)]);
+            return Ok(());
+        }
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
+    };
+    if !lease.workload_uid.is_empty() && object::uid(&current) != Some(lease.workload_uid.as_str()) {
+        log.warn("not suspending: a different Sandbox now has the lease's name", &[("sandbox", &what)]);
+        return Ok(());
+    }
+    let patch = sandbox_manifest::suspend_patch(version);
+    match kube.patch(&resource, Some(&id.namespace), &id.name, PatchType::Merge, &patch, None) {
+        Ok(_) => {
+            log.info("suspended a reusable Sandbox; its workspace claim is kept", &[("sandbox", &what)]);
+            Ok(())
+        }
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => Ok(()),
+        Err(e) => Err(ProviderError::from_kube(&e, &format!("suspend {what}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::acquire::AcquireRequest;
+    use crate::testkit::{Env, NS, config, config_with, request, stored};
+    use crate::workload_state::sandbox_spec_suspended;
+
+    #[test]
+    fn an_ephemeral_lease_is_destroyed() {
+        for backend in ["sandbox", "job"] {
+            let env = Env::new();
+            let provider = env.provider();
+            let config = config(backend);
+            let lease = provider.acquire(request(&config, "l-1")).unwrap();
+            provider.release(stored(&lease, &config)).unwrap();
+            assert!(env.kube.names_in(NS).is_empty(), "{backend}: {:?}", env.kube.names_in(NS));
+            provider.release(stored(&lease, &config)).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_reusable_lease_is_suspended_and_kept() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+        let lease = provider.acquire(AcquireRequest { reusable: true, ..request(&config, "l-2") }).unwrap();
+        provider.release(stored(&lease, &config)).unwrap();
+        let sandbox = env.kube.object("sandboxes", NS, "pc-l-2").unwrap();
+        assert!(sandbox_spec_suspended(&sandbox));
+        assert!(env.kube.object("secrets", NS, "pc-l-2-env").is_some());
+        assert!(env.kube.object("pods", NS, "pc-l-2").is_none());
+        env.kube.remove("sandboxes", NS, "pc-l-2");
+        provider.release(stored(&lease, &config)).unwrap();
+    }
+}

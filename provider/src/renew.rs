@@ -1,0 +1,203 @@
+//! Renew: move a lease's leak guard with a merge patch (Sandbox `shutdownTime`, Job
+//! `activeDeadlineSeconds`, which counts from the Job's `status.startTime`). The new expiry is
+//! capped at now + lease TTL like at acquire. A workload that is gone, finished or replaced is
+//! an error of kind `rejected` that says the lease expired.
+
+use serde_json::Value;
+
+use crate::api_versions;
+use crate::clock::{Clock, parse_rfc3339, rfc3339_seconds};
+use crate::config::{self, Backend};
+use crate::errors::ProviderError;
+use crate::job_manifest;
+use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
+use crate::lease::{Lease, LeaseMetadata, LeaseRef};
+use crate::log::Log;
+use crate::naming::LeaseId;
+use crate::object;
+use crate::sandbox_manifest;
+use crate::workload_state::{JobState, SandboxState, job_state, sandbox_state};
+
+fn expired(what: &str, why: &str) -> ProviderError {
+    ProviderError::rejected(format!("cannot renew: {what} {why}; the lease expired. Acquire a new sandbox."))
+}
+
+/// Reads the workload and refuses one that is not this lease's live sandbox.
+fn live_workload<K: Kube>(
+    kube: &K,
+    resource: &ResourceType,
+    id: &LeaseId,
+    lease: &Lease,
+    what: &str,
+) -> Result<Value, ProviderError> {
+    let workload = match kube.get(resource, Some(&id.namespace), &id.name) {
+        Ok(w) => w,
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+            return Err(expired(what, "no longer exists (its expiry passed or it was deleted)"));
+        }
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
+    };
+    let uid = object::uid(&workload).unwrap_or("");
+    if !lease.workload_uid.is_empty() && uid != lease.workload_uid {
+        return Err(expired(
+            what,
+            &format!("was replaced by a new object (uid {uid}, the lease's is {})", lease.workload_uid),
+        ));
+    }
+    let ended = match id.backend {
+        Backend::Sandbox => match sandbox_state(&workload) {
+            SandboxState::Deleting => Some("is being deleted".to_string()),
+            SandboxState::Failed(f) if f.ends_sandbox() => Some(format!("has ended ({})", f.message)),
+            _ => None,
+        },
+        Backend::Job => match job_state(&workload) {
+            JobState::Deleting => Some("is being deleted".to_string()),
+            JobState::Failed(f) => Some(format!("has ended ({})", f.message)),
+            JobState::Active => None,
+        },
+    };
+    match ended {
+        Some(why) => Err(expired(what, &why)),
+        None => Ok(workload),
+    }
+}
+
+/// Moves the lease's expiry to `requested` (capped at now + TTL); returns the refreshed lease.
+pub fn renew<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    lease_ref: &LeaseRef,
+    requested: i64,
+) -> Result<Lease, ProviderError> {
+    let lease = &lease_ref.lease;
+    let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    let config = config::parse(&lease_ref.config)?;
+    let now = clock.now_millis();
+    let capped = requested.min(now.saturating_add(i64::from(config.lease_ttl_seconds) * 1000));
+    let expiry = capped - capped.rem_euclid(1000);
+    if expiry <= now {
+        return Err(ProviderError::rejected(format!(
+            "the new expiry ({}) is not at least a second in the future; to end the lease, release or destroy it.",
+            rfc3339_seconds(requested)
+        )));
+    }
+
+    let (resource, kind) = match id.backend {
+        Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
+            Some(v) => (v.resource(), "Sandbox"),
+            None => {
+                return Err(expired(
+                    &format!("Sandbox {}", id.qualified()),
+                    "cannot exist: agent-sandbox is no longer served",
+                ));
+            }
+        },
+        Backend::Job => (api_versions::jobs(), "Job"),
+    };
+    let what = format!("{kind} {}", id.qualified());
+    let workload = live_workload(kube, &resource, &id, lease, &what)?;
+    let (patch, new_expiry) = match id.backend {
+        Backend::Sandbox => (sandbox_manifest::shutdown_patch(&rfc3339_seconds(expiry)), expiry),
+        Backend::Job => {
+            // activeDeadlineSeconds counts from status.startTime; whole seconds, rounded down so
+            // the Job never outlives the requested expiry.
+            let start = object::str_at(&workload, "/status/startTime").and_then(parse_rfc3339).unwrap_or(now);
+            let seconds = (expiry.saturating_sub(start) / 1000).max(1);
+            (job_manifest::deadline_patch(seconds), start.saturating_add(seconds * 1000))
+        }
+    };
+    let patched = match kube.patch(&resource, Some(&id.namespace), &id.name, PatchType::Merge, &patch, None) {
+        Ok(p) => p,
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+            return Err(expired(&what, "was deleted while renewing it"));
+        }
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("renew {what}"))),
+    };
+    if !lease.workload_uid.is_empty() && object::uid(&patched) != Some(lease.workload_uid.as_str()) {
+        return Err(expired(&what, "was replaced by a new object while renewing it"));
+    }
+    log.info("lease renewed", &[("workload", &what), ("expires_at", &rfc3339_seconds(new_expiry))]);
+    let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
+    metadata.renewed_at = Some(now);
+    Ok(Lease { expires_at: Some(new_expiry), metadata: metadata.to_json(), ..lease.clone() })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::testkit::{Env, NOW, NS, config, request, stored};
+
+    #[test]
+    fn renewing_a_sandbox_moves_shutdown_time_capped_by_the_ttl() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config("sandbox");
+        let lease = stored(&provider.acquire(request(&config, "n-1")).unwrap(), &config);
+        env.clock.advance(Duration::from_secs(600));
+        let now = NOW + 601_010;
+        let renewed = provider.renew(lease.clone(), now + 1_800_000).unwrap();
+        let expected = (now + 1_800_000) / 1000 * 1000;
+        assert_eq!(renewed.expires_at, Some(expected));
+        let sandbox = env.kube.object("sandboxes", NS, "pc-n-1").unwrap();
+        assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339_seconds(expected));
+        assert!(LeaseMetadata::parse_lenient(&renewed.metadata).renewed_at.is_some());
+
+        let capped = provider.renew(lease, now + 10 * 3_600_000).unwrap();
+        assert_eq!(capped.expires_at, Some((now + 3_600_000) / 1000 * 1000), "at most now + leaseTtlSeconds");
+    }
+
+    #[test]
+    fn renewing_a_job_counts_from_its_start_time() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config("job");
+        let lease = stored(&provider.acquire(request(&config, "n-2")).unwrap(), &config);
+        let start =
+            parse_rfc3339(env.kube.object("jobs", NS, "pc-n-2").unwrap()["status"]["startTime"].as_str().unwrap())
+                .unwrap();
+        env.clock.advance(Duration::from_secs(1200));
+        let renewed = provider.renew(lease, NOW + 2_000_000).unwrap();
+        let job = env.kube.object("jobs", NS, "pc-n-2").unwrap();
+        let seconds = (NOW + 2_000_000 - start) / 1000;
+        assert_eq!(job["spec"]["activeDeadlineSeconds"], seconds);
+        assert_eq!(renewed.expires_at, Some(start + seconds * 1000));
+        assert!(renewed.expires_at.unwrap() <= NOW + 2_000_000, "never later than asked");
+    }
+
+    #[test]
+    fn a_gone_or_finished_workload_cannot_be_renewed() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config("sandbox");
+        let lease = stored(&provider.acquire(request(&config, "n-3")).unwrap(), &config);
+        env.kube.remove("sandboxes", NS, "pc-n-3");
+        let err = provider.renew(lease, NOW + 100_000).unwrap_err();
+        assert_eq!(err.kind(), "rejected");
+        assert!(err.message().contains("the lease expired"), "{err}");
+
+        let config = crate::testkit::config("job");
+        let lease = stored(&provider.acquire(request(&config, "n-4")).unwrap(), &config);
+        env.kube.modify("jobs", NS, "pc-n-4", |j| {
+            j["status"]["conditions"] = json!([{"type": "Complete", "status": "True"}])
+        });
+        let err = provider.renew(lease, NOW + 100_000).unwrap_err();
+        assert!(err.message().contains("has ended") && err.message().contains("the lease expired"), "{err}");
+    }
+
+    #[test]
+    fn a_past_expiry_is_refused_and_api_failures_are_errors() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config("sandbox");
+        let lease = stored(&provider.acquire(request(&config, "n-5")).unwrap(), &config);
+        let err = provider.renew(lease.clone(), NOW).unwrap_err();
+        assert!(err.message().contains("release or destroy"), "{err}");
+        env.kube.fail(crate::fake_kube::Verb::Patch, "sandboxes", 1, KubeError::Timeout("slow".into()));
+        assert_eq!(provider.renew(lease, NOW + 100_000).unwrap_err().kind(), "timeout");
+    }
+}

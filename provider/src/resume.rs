@@ -1,0 +1,380 @@
+//! Resume-check: can a stored lease be used again?
+//!
+//! Three answers: `resumable` (with the lease refreshed), `expired` with a reason a person can
+//! act on, or an error meaning "could not tell". An API failure is never `expired`; only a
+//! workload that is gone (404/410), terminating, finished, expired or replaced by a new object
+//! under the same name is. A pod replaced under the same Sandbox is reported in the lease (new
+//! pod uid, the old one in the metadata). A suspended Sandbox of a reusable lease is resumed
+//! and waited for, within the config's readiness timeout.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api_versions;
+use crate::clock::{Clock, Deadline};
+use crate::config::{self, Backend, DEFAULT_READINESS_TIMEOUT_SECONDS};
+use crate::errors::ProviderError;
+use crate::kube_api::{Kube, KubeError, PatchType};
+use crate::lease::{Lease, LeaseMetadata, LeaseRef};
+use crate::log::Log;
+use crate::naming::LeaseId;
+use crate::object;
+use crate::readiness::{self, Start, Target, WaitError};
+use crate::sandbox_manifest;
+use crate::workload_state::{JobState, SandboxState, expiry_of, job_state, sandbox_state};
+
+/// The answer of resume-check (mirrors the WIT `resume-outcome`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResumeOutcome {
+    /// Usable; pod, IP and expiry are refreshed.
+    Resumable(Lease),
+    /// Gone, terminating, finished or replaced; the reason says which and what to do.
+    Expired(String),
+}
+
+/// Checks a stored lease (see the module docs).
+pub fn resume_check<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    lease_ref: &LeaseRef,
+) -> Result<ResumeOutcome, ProviderError> {
+    let lease = &lease_ref.lease;
+    let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    // The recorded config only tunes the wait; a lease must stay checkable even if it no
+    // longer parses (it may come from an older provider version).
+    let (wait_seconds, backoff_limit) = config::parse(&lease_ref.config)
+        .map(|c| (c.readiness_timeout_seconds, c.job.backoff_limit))
+        .unwrap_or((DEFAULT_READINESS_TIMEOUT_SECONDS, 0));
+    let deadline = Deadline::after(clock, Duration::from_secs(u64::from(wait_seconds)));
+    let (resource, kind, version) = match id.backend {
+        Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
+            Some(v) => (v.resource(), "Sandbox", Some(v)),
+            None => {
+                return Ok(ResumeOutcome::Expired(format!(
+                    "the cluster no longer serves agent-sandbox (agents.x-k8s.io), so Sandbox {} cannot exist; \
+                     acquire a new sandbox.",
+                    id.qualified()
+                )));
+            }
+        },
+        Backend::Job => (api_versions::jobs(), "Job", None),
+    };
+    let what = format!("{kind} {}", id.qualified());
+    let workload = match kube.get(&resource, Some(&id.namespace), &id.name) {
+        Ok(w) => w,
+        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+            return Ok(ResumeOutcome::Expired(format!(
+                "{what} no longer exists: its expiry passed or it was deleted. Acquire a new sandbox."
+            )));
+        }
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
+    };
+    let uid = object::uid(&workload).unwrap_or("").to_string();
+    if !lease.workload_uid.is_empty() && uid != lease.workload_uid {
+        return Ok(ResumeOutcome::Expired(format!(
+            "{what} was replaced: the object under that name now has uid {uid}, the lease's had uid {}. Its disk \
+             and processes are not this lease's; destroy this lease and acquire a new sandbox.",
+            lease.workload_uid
+        )));
+    }
+
+    let mut start = Start::List;
+    match id.backend {
+        Backend::Sandbox => match sandbox_state(&workload) {
+            SandboxState::Deleting => {
+                return Ok(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox.")));
+            }
+            SandboxState::Failed(f) if f.ends_sandbox() => return Ok(ResumeOutcome::Expired(f.message)),
+            SandboxState::Failed(f) => return Err(f.into_error()),
+            SandboxState::Suspended if !lease.reusable => {
+                return Ok(ResumeOutcome::Expired(format!(
+                    "{what} is suspended and the lease is not reusable: its processes and scratch files are gone. \
+                     Acquire a new sandbox."
+                )));
+            }
+            SandboxState::Suspended => {
+                let Some(version) = version else {
+                    return Err(ProviderError::internal("a Sandbox lease without a Sandbox version"));
+                };
+                let patched = match kube.patch(
+                    &resource,
+                    Some(&id.namespace),
+                    &id.name,
+                    PatchType::Merge,
+                    &sandbox_manifest::resume_patch(version),
+                    None,
+                ) {
+                    Ok(p) => p,
+                    Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+                        return Ok(ResumeOutcome::Expired(format!("{what} was deleted while resuming it.")));
+                    }
+                    Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
+                };
+                log.info("resuming a suspended Sandbox", &[("sandbox", &what)]);
+                if let Some(rv) = object::resource_version(&patched) {
+                    start = Start::After(rv.to_string());
+                }
+            }
+            SandboxState::Ready | SandboxState::Starting(_) => {}
+        },
+        Backend::Job => match job_state(&workload) {
+            JobState::Deleting => {
+                return Ok(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox.")));
+            }
+            JobState::Failed(f) => return Ok(ResumeOutcome::Expired(f.message)),
+            JobState::Active => {}
+        },
+    }
+
+    let target = Target {
+        backend: id.backend,
+        namespace: &id.namespace,
+        name: &id.name,
+        resource: &resource,
+        uid: &uid,
+        job_retries: backoff_limit > 0,
+    };
+    let pod = match readiness::wait_ready(kube, clock, log, &target, start, deadline) {
+        Ok(pod) => pod,
+        Err(WaitError::Failed(f)) if f.ends_sandbox() => return Ok(ResumeOutcome::Expired(f.message)),
+        Err(WaitError::Failed(f)) => return Err(f.into_error()),
+        Err(WaitError::Api(e)) => return Err(e),
+        Err(WaitError::Timeout(why)) => {
+            return Err(ProviderError::timeout(format!(
+                "could not tell whether {what} can be resumed: it was not ready within {wait_seconds} s ({why}). \
+                 Retry resume-check, or destroy the lease and acquire a new sandbox."
+            )));
+        }
+    };
+
+    let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
+    if let Some(old) = lease.pod_uid.as_deref().filter(|old| !pod.uid.is_empty() && *old != pod.uid) {
+        log.warn(
+            "the sandbox's pod was replaced: processes and emptyDir files of the old pod are gone",
+            &[("sandbox", &what), ("old_pod_uid", old), ("new_pod_uid", &pod.uid)],
+        );
+        metadata.previous_pod_uid = Some(old.to_string());
+    }
+    Ok(ResumeOutcome::Resumable(Lease {
+        api_version: resource.api_version(),
+        workload_uid: uid,
+        pod_name: Some(pod.name),
+        pod_uid: Some(pod.uid).filter(|u| !u.is_empty()),
+        pod_ip: pod.ip,
+        expires_at: expiry_of(&workload).or(lease.expires_at),
+        metadata: metadata.to_json(),
+        ..lease.clone()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::Provider;
+    use crate::acquire::AcquireRequest;
+    use crate::fake_kube::{FakeClock, FakeKube, MemoryLog, PodBehaviour, Verb};
+    use crate::testkit::{Env, NS, config, config_with, request, stored};
+
+    fn acquired(env: &Env, config: &str, id: &str) -> (Provider<FakeKube, FakeClock, MemoryLog>, LeaseRef) {
+        let provider = env.provider();
+        let lease = provider.acquire(request(config, id)).unwrap();
+        (provider, stored(&lease, config))
+    }
+
+    fn expired_reason(outcome: ResumeOutcome) -> String {
+        match outcome {
+            ResumeOutcome::Expired(reason) => reason,
+            ResumeOutcome::Resumable(lease) => panic!("resumable: {lease:?}"),
+        }
+    }
+
+    #[test]
+    fn a_live_sandbox_is_resumable_with_the_same_pod() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-1");
+        match provider.resume_check(lease.clone()).unwrap() {
+            ResumeOutcome::Resumable(fresh) => {
+                assert_eq!(fresh.pod_uid, lease.lease.pod_uid);
+                assert_eq!(fresh.expires_at, lease.lease.expires_at);
+                assert_eq!(LeaseMetadata::parse_lenient(&fresh.metadata).previous_pod_uid, None);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_live_job_is_resumable() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("job"), "r-2");
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Resumable(_)));
+    }
+
+    #[test]
+    fn gone_is_expired() {
+        for backend in ["sandbox", "job"] {
+            let env = Env::new();
+            let (provider, lease) = acquired(&env, &config(backend), "r-3");
+            env.kube.remove(if backend == "job" { "jobs" } else { "sandboxes" }, NS, "pc-r-3");
+            let reason = expired_reason(provider.resume_check(lease).unwrap());
+            assert!(reason.contains("no longer exists") && reason.contains("Acquire a new sandbox"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn an_api_failure_is_an_error_never_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-4");
+        env.kube.fail(
+            Verb::Get,
+            "sandboxes",
+            1,
+            KubeError::Unavailable { message: "etcd".into(), retry_after_seconds: Some(2) },
+        );
+        let err = provider.resume_check(lease.clone()).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true));
+        env.kube.fail(Verb::ServedVersions, "agents.x-k8s.io", 1, KubeError::Transport("reset".into()));
+        assert_eq!(provider.resume_check(lease).unwrap_err().kind(), "unavailable");
+    }
+
+    #[test]
+    fn a_terminating_workload_is_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-5");
+        env.kube
+            .modify("sandboxes", NS, "pc-r-5", |s| s["metadata"]["deletionTimestamp"] = json!("2026-11-30T10:00:00Z"));
+        assert!(expired_reason(provider.resume_check(lease).unwrap()).contains("being deleted"));
+    }
+
+    #[test]
+    fn a_terminal_pod_is_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-6");
+        env.kube.modify("pods", NS, "pc-r-6", |p| p["status"]["phase"] = json!("Failed"));
+        let reason = expired_reason(provider.resume_check(lease).unwrap());
+        assert!(reason.contains("failed and is never recreated"), "{reason}");
+    }
+
+    #[test]
+    fn an_expired_sandbox_is_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-7");
+        env.kube.modify("sandboxes", NS, "pc-r-7", |s| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "False", "reason": "SandboxExpired"}]);
+        });
+        assert!(expired_reason(provider.resume_check(lease).unwrap()).contains("passed its shutdownTime"));
+    }
+
+    #[test]
+    fn a_sandbox_past_its_shutdown_time_is_gone() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-7b");
+        env.clock.advance(Duration::from_secs(3601));
+        env.kube.settle();
+        assert!(env.kube.object("sandboxes", NS, "pc-r-7b").is_none(), "shutdownPolicy Delete removed it");
+        assert!(expired_reason(provider.resume_check(lease).unwrap()).contains("no longer exists"));
+    }
+
+    #[test]
+    fn a_new_sandbox_under_the_same_name_is_a_replacement() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-8");
+        let old = env.kube.object("sandboxes", NS, "pc-r-8").unwrap();
+        env.kube.remove("sandboxes", NS, "pc-r-8");
+        env.kube.put(&crate::api_versions::SandboxVersion::V1beta1.resource(), NS, old);
+        let reason = expired_reason(provider.resume_check(lease).unwrap());
+        assert!(reason.contains("was replaced") && reason.contains("Its disk"), "{reason}");
+    }
+
+    #[test]
+    fn a_replaced_pod_is_reported_not_hidden() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-9");
+        let old_uid = lease.lease.pod_uid.clone().unwrap();
+        env.kube.remove("pods", NS, "pc-r-9");
+        match provider.resume_check(lease).unwrap() {
+            ResumeOutcome::Resumable(fresh) => {
+                let new_uid = fresh.pod_uid.clone().unwrap();
+                assert_ne!(new_uid, old_uid);
+                assert_eq!(LeaseMetadata::parse_lenient(&fresh.metadata).previous_pod_uid, Some(old_uid));
+                assert!(env.log_text().contains("the sandbox's pod was replaced"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_finished_job_is_expired() {
+        for (condition, text) in [("Complete", "completed"), ("Failed", "failed")] {
+            let env = Env::new();
+            let (provider, lease) = acquired(&env, &config("job"), "r-10");
+            env.kube.modify("jobs", NS, "pc-r-10", |j| {
+                j["status"]["conditions"] =
+                    json!([{"type": condition, "status": "True", "reason": "DeadlineExceeded"}]);
+            });
+            let reason = expired_reason(provider.resume_check(lease).unwrap());
+            assert!(reason.contains(text), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_suspended_reusable_sandbox_is_resumed_and_waited_for() {
+        for version in ["v1beta1", "v1alpha1"] {
+            let env = Env::new();
+            env.kube.serve_sandbox_versions(&[version]);
+            let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+            let provider = env.provider();
+            let lease = provider.acquire(AcquireRequest { reusable: true, ..request(&config, "r-11") }).unwrap();
+            let lease = stored(&lease, &config);
+            provider.release(lease.clone()).unwrap();
+            let suspended = env.kube.object("sandboxes", NS, "pc-r-11").unwrap();
+            assert!(crate::workload_state::sandbox_spec_suspended(&suspended), "{version}");
+            assert!(env.kube.object("pods", NS, "pc-r-11").is_none(), "{version}: suspending deletes the pod");
+            match provider.resume_check(lease.clone()).unwrap() {
+                ResumeOutcome::Resumable(fresh) => {
+                    assert_ne!(fresh.pod_uid, lease.lease.pod_uid, "{version}: a new pod");
+                    assert!(fresh.pod_ip.is_some());
+                }
+                other => panic!("{version}: {other:?}"),
+            }
+            let running = env.kube.object("sandboxes", NS, "pc-r-11").unwrap();
+            assert!(!crate::workload_state::sandbox_spec_suspended(&running), "{version}");
+        }
+    }
+
+    #[test]
+    fn a_suspended_ephemeral_sandbox_is_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-12");
+        env.kube.modify("sandboxes", NS, "pc-r-12", |s| s["spec"]["operatingMode"] = json!("Suspended"));
+        assert!(expired_reason(provider.resume_check(lease).unwrap()).contains("not reusable"));
+    }
+
+    #[test]
+    fn a_resume_that_cannot_finish_in_time_is_an_error() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-13");
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        env.kube.remove("pods", NS, "pc-r-13");
+        let err = provider.resume_check(lease).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("timeout", true));
+        assert!(err.message().starts_with("could not tell whether Sandbox sandboxes/pc-r-13 can be resumed"), "{err}");
+    }
+
+    #[test]
+    fn a_foreign_lease_id_is_refused_and_garbage_config_is_tolerated() {
+        let env = Env::new();
+        let (provider, mut lease) = acquired(&env, &config("sandbox"), "r-14");
+        lease.config = "not json".into();
+        lease.lease.metadata = "garbage".into();
+        assert!(matches!(provider.resume_check(lease.clone()).unwrap(), ResumeOutcome::Resumable(_)));
+        lease.lease.provider_lease_id = "docker:abc".into();
+        assert_eq!(provider.resume_check(lease).unwrap_err().kind(), "rejected");
+    }
+}

@@ -1,0 +1,173 @@
+//! The sandbox's environment and the per-lease Secret that holds its secret values.
+//!
+//! Secret values go into one Secret (`<name>-env`) and nowhere else: the pod references them
+//! with `secretKeyRef`, and the Secret is owned by the workload (ownerReference) so garbage
+//! collection removes it even if an explicit delete is missed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Value, json};
+
+use crate::acquire::EnvVar;
+use crate::config::is_env_name;
+use crate::errors::ProviderError;
+use crate::pod_spec::HOME_DIR;
+
+/// The container env and the Secret data it refers to.
+pub struct EnvPlan {
+    /// Env of the container: plain values, and `secretKeyRef`s for secret ones.
+    pub pod_env: Vec<PodEnvVar>,
+    /// Secret values by key (the env name); empty when no value is secret.
+    pub secret_data: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for EnvPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnvPlan")
+            .field("pod_env", &self.pod_env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>())
+            .field("secret_keys", &self.secret_data.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+enum Source {
+    Plain(String),
+    Secret(String),
+}
+
+/// Merges `HOME`, the config's env and the request's env (later wins on a name) into the
+/// container env; secret values become references to `secret_name`.
+pub fn plan_env(
+    config_env: &BTreeMap<String, String>,
+    request: &[EnvVar],
+    secret_name: &str,
+) -> Result<EnvPlan, ProviderError> {
+    let mut entries: Vec<(String, Source)> = vec![("HOME".to_string(), Source::Plain(HOME_DIR.to_string()))];
+    let mut put = |name: &str, source: Source| match entries.iter_mut().find(|(n, _)| n == name) {
+        Some(slot) => slot.1 = source,
+        None => entries.push((name.to_string(), source)),
+    };
+    for (name, value) in config_env {
+        put(name, Source::Plain(value.clone()));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for var in request {
+        if !is_env_name(&var.name) {
+            return Err(ProviderError::rejected(format!(
+                "env var name {:?} is not accepted: names must match [A-Za-z_][A-Za-z0-9_]*; rename it in the host",
+                var.name
+            )));
+        }
+        if seen.contains(&var.name.as_str()) {
+            return Err(ProviderError::rejected(format!(
+                "env var {} appears more than once in the request; send each name once",
+                var.name
+            )));
+        }
+        seen.push(&var.name);
+        put(&var.name, if var.secret { Source::Secret(var.value.clone()) } else { Source::Plain(var.value.clone()) });
+    }
+    let mut pod_env = Vec::with_capacity(entries.len());
+    let mut secret_data = BTreeMap::new();
+    for (name, source) in entries {
+        match source {
+            Source::Plain(value) => pod_env.push(PodEnvVar { name, value: Some(value), value_from: None }),
+            Source::Secret(value) => {
+                pod_env.push(PodEnvVar {
+                    name: name.clone(),
+                    value: None,
+                    value_from: Some(EnvVarSource {
+                        secret_key_ref: Some(SecretKeySelector {
+                            name: secret_name.to_string(),
+                            key: name.clone(),
+                            optional: Some(false),
+                        }),
+                        ..Default::default()
+                    }),
+                });
+                secret_data.insert(name, value);
+            }
+        }
+    }
+    Ok(EnvPlan { pod_env, secret_data })
+}
+
+/// The per-lease Secret (its values as `stringData`; the API server stores them as `data`).
+pub fn secret_manifest(
+    name: &str,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+    data: &BTreeMap<String, String>,
+) -> Result<Value, ProviderError> {
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(labels.clone()),
+            annotations: Some(annotations.clone()),
+            ..Default::default()
+        },
+        string_data: Some(data.clone()),
+        type_: Some("Opaque".to_string()),
+        ..Default::default()
+    };
+    serde_json::to_value(&secret).map_err(|e| ProviderError::internal(format!("could not encode the Secret: {e}")))
+}
+
+/// A merge patch making `owner` the Secret's only owner, so deleting the workload deletes it.
+pub fn owner_patch(api_version: &str, kind: &str, name: &str, uid: &str) -> Value {
+    json!({"metadata": {"ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}]}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(name: &str, value: &str, secret: bool) -> EnvVar {
+        EnvVar { name: name.into(), value: value.into(), secret }
+    }
+
+    #[test]
+    fn secret_values_become_references() {
+        let config_env = BTreeMap::from([("MODE".to_string(), "slow".to_string())]);
+        let plan =
+            plan_env(&config_env, &[var("MODE", "fast", false), var("API_KEY", "s3cr3t-value", true)], "pc-1-env")
+                .unwrap();
+        let env = serde_json::to_string(&plan.pod_env).unwrap();
+        assert!(!env.contains("s3cr3t-value"), "{env}");
+        assert_eq!(plan.pod_env[0].name, "HOME");
+        assert_eq!(plan.pod_env[1].value.as_deref(), Some("fast"), "the request wins over config");
+        let reference = plan.pod_env[2].value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
+        assert_eq!((reference.name.as_str(), reference.key.as_str()), ("pc-1-env", "API_KEY"));
+        assert_eq!(plan.secret_data["API_KEY"], "s3cr3t-value");
+        assert!(!format!("{plan:?}").contains("s3cr3t-value"));
+    }
+
+    #[test]
+    fn bad_or_repeated_names_are_refused_without_their_values() {
+        let err = plan_env(&BTreeMap::new(), &[var("BAD-NAME", "s3cr3t", true)], "x").unwrap_err();
+        assert_eq!(err.kind(), "rejected");
+        assert!(!err.message().contains("s3cr3t"));
+        let err = plan_env(&BTreeMap::new(), &[var("A", "s3cr3t", true), var("A", "other", true)], "x").unwrap_err();
+        assert!(err.message().contains("more than once"));
+        assert!(!err.message().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn secret_manifest_carries_labels_and_data() {
+        let labels = BTreeMap::from([("l".to_string(), "v".to_string())]);
+        let data = BTreeMap::from([("K".to_string(), "v".to_string())]);
+        let s = secret_manifest("pc-1-env", "ns", &labels, &BTreeMap::new(), &data).unwrap();
+        assert_eq!(s["kind"], "Secret");
+        assert_eq!(s["apiVersion"], "v1");
+        assert_eq!(s["metadata"]["labels"]["l"], "v");
+        assert_eq!(s["stringData"]["K"], "v");
+        assert_eq!(s["type"], "Opaque");
+        let p = owner_patch("batch/v1", "Job", "pc-1", "u-1");
+        assert_eq!(p["metadata"]["ownerReferences"][0]["uid"], "u-1");
+    }
+}

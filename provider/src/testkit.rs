@@ -1,0 +1,81 @@
+//! Shared scenario helpers for the unit tests: a fake cluster with a namespace, a provider
+//! over it, configs, requests with a secret env value, and stored-lease round trips.
+
+use serde_json::{Value, json};
+
+use crate::Provider;
+use crate::acquire::{AcquireRequest, EnvVar};
+use crate::fake_kube::{FakeClock, FakeKube, MemoryLog};
+use crate::lease::{Lease, LeaseRef};
+
+/// The namespace every scenario uses.
+pub const NS: &str = "sandboxes";
+/// The fake wall clock's start (a whole second).
+pub const NOW: i64 = 1_796_032_916_000;
+/// A secret env value that must never show anywhere but the Secret.
+pub const SECRET_VALUE: &str = "sk-live-7f3a9c1e5b2d";
+
+/// A fake cluster, its clock, and the provider's log.
+pub struct Env {
+    pub kube: FakeKube,
+    pub clock: FakeClock,
+    pub log: MemoryLog,
+}
+
+impl Env {
+    /// A cluster with the namespace [`NS`] and default controllers.
+    pub fn new() -> Self {
+        let clock = FakeClock::new(NOW);
+        let kube = FakeKube::new(clock.clone());
+        kube.add_namespace(NS);
+        Self { kube, clock, log: MemoryLog::default() }
+    }
+
+    /// A provider over this environment.
+    pub fn provider(&self) -> Provider<FakeKube, FakeClock, MemoryLog> {
+        Provider::new(self.kube.clone(), self.clock.clone(), self.log.clone())
+    }
+
+    /// Every log line, joined.
+    pub fn log_text(&self) -> String {
+        self.log.lines().join("\n")
+    }
+}
+
+/// A normalized config for `backend` with extra top-level fields merged in.
+pub fn config_with(backend: &str, extra: Value) -> String {
+    let mut config = json!({"namespace": NS, "image": "ghcr.io/acme/agent:1", "backend": backend});
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            c.insert(k.clone(), v.clone());
+        }
+    }
+    let validation = crate::config::validate(&config.to_string());
+    validation.normalized_config.expect("test config must be valid")
+}
+
+/// A normalized config for `backend`.
+pub fn config(backend: &str) -> String {
+    config_with(backend, json!({}))
+}
+
+/// A request for `acquisition_id` with one plain and one secret env var.
+pub fn request(config: &str, acquisition_id: &str) -> AcquireRequest {
+    AcquireRequest {
+        config: config.to_string(),
+        run_id: "run-1".to_string(),
+        acquisition_id: acquisition_id.to_string(),
+        agent_id: Some("agent-7".to_string()),
+        requested_expires_at: None,
+        env: vec![
+            EnvVar { name: "MODE".into(), value: "fast".into(), secret: false },
+            EnvVar { name: "API_KEY".into(), value: SECRET_VALUE.into(), secret: true },
+        ],
+        reusable: false,
+    }
+}
+
+/// What a host hands back after storing a lease.
+pub fn stored(lease: &Lease, config: &str) -> LeaseRef {
+    LeaseRef { lease: lease.clone(), config: config.to_string() }
+}

@@ -1,0 +1,515 @@
+//! Reading a Sandbox, a Job or a pod into what the provider must do next: it is ready, still
+//! starting (and why), or failed for a reason that waiting will not fix.
+//!
+//! Readiness (acquire) and resume-check share these readings; they differ only in what a
+//! failure becomes: an error for acquire, `expired` for resume when the sandbox is gone for good.
+
+use serde_json::Value;
+
+use crate::errors::ProviderError;
+use crate::object::{self, condition};
+
+/// The annotation agent-sandbox writes with the name of the Sandbox's pod.
+pub const POD_NAME_ANNOTATION: &str = "agents.x-k8s.io/pod-name";
+/// The label agent-sandbox puts on a Sandbox's pod: FNV-1a 32 of the Sandbox name.
+pub const SANDBOX_NAME_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-name-hash";
+/// The label the Job controller puts on a Job's pods.
+pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+
+/// Why a sandbox cannot become (or stay) ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The pod failed (error exit, eviction).
+    PodFailed,
+    /// The container's command exited successfully: a sandbox must keep running.
+    PodSucceeded,
+    /// The Sandbox passed its `shutdownTime`.
+    SandboxExpired,
+    /// Several pods claim the workload; the controller refuses to choose.
+    MultiplePods,
+    /// The image cannot be pulled.
+    ImagePull,
+    /// The kubelet cannot create the container from its config.
+    ContainerConfig,
+    /// The container keeps exiting.
+    CrashLoop,
+    /// No node can run the pod.
+    Unschedulable,
+    /// The workload object is gone.
+    Deleted,
+    /// A different object now carries the workload's name.
+    Replaced,
+    /// The workload is being deleted.
+    Terminating,
+    /// The Job completed or failed (its deadline passed, or its pod ended).
+    JobFinished,
+    /// The Sandbox was suspended by someone else.
+    Suspended,
+}
+
+/// A cause and a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub cause: Cause,
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `cause`.
+    pub fn new(cause: Cause, message: impl Into<String>) -> Self {
+        Self { cause, message: message.into() }
+    }
+
+    /// Whether the sandbox is gone for good (resume-check answers `expired`), rather than
+    /// unable to start right now (an error: "could not tell", or "cannot start").
+    pub fn ends_sandbox(&self) -> bool {
+        matches!(
+            self.cause,
+            Cause::PodFailed
+                | Cause::PodSucceeded
+                | Cause::SandboxExpired
+                | Cause::Deleted
+                | Cause::Replaced
+                | Cause::Terminating
+                | Cause::JobFinished
+                | Cause::Suspended
+        )
+    }
+
+    /// The classified error for a caller that needed the sandbox ready.
+    pub fn into_error(self) -> ProviderError {
+        match self.cause {
+            Cause::ImagePull => ProviderError::image_pull(self.message),
+            Cause::Unschedulable => ProviderError::capacity(self.message),
+            Cause::Replaced => ProviderError::conflict(self.message, false),
+            Cause::PodFailed
+            | Cause::PodSucceeded
+            | Cause::SandboxExpired
+            | Cause::MultiplePods
+            | Cause::ContainerConfig
+            | Cause::CrashLoop
+            | Cause::Deleted
+            | Cause::Terminating
+            | Cause::JobFinished
+            | Cause::Suspended => ProviderError::rejected(self.message),
+        }
+    }
+}
+
+/// The pod a lease points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodInfo {
+    pub name: String,
+    pub uid: String,
+    pub ip: Option<String>,
+}
+
+/// What a pod says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodState {
+    /// Running, Ready, with an IP, not terminating.
+    Ready(PodInfo),
+    /// Not ready yet; the text says why.
+    Starting(String),
+    /// Being deleted: never handed back.
+    Terminating,
+    /// Will not become ready.
+    Failed(Failure),
+}
+
+fn container_statuses(pod: &Value) -> impl Iterator<Item = &Value> {
+    let list = |key: &str| pod.pointer(&format!("/status/{key}")).and_then(Value::as_array).into_iter().flatten();
+    list("initContainerStatuses").chain(list("containerStatuses"))
+}
+
+fn pod_ip(pod: &Value) -> Option<String> {
+    object::str_at(pod, "/status/podIP")
+        .or_else(|| pod.pointer("/status/podIPs/0/ip").and_then(Value::as_str).filter(|s| !s.is_empty()))
+        .map(str::to_string)
+}
+
+/// The last exit of the first container that has one, for messages (`exit code 1 (Error)`).
+fn last_exit(pod: &Value) -> Option<String> {
+    container_statuses(pod).find_map(|s| {
+        let terminated = s.pointer("/state/terminated").or_else(|| s.pointer("/lastState/terminated"))?;
+        let code = terminated.get("exitCode").and_then(Value::as_i64)?;
+        let reason = terminated.get("reason").and_then(Value::as_str).unwrap_or("");
+        Some(if reason.is_empty() { format!("exit code {code}") } else { format!("exit code {code} ({reason})") })
+    })
+}
+
+/// Reads a pod.
+pub fn pod_state(pod: &Value) -> PodState {
+    let name = object::name(pod).unwrap_or("?");
+    if object::is_terminating(pod) {
+        return PodState::Terminating;
+    }
+    let phase = object::str_at(pod, "/status/phase").unwrap_or("Pending");
+    let exit = last_exit(pod).map(|e| format!(" (last container {e})")).unwrap_or_default();
+    let pod_reason = object::str_at(pod, "/status/reason").unwrap_or("");
+    let pod_message = object::str_at(pod, "/status/message").unwrap_or("");
+    match phase {
+        "Failed" => {
+            let why =
+                [pod_reason, pod_message].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join(": ");
+            let why = if why.is_empty() { String::new() } else { format!(": {why}") };
+            return PodState::Failed(Failure::new(
+                Cause::PodFailed,
+                format!(
+                    "pod {name} failed{why}{exit}. Its processes are gone; check the image's command and the \
+                     pod's events, then acquire again."
+                ),
+            ));
+        }
+        "Succeeded" => {
+            return PodState::Failed(Failure::new(
+                Cause::PodSucceeded,
+                format!(
+                    "pod {name} exited{exit}: the container's command finished, and a sandbox must keep running. \
+                     Use a long-running command (the default is [\"sleep\", \"infinity\"])."
+                ),
+            ));
+        }
+        _ => {}
+    }
+    for status in container_statuses(pod) {
+        let Some(waiting) = status.pointer("/state/waiting") else {
+            continue;
+        };
+        let reason = waiting.get("reason").and_then(Value::as_str).unwrap_or("");
+        let message = waiting.get("message").and_then(Value::as_str).unwrap_or("");
+        let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
+        let image = status.get("image").and_then(Value::as_str).unwrap_or("the image");
+        match reason {
+            "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => {
+                return PodState::Failed(Failure::new(
+                    Cause::ImagePull,
+                    format!(
+                        "pod {name} cannot pull {image} ({reason}{detail}). Check the image name and tag, and \
+                         imagePullSecrets for a private registry."
+                    ),
+                ));
+            }
+            "CreateContainerConfigError" => {
+                return PodState::Failed(Failure::new(
+                    Cause::ContainerConfig,
+                    format!(
+                        "pod {name}: the kubelet cannot create the container ({reason}{detail}). If it says the \
+                         image runs as root, use a non-root image or set security.runAsUser; if a Secret or \
+                         ConfigMap is missing, create it."
+                    ),
+                ));
+            }
+            "CrashLoopBackOff" => {
+                let restarts = status.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
+                return PodState::Failed(Failure::new(
+                    Cause::CrashLoop,
+                    format!(
+                        "pod {name}: the container keeps exiting ({reason}, {restarts} restarts{exit}). Make the \
+                         command long-running and check that the image starts under a read-only root filesystem \
+                         as a non-root user."
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(scheduled) = condition(pod, "PodScheduled")
+        && scheduled.status == "False"
+        && scheduled.reason == "Unschedulable"
+    {
+        return PodState::Failed(Failure::new(
+            Cause::Unschedulable,
+            format!(
+                "no node can run pod {name}: {}. Free capacity or relax resources, nodeSelector or tolerations; \
+                 retry later.",
+                scheduled.message
+            ),
+        ));
+    }
+    let ready = condition(pod, "Ready").is_some_and(|c| c.is_true());
+    let ip = pod_ip(pod);
+    match (phase, ready, &ip) {
+        ("Running", true, Some(_)) => {
+            PodState::Ready(PodInfo { name: name.to_string(), uid: object::uid(pod).unwrap_or("").to_string(), ip })
+        }
+        ("Running", true, None) => PodState::Starting(format!("pod {name} is Ready but has no IP yet")),
+        ("Running", false, _) => PodState::Starting(format!("pod {name} is Running but not Ready")),
+        _ => {
+            let waiting = container_statuses(pod)
+                .find_map(|s| s.pointer("/state/waiting/reason").and_then(Value::as_str))
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            PodState::Starting(format!("pod {name} is {phase}{waiting}"))
+        }
+    }
+}
+
+/// What a Sandbox says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxState {
+    /// Ready True, observed at the current generation.
+    Ready,
+    /// Not ready yet; the text says why.
+    Starting(String),
+    /// Suspended (operatingMode Suspended, or replicas 0).
+    Suspended,
+    /// Being deleted.
+    Deleting,
+    /// Will not become ready.
+    Failed(Failure),
+}
+
+/// Whether the Sandbox's spec asks for suspension, in either API version.
+pub fn sandbox_spec_suspended(sandbox: &Value) -> bool {
+    object::str_at(sandbox, "/spec/operatingMode") == Some("Suspended")
+        || sandbox.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0)
+}
+
+/// Reads a Sandbox.
+pub fn sandbox_state(sandbox: &Value) -> SandboxState {
+    let name = object::name(sandbox).unwrap_or("?");
+    if object::is_terminating(sandbox) {
+        return SandboxState::Deleting;
+    }
+    let ready = condition(sandbox, "Ready");
+    if ready.as_ref().is_some_and(|c| c.reason == "SandboxExpired") {
+        return SandboxState::Failed(Failure::new(
+            Cause::SandboxExpired,
+            format!("Sandbox {name} passed its shutdownTime and is being removed; acquire a new sandbox."),
+        ));
+    }
+    if sandbox_spec_suspended(sandbox) {
+        return SandboxState::Suspended;
+    }
+    let Some(ready) = ready else {
+        return SandboxState::Starting(format!(
+            "Sandbox {name} has no status yet (the controller has not reconciled it)"
+        ));
+    };
+    if let (Some(observed), Some(generation)) = (ready.observed_generation, object::generation(sandbox))
+        && observed < generation
+    {
+        return SandboxState::Starting(format!(
+            "the controller has not observed generation {generation} of Sandbox {name} yet"
+        ));
+    }
+    if ready.is_true() {
+        return SandboxState::Ready;
+    }
+    let finished = condition(sandbox, "Finished").filter(|c| c.is_true());
+    let terminal_reason = finished.as_ref().map(|c| c.reason).unwrap_or(ready.reason);
+    match terminal_reason {
+        "PodFailed" => {
+            return SandboxState::Failed(Failure::new(
+                Cause::PodFailed,
+                format!("the pod of Sandbox {name} failed and is never recreated; acquire a new sandbox."),
+            ));
+        }
+        "PodSucceeded" => {
+            return SandboxState::Failed(Failure::new(
+                Cause::PodSucceeded,
+                format!(
+                    "the pod of Sandbox {name} exited (its command finished) and is never recreated; a sandbox must \
+                     keep running, so use a long-running command."
+                ),
+            ));
+        }
+        _ => {}
+    }
+    match ready.reason {
+        "MultiplePods" => SandboxState::Failed(Failure::new(
+            Cause::MultiplePods,
+            format!(
+                "Sandbox {name}: {}. Delete the extra pods or destroy the lease.",
+                if ready.message.is_empty() { "several pods claim it" } else { ready.message }
+            ),
+        )),
+        "SandboxSuspended" => SandboxState::Suspended,
+        _ => {
+            if let Some(scheduled) = condition(sandbox, "PodScheduled")
+                && scheduled.status == "False"
+                && scheduled.reason == "Unschedulable"
+            {
+                return SandboxState::Failed(Failure::new(
+                    Cause::Unschedulable,
+                    format!(
+                        "no node can run the pod of Sandbox {name}: {}. Free capacity or relax resources, \
+                         nodeSelector or tolerations; retry later.",
+                        scheduled.message
+                    ),
+                ));
+            }
+            SandboxState::Starting(format!("Sandbox {name} is not ready ({}: {})", ready.reason, ready.message))
+        }
+    }
+}
+
+/// What a Job says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    /// Neither finished nor being deleted.
+    Active,
+    /// Being deleted.
+    Deleting,
+    /// Completed or failed.
+    Failed(Failure),
+}
+
+/// Reads a Job.
+pub fn job_state(job: &Value) -> JobState {
+    let name = object::name(job).unwrap_or("?");
+    if object::is_terminating(job) {
+        return JobState::Deleting;
+    }
+    let failed = condition(job, "Failed").or_else(|| condition(job, "FailureTarget")).filter(|c| c.is_true());
+    if let Some(c) = failed {
+        let why = if c.reason == "DeadlineExceeded" {
+            "its activeDeadlineSeconds passed: the lease's expiry was reached".to_string()
+        } else {
+            format!("{}: {}", c.reason, c.message)
+        };
+        return JobState::Failed(Failure::new(
+            Cause::JobFinished,
+            format!("Job {name} failed ({why}); its pod is gone. Acquire a new sandbox."),
+        ));
+    }
+    if condition(job, "Complete").or_else(|| condition(job, "SuccessCriteriaMet")).is_some_and(|c| c.is_true()) {
+        return JobState::Failed(Failure::new(
+            Cause::JobFinished,
+            format!("Job {name} completed: its command finished, so the sandbox is gone. Acquire a new sandbox."),
+        ));
+    }
+    JobState::Active
+}
+
+/// When the cluster deletes the workload on its own (epoch millis): the Sandbox's
+/// `shutdownTime`, or the Job's `status.startTime` (else its creation) plus
+/// `activeDeadlineSeconds`.
+pub fn expiry_of(workload: &Value) -> Option<i64> {
+    if let Some(shutdown) = object::str_at(workload, "/spec/shutdownTime") {
+        return crate::clock::parse_rfc3339(shutdown);
+    }
+    let deadline = workload.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
+    let start = object::str_at(workload, "/status/startTime")
+        .or_else(|| object::str_at(workload, "/metadata/creationTimestamp"))
+        .and_then(crate::clock::parse_rfc3339)?;
+    Some(start.saturating_add(deadline.saturating_mul(1000)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(status: Value) -> Value {
+        json!({"metadata": {"name": "p", "uid": "u1"}, "status": status})
+    }
+
+    fn waiting(reason: &str) -> Value {
+        pod(json!({"phase": "Pending", "containerStatuses": [{"name": "sandbox", "image": "img:1",
+            "state": {"waiting": {"reason": reason, "message": "details"}}}]}))
+    }
+
+    fn cause(state: PodState) -> Cause {
+        match state {
+            PodState::Failed(f) => f.cause,
+            other => panic!("not failed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fail_fast_pod_causes() {
+        assert_eq!(cause(pod_state(&waiting("ErrImagePull"))), Cause::ImagePull);
+        assert_eq!(cause(pod_state(&waiting("ImagePullBackOff"))), Cause::ImagePull);
+        assert_eq!(cause(pod_state(&waiting("InvalidImageName"))), Cause::ImagePull);
+        assert_eq!(cause(pod_state(&waiting("CreateContainerConfigError"))), Cause::ContainerConfig);
+        assert_eq!(cause(pod_state(&waiting("CrashLoopBackOff"))), Cause::CrashLoop);
+        assert_eq!(cause(pod_state(&pod(json!({"phase": "Failed", "reason": "Evicted"})))), Cause::PodFailed);
+        assert_eq!(cause(pod_state(&pod(json!({"phase": "Succeeded"})))), Cause::PodSucceeded);
+        let unschedulable = pod(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}]}));
+        assert_eq!(cause(pod_state(&unschedulable)), Cause::Unschedulable);
+    }
+
+    #[test]
+    fn failure_kinds() {
+        assert_eq!(Failure::new(Cause::ImagePull, "x").into_error().kind(), "image-pull");
+        let capacity = Failure::new(Cause::Unschedulable, "x").into_error();
+        assert_eq!((capacity.kind(), capacity.retryable()), ("capacity", true));
+        assert_eq!(Failure::new(Cause::CrashLoop, "x").into_error().kind(), "rejected");
+        assert_eq!(Failure::new(Cause::ContainerConfig, "x").into_error().kind(), "rejected");
+        assert!(Failure::new(Cause::SandboxExpired, "x").ends_sandbox());
+        assert!(!Failure::new(Cause::ImagePull, "x").ends_sandbox());
+    }
+
+    #[test]
+    fn ready_needs_running_ready_and_an_ip() {
+        let ready = pod(json!({"phase": "Running", "podIP": "10.0.0.1",
+            "conditions": [{"type": "Ready", "status": "True"}]}));
+        assert_eq!(
+            pod_state(&ready),
+            PodState::Ready(PodInfo { name: "p".into(), uid: "u1".into(), ip: Some("10.0.0.1".into()) })
+        );
+        let no_ip = pod(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}));
+        assert!(matches!(pod_state(&no_ip), PodState::Starting(_)));
+        let mut terminating = ready.clone();
+        terminating["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(pod_state(&terminating), PodState::Terminating);
+        assert!(matches!(pod_state(&pod(json!({}))), PodState::Starting(_)));
+    }
+
+    fn sandbox(generation: i64, conditions: Value) -> Value {
+        json!({"metadata": {"name": "s", "generation": generation}, "spec": {}, "status": {"conditions": conditions}})
+    }
+
+    #[test]
+    fn sandbox_ready_needs_the_current_generation() {
+        let ready = sandbox(2, json!([{"type": "Ready", "status": "True", "observedGeneration": 2}]));
+        assert_eq!(sandbox_state(&ready), SandboxState::Ready);
+        let stale = sandbox(3, json!([{"type": "Ready", "status": "True", "observedGeneration": 2}]));
+        assert!(matches!(sandbox_state(&stale), SandboxState::Starting(_)));
+        let empty = json!({"metadata": {"name": "s", "generation": 1}});
+        assert!(matches!(sandbox_state(&empty), SandboxState::Starting(_)));
+    }
+
+    #[test]
+    fn sandbox_terminal_reasons() {
+        let with_reason = |reason: &str| {
+            sandbox(1, json!([{"type": "Ready", "status": "False", "reason": reason, "observedGeneration": 1}]))
+        };
+        let failed = |s: SandboxState| match s {
+            SandboxState::Failed(f) => f.cause,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(failed(sandbox_state(&with_reason("SandboxExpired"))), Cause::SandboxExpired);
+        assert_eq!(failed(sandbox_state(&with_reason("PodFailed"))), Cause::PodFailed);
+        assert_eq!(failed(sandbox_state(&with_reason("PodSucceeded"))), Cause::PodSucceeded);
+        assert_eq!(failed(sandbox_state(&with_reason("MultiplePods"))), Cause::MultiplePods);
+        assert_eq!(sandbox_state(&with_reason("SandboxSuspended")), SandboxState::Suspended);
+        assert!(matches!(sandbox_state(&with_reason("DependenciesNotReady")), SandboxState::Starting(_)));
+        let mut suspended = with_reason("DependenciesNotReady");
+        suspended["spec"]["replicas"] = json!(0);
+        assert_eq!(sandbox_state(&suspended), SandboxState::Suspended);
+    }
+
+    #[test]
+    fn expiry_is_read_from_the_workload() {
+        let sandbox = json!({"spec": {"shutdownTime": "2026-11-30T10:01:56Z"}});
+        assert_eq!(expiry_of(&sandbox), Some(1_796_032_916_000));
+        let job = json!({"spec": {"activeDeadlineSeconds": 60}, "status": {"startTime": "2026-11-30T10:01:56Z"}});
+        assert_eq!(expiry_of(&job), Some(1_796_032_976_000));
+        assert_eq!(expiry_of(&json!({"spec": {"activeDeadlineSeconds": 60}})), None);
+    }
+
+    #[test]
+    fn job_states() {
+        let job = |conditions: Value| json!({"metadata": {"name": "j"}, "status": {"conditions": conditions}});
+        assert_eq!(job_state(&job(json!([]))), JobState::Active);
+        match job_state(&job(json!([{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]))) {
+            JobState::Failed(f) => assert!(f.message.contains("activeDeadlineSeconds passed"), "{}", f.message),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(job_state(&job(json!([{"type": "Complete", "status": "True"}]))), JobState::Failed(_)));
+    }
+}

@@ -1,0 +1,188 @@
+//! What goes wrong, through the built component: foreign objects, faults mid-acquire, terminal
+//! pod states, every resume-check answer, and the host's policy.
+
+use std::time::{Duration, Instant};
+
+use embedded_cluster::behaviour::Behaviour;
+use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::{PROVIDER_USER, SandboxVersions};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use provider_e2e::*;
+use provider_host::HostError;
+use provider_host::records::{ProviderError, ResumeOutcome};
+use serde_json::json;
+
+fn sandboxes(h: &Harness) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", "v1beta1", "Sandbox"), "sandboxes");
+    Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
+}
+
+fn provider_error(e: HostError) -> ProviderError {
+    match e {
+        HostError::Provider(p) => p,
+        other => panic!("expected the provider's own error, got {other}"),
+    }
+}
+
+async fn knob_namespace(h: &Harness, knobs: &Behaviour) {
+    let namespaces: Api<Namespace> = Api::all(h.admin.clone());
+    namespaces
+        .patch(
+            NAMESPACE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": knobs.to_annotations()}})),
+        )
+        .await
+        .expect("annotate the namespace");
+}
+
+async fn nothing_left(h: &Harness, name: &str) {
+    assert!(sandboxes(h).get_opt(name).await.expect("get").is_none(), "Sandbox {name} left behind");
+    let secrets: Api<Secret> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    assert!(secrets.get_opt(&format!("{name}-env")).await.expect("get").is_none(), "Secret left behind");
+}
+
+#[tokio::test]
+async fn a_foreign_object_under_the_name_is_not_adopted() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let foreign: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": "pc-taken-1"},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}
+    }))
+    .expect("sandbox");
+    let created = sandboxes(&h).create(&PostParams::default(), &foreign).await.expect("foreign Sandbox");
+    let err =
+        provider_error(h.host.acquire(request(&config("sandbox", json!({})), "taken-1")).await.expect_err("conflict"));
+    assert_eq!(err.kind(), "conflict", "{err:?}");
+    assert!(err.message().contains("pc-taken-1"), "the error names the object: {}", err.message());
+    let still = sandboxes(&h).get("pc-taken-1").await.expect("the foreign object is untouched");
+    assert_eq!(still.metadata.uid, created.metadata.uid);
+}
+
+#[tokio::test]
+async fn a_failure_mid_acquire_leaves_nothing_behind() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    h.cluster.faults().add(Rule {
+        matches: Match {
+            verb: Some("create".into()),
+            resource: Some("secrets".into()),
+            user: Some(PROVIDER_USER.into()),
+            ..Default::default()
+        },
+        action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        times: Some(1),
+        probability: None,
+    });
+    let err =
+        h.host.acquire(request(&config("sandbox", json!({})), "half-1")).await.expect_err("the Secret create fails");
+    let err = provider_error(err);
+    assert!(!err.message().contains(SECRET_VALUE));
+    nothing_left(&h, "pc-half-1").await;
+}
+
+#[tokio::test]
+async fn image_pull_failures_fail_fast_and_clean_up() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    knob_namespace(&h, &Behaviour { image_pull_fails: true, ..Default::default() }).await;
+    let started = Instant::now();
+    let err =
+        provider_error(h.host.acquire(request(&config("sandbox", json!({})), "pull-1")).await.expect_err("image pull"));
+    assert_eq!(err.kind(), "image-pull", "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "failed fast, not at the readiness timeout");
+    nothing_left(&h, "pc-pull-1").await;
+}
+
+#[tokio::test]
+async fn unschedulable_is_a_retryable_capacity_error() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    knob_namespace(&h, &Behaviour { unschedulable: true, ..Default::default() }).await;
+    let err = provider_error(h.host.acquire(request(&config("job", json!({})), "full-1")).await.expect_err("capacity"));
+    assert_eq!(err.kind(), "capacity", "{err:?}");
+    assert!(err.retryable());
+}
+
+#[tokio::test]
+async fn crash_loops_are_rejected() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    knob_namespace(&h, &Behaviour { crash_loop: true, ..Default::default() }).await;
+    let err = provider_error(
+        h.host.acquire(request(&config("sandbox", json!({})), "crash-1")).await.expect_err("crash loop"),
+    );
+    assert_eq!(err.kind(), "rejected", "{err:?}");
+    nothing_left(&h, "pc-crash-1").await;
+}
+
+#[tokio::test]
+async fn resume_check_answers() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("sandbox", json!({}));
+    let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+
+    let lease = h.host.acquire(request(&cfg, "answers-1")).await.expect("acquire");
+    let r = lease_ref(&lease, &cfg);
+    let pod_name = lease.pod_name.clone().expect("pod");
+    pods.delete(&pod_name, &DeleteParams { grace_period_seconds: Some(0), ..Default::default() })
+        .await
+        .expect("delete the pod");
+    match h.host.resume_check(r.clone()).await.expect("resume-check") {
+        ResumeOutcome::Resumable(l) => assert_ne!(l.pod_uid, lease.pod_uid, "the replaced pod is reported"),
+        ResumeOutcome::Expired(why) => panic!("a replaced pod is not an expired lease: {why}"),
+    }
+
+    h.cluster.faults().add(Rule {
+        matches: Match {
+            verb: Some("get".into()),
+            resource: Some("sandboxes".into()),
+            user: Some(PROVIDER_USER.into()),
+            ..Default::default()
+        },
+        action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        times: Some(10),
+        probability: None,
+    });
+    let err = h.host.resume_check(r.clone()).await.expect_err("could not tell");
+    assert!(matches!(err, HostError::Provider(_)), "{err}");
+    h.cluster.faults().clear();
+
+    let name = lease.provider_lease_id.split(':').nth(3).unwrap_or_default().to_string();
+    sandboxes(&h).delete(&name, &DeleteParams::background()).await.expect("someone deletes the Sandbox");
+    let replacement: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": name},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    }))
+    .expect("sandbox");
+    sandboxes(&h).create(&PostParams::default(), &replacement).await.expect("a new Sandbox under the old name");
+    match h.host.resume_check(r.clone()).await.expect("resume-check") {
+        ResumeOutcome::Expired(why) => {
+            assert!(why.contains("uid") || why.contains("replaced") || why.contains("recreated"), "{why}")
+        }
+        ResumeOutcome::Resumable(_) => panic!("a different object under the same name is not this lease"),
+    }
+    sandboxes(&h).delete(&name, &DeleteParams::background()).await.expect("delete the replacement");
+    assert!(
+        matches!(h.host.resume_check(r).await.expect("resume-check"), ResumeOutcome::Expired(_)),
+        "gone is expired"
+    );
+}
+
+#[tokio::test]
+async fn the_host_policy_refuses_other_namespaces() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let namespaces: Api<Namespace> = Api::all(h.admin.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "elsewhere"}})).expect("ns"),
+        )
+        .await
+        .expect("ns");
+    let mark = h.cluster.requests().mark();
+    let cfg = json!({"namespace": "elsewhere", "backend": "sandbox", "image": "busybox:1.36"}).to_string();
+    let err = provider_error(h.host.acquire(request(&cfg, "denied-1")).await.expect_err("denied"));
+    assert_eq!(err.kind(), "forbidden", "{err:?}");
+    let writes = h.provider_calls_since(mark).into_iter().filter(|e| e.namespace == "elsewhere").count();
+    assert_eq!(writes, 0, "a denied call never reaches the cluster");
+}

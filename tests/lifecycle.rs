@@ -1,0 +1,158 @@
+//! The lease lifecycle on both backends and both Sandbox API versions, through the built
+//! component in the wasmtime host: acquire, resume-check, renew, release, destroy.
+
+use embedded_cluster::SandboxVersions;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use provider_e2e::*;
+use provider_host::records::{Backend, DeleteOutcome, ResumeOutcome};
+use serde_json::json;
+
+fn sandboxes(h: &Harness, version: &str) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", version, "Sandbox"), "sandboxes");
+    Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
+}
+
+fn workload_name(lease: &provider_host::records::Lease) -> String {
+    lease.provider_lease_id.split(':').nth(3).unwrap_or_default().to_string()
+}
+
+async fn sandbox_lifecycle(versions: SandboxVersions, version: &str) {
+    let h = Harness::start(versions).await;
+    let (logs, _guard) = capture_logs();
+    // A lease may live 4 h, so renewing a 1 h lease by another hour moves it.
+    let cfg = config("sandbox", json!({"leaseTtlSeconds": 14_400}));
+    let requested = request(&cfg, "life-1");
+    let requested_expiry = requested.requested_expires_at.unwrap_or_default();
+    let lease = h.host.acquire(requested).await.expect("acquire");
+    assert_eq!(lease.backend, Backend::Sandbox);
+    assert_eq!(lease.api_version, format!("agents.x-k8s.io/{version}"));
+    assert_eq!(lease.namespace, NAMESPACE);
+    assert!(lease.pod_ip.is_some() && lease.pod_uid.is_some(), "{lease:?}");
+    assert!(lease.expires_at.is_some_and(|e| e <= requested_expiry), "expiry bounded by the request");
+
+    let name = workload_name(&lease);
+    let sb = sandboxes(&h, version).get(&name).await.expect("the Sandbox");
+    assert_eq!(sb.metadata.uid.as_deref(), Some(lease.workload_uid.as_str()));
+    assert_eq!(sb.data["spec"]["shutdownPolicy"], "Delete");
+    assert!(sb.data["spec"]["shutdownTime"].is_string());
+
+    let secret = Api::<Secret>::namespaced(h.admin.clone(), NAMESPACE)
+        .get(&format!("{name}-env"))
+        .await
+        .expect("per-lease Secret");
+    let owner = secret.metadata.owner_references.clone().unwrap_or_default();
+    assert!(owner.iter().any(|o| o.uid == lease.workload_uid), "the Secret is owned by the workload");
+    let pod = Api::<Pod>::namespaced(h.admin.clone(), NAMESPACE)
+        .get(lease.pod_name.as_deref().expect("pod"))
+        .await
+        .expect("pod");
+    assert!(!serde_json::to_string(&pod).expect("json").contains(SECRET_VALUE), "no secret value in the pod");
+    assert!(!serde_json::to_string(&lease).expect("json").contains(SECRET_VALUE), "no secret value in the lease");
+
+    let r = lease_ref(&lease, &cfg);
+    match h.host.resume_check(r.clone()).await.expect("resume-check") {
+        ResumeOutcome::Resumable(l) => assert_eq!(l.workload_uid, lease.workload_uid),
+        ResumeOutcome::Expired(why) => panic!("expired right after acquire: {why}"),
+    }
+    let later = requested_expiry + 3_600_000;
+    let renewed = h.host.renew(r.clone(), later).await.expect("renew");
+    assert!(renewed.expires_at > lease.expires_at, "renew moves the expiry");
+    let moved = sandboxes(&h, version).get(&name).await.expect("the Sandbox");
+    assert_ne!(moved.data["spec"]["shutdownTime"], sb.data["spec"]["shutdownTime"]);
+
+    h.host.release(r.clone()).await.expect("release");
+    match h.host.resume_check(r.clone()).await.expect("resume-check after release") {
+        ResumeOutcome::Expired(why) => assert!(!why.is_empty()),
+        ResumeOutcome::Resumable(_) => panic!("an ephemeral lease is destroyed on release"),
+    }
+    let report = h.host.destroy(r).await.expect("destroy again");
+    assert!(report.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{report:?}");
+    assert!(!logs.text().contains(SECRET_VALUE), "no secret value in any log line");
+}
+
+#[tokio::test]
+async fn sandbox_lifecycle_on_v1beta1() {
+    sandbox_lifecycle(SandboxVersions::Both, "v1beta1").await;
+}
+
+#[tokio::test]
+async fn sandbox_lifecycle_on_a_v1alpha1_only_cluster() {
+    sandbox_lifecycle(SandboxVersions::V1alpha1Only, "v1alpha1").await;
+}
+
+#[tokio::test]
+async fn job_lifecycle() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("job", json!({"leaseTtlSeconds": 14_400}));
+    let lease = h.host.acquire(request(&cfg, "job-1")).await.expect("acquire");
+    assert_eq!(lease.backend, Backend::Job);
+    assert_eq!(lease.api_version, "batch/v1");
+    let name = workload_name(&lease);
+    let jobs: Api<Job> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let job = jobs.get(&name).await.expect("the Job");
+    let spec = job.spec.expect("spec");
+    assert_eq!(spec.backoff_limit, Some(0));
+    assert!(spec.active_deadline_seconds.is_some_and(|s| s > 0 && s <= 3601));
+    let r = lease_ref(&lease, &cfg);
+    assert!(matches!(h.host.resume_check(r.clone()).await.expect("resume-check"), ResumeOutcome::Resumable(_)));
+    let renewed = h.host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 7_200_000).await.expect("renew");
+    assert!(renewed.expires_at > lease.expires_at);
+    h.host.release(r.clone()).await.expect("release");
+    assert!(matches!(h.host.resume_check(r).await.expect("resume-check"), ResumeOutcome::Expired(_)));
+    assert!(jobs.get_opt(&name).await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn a_retried_acquire_returns_the_same_sandbox() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("sandbox", json!({}));
+    let mark = h.cluster.requests().mark();
+    let first = h.host.acquire(request(&cfg, "retry-1")).await.expect("first acquire");
+    let second = h.host.acquire(request(&cfg, "retry-1")).await.expect("retried acquire");
+    assert_eq!(first.workload_uid, second.workload_uid);
+    assert_eq!(first.provider_lease_id, second.provider_lease_id);
+    let creates = h
+        .provider_calls_since(mark)
+        .iter()
+        .filter(|e| e.verb == "create" && e.resource == "sandboxes" && e.code == 201)
+        .count();
+    assert_eq!(creates, 1, "one Sandbox created for two acquires");
+}
+
+#[tokio::test]
+async fn destroy_works_from_the_lease_id_alone_twice_and_concurrently() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("sandbox", json!({}));
+    let lease = h.host.acquire(request(&cfg, "alone-1")).await.expect("acquire");
+    let name = workload_name(&lease);
+    let mut stripped = lease.clone();
+    stripped.metadata = "{not json".into();
+    stripped.workload_uid = String::new();
+    stripped.pod_name = None;
+    stripped.pod_uid = None;
+    let r = lease_ref(&stripped, &cfg);
+    let (a, b) = tokio::join!(h.host.destroy(r.clone()), h.host.destroy(r.clone()));
+    for report in [a.expect("destroy"), b.expect("concurrent destroy")] {
+        assert!(report.objects.iter().all(|o| !matches!(o.outcome, DeleteOutcome::Failed(_))), "{report:?}");
+    }
+    let again = h.host.destroy(r).await.expect("third destroy");
+    assert!(again.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{again:?}");
+    assert!(sandboxes(&h, "v1beta1").get_opt(&name).await.expect("get").is_none());
+    assert!(
+        Api::<Secret>::namespaced(h.admin.clone(), NAMESPACE)
+            .get_opt(&format!("{name}-env"))
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let pods = Api::<Pod>::namespaced(h.admin.clone(), NAMESPACE);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !pods.list(&ListParams::default()).await.expect("list").items.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the sandbox pod was never collected");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
