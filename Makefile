@@ -21,9 +21,11 @@ component: toolchain
 test: component
 	$(CARGO) test --workspace
 
-## A Sandbox's and a Job's life on the embedded cluster (DEMO_ARGS=--kubeconfig PATH for a real cluster).
+## The provider's lease lifecycle on each backend, on the embedded cluster. For a real cluster,
+## name its kubeconfig on the command line: `make demo KUBECONFIG=~/.kube/config` (an exported
+## KUBECONFIG alone never sends the demo to a real cluster).
 demo: component
-	$(CARGO) run --quiet -p host-harness -- demo $(DEMO_ARGS)
+	$(CARGO) run --quiet -p host-harness -- demo $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(DEMO_ARGS)
 
 ## Serve the embedded cluster in the foreground and write a kubeconfig.
 cluster: toolchain

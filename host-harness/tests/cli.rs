@@ -133,3 +133,79 @@ async fn simulate_runs_the_controllers_from_another_process() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs a command without stalling the async runtime's other work (the in-process cluster).
+trait OutputBlocking {
+    fn output_blocking(&mut self) -> std::io::Result<std::process::Output>;
+}
+
+impl OutputBlocking for Command {
+    fn output_blocking(&mut self) -> std::io::Result<std::process::Output> {
+        tokio::task::block_in_place(|| self.output())
+    }
+}
+
+fn component() -> PathBuf {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/release/kubernetes_provider.wasm");
+    assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
+    path
+}
+
+/// The cluster runs in this process: commands block a worker thread, so another must serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_commands_round_trip_a_lease_through_files() {
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
+    let dir = temp_dir("lease");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::PROVIDER_USER).expect("kubeconfig"))
+        .expect("write");
+    let config = dir.join("config.json");
+    std::fs::write(&config, json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}).to_string())
+        .expect("config");
+    let lease = dir.join("lease.json");
+    let cache = dir.join("cache");
+    let lease_arg = lease.to_string_lossy().to_string();
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .arg("--component")
+            .arg(component())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--config")
+            .arg(&config);
+        cmd
+    };
+
+    let out = run(&[
+        "acquire",
+        "--acquisition-id",
+        "cli-1",
+        "--run-id",
+        "run-1",
+        "--secret-env",
+        "TOKEN=cli-secret-9",
+        "--json",
+        "--out",
+        &lease_arg,
+    ])
+    .output()
+    .expect("acquire");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "acquire: {}{stdout}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("\"provider-lease-id\""), "{stdout}");
+    assert!(!stdout.contains("cli-secret-9"), "no secret value in the printed lease");
+
+    let out = run(&["resume-check", "--lease", &lease_arg]).output_blocking().expect("resume-check");
+    assert_eq!(out.status.code(), Some(0), "resumable: {}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["destroy", "--json", "--lease", &lease_arg]).output_blocking().expect("destroy");
+    assert!(out.status.success(), "destroy: {}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["resume-check", "--lease", &lease_arg]).output_blocking().expect("resume-check");
+    assert_eq!(out.status.code(), Some(3), "expired is exit code 3: {}", String::from_utf8_lossy(&out.stdout));
+    let out = run(&["validate-config"]).output_blocking().expect("validate-config");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+}

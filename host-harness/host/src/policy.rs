@@ -132,7 +132,8 @@ fn default_managed_by() -> String {
 
 /// The resource rules the Kubernetes provider needs and no more: Sandboxes (both served
 /// versions) and Jobs fully, pods read-only, its per-lease Secrets without list or watch (so it
-/// cannot enumerate other secrets), namespaces get-only (probe checks existence), events none.
+/// cannot enumerate other secrets), the workspace claims of reusable leases get and delete only,
+/// namespaces get-only (probe checks existence), events none.
 pub fn default_rules() -> Vec<ResourceRule> {
     use Verb::*;
     let workload = [Get, Create, Patch, Delete, List, Watch, Discovery];
@@ -141,6 +142,7 @@ pub fn default_rules() -> Vec<ResourceRule> {
         ResourceRule::new("batch", &["v1"], "jobs", &workload),
         ResourceRule::new("", &["v1"], "pods", &[Get, List, Watch]),
         ResourceRule::new("", &["v1"], "secrets", &[Create, Get, Delete, Patch]),
+        ResourceRule::new("", &["v1"], "persistentvolumeclaims", &[Get, Delete]),
         ResourceRule { namespaced: false, ..ResourceRule::new("", &["v1"], "namespaces", &[Get]) },
         ResourceRule::new("", &["v1"], "events", &[]),
     ]
