@@ -16,6 +16,13 @@ fn sandboxes(h: &Harness, version: &str) -> Api<DynamicObject> {
     Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
 }
 
+fn renewed(outcome: ResumeOutcome) -> provider_host::records::Lease {
+    match outcome {
+        ResumeOutcome::Resumable(lease) => lease,
+        ResumeOutcome::Expired(why) => panic!("renew said expired: {why}"),
+    }
+}
+
 fn workload_name(lease: &provider_host::records::Lease) -> String {
     lease.provider_lease_id.split(':').nth(3).unwrap_or_default().to_string()
 }
@@ -59,7 +66,7 @@ async fn sandbox_lifecycle(versions: SandboxVersions, version: &str) {
         ResumeOutcome::Expired(why) => panic!("expired right after acquire: {why}"),
     }
     let later = requested_expiry + 3_600_000;
-    let renewed = h.host.renew(r.clone(), later).await.expect("renew");
+    let renewed = renewed(h.host.renew(r.clone(), later).await.expect("renew"));
     assert!(renewed.expires_at > lease.expires_at, "renew moves the expiry");
     let moved = sandboxes(&h, version).get(&name).await.expect("the Sandbox");
     assert_ne!(moved.data["spec"]["shutdownTime"], sb.data["spec"]["shutdownTime"]);
@@ -99,9 +106,13 @@ async fn job_lifecycle() {
     assert!(spec.active_deadline_seconds.is_some_and(|s| s > 0 && s <= 3601));
     let r = lease_ref(&lease, &cfg);
     assert!(matches!(h.host.resume_check(r.clone()).await.expect("resume-check"), ResumeOutcome::Resumable(_)));
-    let renewed = h.host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 7_200_000).await.expect("renew");
+    let renewed =
+        renewed(h.host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 7_200_000).await.expect("renew"));
     assert!(renewed.expires_at > lease.expires_at);
     h.host.release(r.clone()).await.expect("release");
+    let gone =
+        h.host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 7_200_000).await.expect("renew a gone lease");
+    assert!(matches!(gone, ResumeOutcome::Expired(_)), "renewing a gone sandbox is expired, not an error: {gone:?}");
     assert!(matches!(h.host.resume_check(r).await.expect("resume-check"), ResumeOutcome::Expired(_)));
     assert!(jobs.get_opt(&name).await.expect("get").is_none());
 }

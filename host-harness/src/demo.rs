@@ -170,17 +170,13 @@ async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str) {
     })
     .await;
     let later = jiff::Timestamp::now().as_millisecond() + 2 * 3_600_000;
-    demo.step(backend, "renew (+2 h)", host.renew(lease_ref.clone(), later), |l: &Lease| {
-        (
-            l.expires_at.is_some_and(|e| e >= later - 1_000),
-            format!(
-                "expires at {}",
-                l.expires_at
-                    .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-                    .map(|t| t.to_string())
-                    .unwrap_or_default()
-            ),
-        )
+    demo.step(backend, "renew (+2 h)", host.renew(lease_ref.clone(), later), |o| match o {
+        ResumeOutcome::Resumable(l) => {
+            let at = l.expires_at.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+            let shown = at.map(|t| t.to_string()).unwrap_or_default();
+            (l.expires_at.is_some_and(|e| e >= later - 1_000), format!("expires at {shown}"))
+        }
+        ResumeOutcome::Expired(r) => (false, format!("expired: {r}")),
     })
     .await;
     demo.step(backend, "release (ephemeral)", host.release(lease_ref.clone()), |_| (true, "destroyed".into())).await;

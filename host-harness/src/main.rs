@@ -86,7 +86,7 @@ enum Command {
         #[command(flatten)]
         lease: provider_cmd::LeaseArgs,
     },
-    /// Move a lease's expiry.
+    /// Move a lease's expiry (exit code 3: the lease expired).
     Renew {
         #[command(flatten)]
         target: provider_cmd::Target,

@@ -327,17 +327,27 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
     let r = lease_ref(&args.lease, &args.config)?;
     let s = session(&target, Some(&r.config)).await?;
     let at = jiff::Timestamp::now().as_millisecond() + (expires_in as i64) * 1000;
-    match s.host.renew(r, at).await {
-        Ok(lease) => {
-            if target.json {
-                print_json(&lease)?;
-            } else {
+    let outcome = match s.host.renew(r, at).await {
+        Ok(o) => o,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&outcome)?;
+    }
+    Ok(match outcome {
+        ResumeOutcome::Resumable(lease) => {
+            if !target.json {
                 print_lease(&lease);
             }
-            Ok(0)
+            0
         }
-        Err(e) => Ok(report_error(&e)),
-    }
+        ResumeOutcome::Expired(reason) => {
+            if !target.json {
+                println!("expired: {reason}");
+            }
+            EXIT_EXPIRED
+        }
+    })
 }
 
 /// `release`

@@ -310,8 +310,11 @@ impl Guest for Component {
         }
     }
 
-    fn renew(lease: wit::LeaseRef, expires_at: i64) -> Result<wit::Lease, wit::ProviderError> {
-        provider().renew(lease_ref_from_wit(lease), expires_at).map(lease_to_wit).map_err(error_to_wit)
+    fn renew(lease: wit::LeaseRef, expires_at: i64) -> Result<wit::ResumeOutcome, wit::ProviderError> {
+        match provider().renew(lease_ref_from_wit(lease), expires_at).map_err(error_to_wit)? {
+            ResumeOutcome::Resumable(l) => Ok(wit::ResumeOutcome::Resumable(lease_to_wit(l))),
+            ResumeOutcome::Expired(reason) => Ok(wit::ResumeOutcome::Expired(reason)),
+        }
     }
 
     fn release(lease: wit::LeaseRef) -> Result<(), wit::ProviderError> {

@@ -93,8 +93,9 @@ impl<K: Kube, C: Clock, L: Log> Provider<K, C, L> {
         resume::resume_check(&self.kube, &self.clock, &self.log, &lease)
     }
 
-    /// Moves the lease's expiry (epoch millis, capped at now + lease TTL).
-    pub fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<Lease, ProviderError> {
+    /// Moves the lease's expiry (epoch millis, capped at now + lease TTL); a gone sandbox is
+    /// `expired`, an error means "could not renew".
+    pub fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<ResumeOutcome, ProviderError> {
         renew::renew(&self.kube, &self.clock, &self.log, &lease, expires_at)
     }
 

@@ -1,7 +1,7 @@
 //! Renew: move a lease's leak guard with a merge patch (Sandbox `shutdownTime`, Job
 //! `activeDeadlineSeconds`, which counts from the Job's `status.startTime`). The new expiry is
 //! capped at now + lease TTL like at acquire. A workload that is gone, finished or replaced is
-//! an error of kind `rejected` that says the lease expired.
+//! an answer (`expired`, with the reason), not an error, as for resume-check.
 
 use serde_json::Value;
 
@@ -15,11 +15,24 @@ use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
+use crate::resume::ResumeOutcome;
 use crate::sandbox_manifest;
 use crate::workload_state::{JobState, SandboxState, job_state, sandbox_state};
 
-fn expired(what: &str, why: &str) -> ProviderError {
-    ProviderError::rejected(format!("cannot renew: {what} {why}; the lease expired. Acquire a new sandbox."))
+/// Why a renewal stopped: the lease turned out to be expired (an answer) or a call failed.
+enum Stop {
+    Expired(String),
+    Failed(ProviderError),
+}
+
+impl From<ProviderError> for Stop {
+    fn from(e: ProviderError) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+fn expired(what: &str, why: &str) -> Stop {
+    Stop::Expired(format!("cannot renew: {what} {why}; the lease expired. Acquire a new sandbox."))
 }
 
 /// Reads the workload and refuses one that is not this lease's live sandbox.
@@ -29,13 +42,13 @@ fn live_workload<K: Kube>(
     id: &LeaseId,
     lease: &Lease,
     what: &str,
-) -> Result<Value, ProviderError> {
+) -> Result<Value, Stop> {
     let workload = match kube.get(resource, Some(&id.namespace), &id.name) {
         Ok(w) => w,
         Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
             return Err(expired(what, "no longer exists (its expiry passed or it was deleted)"));
         }
-        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}")).into()),
     };
     let uid = object::uid(&workload).unwrap_or("");
     if !lease.workload_uid.is_empty() && uid != lease.workload_uid {
@@ -62,14 +75,29 @@ fn live_workload<K: Kube>(
     }
 }
 
-/// Moves the lease's expiry to `requested` (capped at now + TTL); returns the refreshed lease.
+/// Moves the lease's expiry to `requested` (capped at now + TTL): the refreshed lease, or
+/// `expired` when the workload is gone, finished or replaced. An error means "could not renew".
 pub fn renew<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
     log: &dyn Log,
     lease_ref: &LeaseRef,
     requested: i64,
-) -> Result<Lease, ProviderError> {
+) -> Result<ResumeOutcome, ProviderError> {
+    match try_renew(kube, clock, log, lease_ref, requested) {
+        Ok(lease) => Ok(ResumeOutcome::Resumable(lease)),
+        Err(Stop::Expired(reason)) => Ok(ResumeOutcome::Expired(reason)),
+        Err(Stop::Failed(e)) => Err(e),
+    }
+}
+
+fn try_renew<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    lease_ref: &LeaseRef,
+    requested: i64,
+) -> Result<Lease, Stop> {
     let lease = &lease_ref.lease;
     let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
     let config = config::parse(&lease_ref.config)?;
@@ -80,7 +108,8 @@ pub fn renew<K: Kube>(
         return Err(ProviderError::rejected(format!(
             "the new expiry ({}) is not at least a second in the future; to end the lease, release or destroy it.",
             rfc3339_seconds(requested)
-        )));
+        ))
+        .into());
     }
 
     let (resource, kind) = match id.backend {
@@ -112,7 +141,7 @@ pub fn renew<K: Kube>(
         Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
             return Err(expired(&what, "was deleted while renewing it"));
         }
-        Err(e) => return Err(ProviderError::from_kube(&e, &format!("renew {what}"))),
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("renew {what}")).into()),
     };
     if !lease.workload_uid.is_empty() && object::uid(&patched) != Some(lease.workload_uid.as_str()) {
         return Err(expired(&what, "was replaced by a new object while renewing it"));
@@ -132,6 +161,20 @@ mod tests {
     use super::*;
     use crate::testkit::{Env, NOW, NS, config, request, stored};
 
+    fn resumable(outcome: ResumeOutcome) -> Lease {
+        match outcome {
+            ResumeOutcome::Resumable(lease) => lease,
+            ResumeOutcome::Expired(why) => panic!("expected a renewed lease, got expired: {why}"),
+        }
+    }
+
+    fn expired_reason(outcome: ResumeOutcome) -> String {
+        match outcome {
+            ResumeOutcome::Expired(why) => why,
+            ResumeOutcome::Resumable(lease) => panic!("expected expired, got {lease:?}"),
+        }
+    }
+
     #[test]
     fn renewing_a_sandbox_moves_shutdown_time_capped_by_the_ttl() {
         let env = Env::new();
@@ -140,14 +183,14 @@ mod tests {
         let lease = stored(&provider.acquire(request(&config, "n-1")).unwrap(), &config);
         env.clock.advance(Duration::from_secs(600));
         let now = NOW + 601_010;
-        let renewed = provider.renew(lease.clone(), now + 1_800_000).unwrap();
+        let renewed = resumable(provider.renew(lease.clone(), now + 1_800_000).unwrap());
         let expected = (now + 1_800_000) / 1000 * 1000;
         assert_eq!(renewed.expires_at, Some(expected));
         let sandbox = env.kube.object("sandboxes", NS, "pc-n-1").unwrap();
         assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339_seconds(expected));
         assert!(LeaseMetadata::parse_lenient(&renewed.metadata).renewed_at.is_some());
 
-        let capped = provider.renew(lease, now + 10 * 3_600_000).unwrap();
+        let capped = resumable(provider.renew(lease, now + 10 * 3_600_000).unwrap());
         assert_eq!(capped.expires_at, Some((now + 3_600_000) / 1000 * 1000), "at most now + leaseTtlSeconds");
     }
 
@@ -161,7 +204,7 @@ mod tests {
             parse_rfc3339(env.kube.object("jobs", NS, "pc-n-2").unwrap()["status"]["startTime"].as_str().unwrap())
                 .unwrap();
         env.clock.advance(Duration::from_secs(1200));
-        let renewed = provider.renew(lease, NOW + 2_000_000).unwrap();
+        let renewed = resumable(provider.renew(lease, NOW + 2_000_000).unwrap());
         let job = env.kube.object("jobs", NS, "pc-n-2").unwrap();
         let seconds = (NOW + 2_000_000 - start) / 1000;
         assert_eq!(job["spec"]["activeDeadlineSeconds"], seconds);
@@ -176,17 +219,16 @@ mod tests {
         let config = config("sandbox");
         let lease = stored(&provider.acquire(request(&config, "n-3")).unwrap(), &config);
         env.kube.remove("sandboxes", NS, "pc-n-3");
-        let err = provider.renew(lease, NOW + 100_000).unwrap_err();
-        assert_eq!(err.kind(), "rejected");
-        assert!(err.message().contains("the lease expired"), "{err}");
+        let why = expired_reason(provider.renew(lease, NOW + 100_000).unwrap());
+        assert!(why.contains("the lease expired"), "{why}");
 
         let config = crate::testkit::config("job");
         let lease = stored(&provider.acquire(request(&config, "n-4")).unwrap(), &config);
         env.kube.modify("jobs", NS, "pc-n-4", |j| {
             j["status"]["conditions"] = json!([{"type": "Complete", "status": "True"}])
         });
-        let err = provider.renew(lease, NOW + 100_000).unwrap_err();
-        assert!(err.message().contains("has ended") && err.message().contains("the lease expired"), "{err}");
+        let why = expired_reason(provider.renew(lease, NOW + 100_000).unwrap());
+        assert!(why.contains("has ended") && why.contains("the lease expired"), "{why}");
     }
 
     #[test]

@@ -162,15 +162,16 @@ impl ProviderHost {
         result.map(ResumeOutcome::from).map_err(provider_error)
     }
 
-    /// Moves the lease's expiry to `expires_at` (epoch millis).
-    pub async fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<Lease, HostError> {
+    /// Moves the lease's expiry to `expires_at` (epoch millis): the renewed lease, or `expired`
+    /// when the sandbox is gone.
+    pub async fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<ResumeOutcome, HostError> {
         let lease = wit::LeaseRef::from(lease);
         let result = self
             .call("renew", move |guest, store| {
                 Box::pin(async move { guest.call_renew(store, &lease, expires_at).await })
             })
             .await?;
-        result.map(Lease::from).map_err(provider_error)
+        result.map(ResumeOutcome::from).map_err(provider_error)
     }
 
     /// Ends a run: destroys an ephemeral lease, suspends a reusable one.
