@@ -130,19 +130,25 @@ fn default_managed_by() -> String {
     DEFAULT_MANAGED_BY.to_string()
 }
 
-/// The resource rules the Kubernetes provider needs and no more: Sandboxes (both served
-/// versions) and Jobs fully, pods read-only, its per-lease Secrets without list or watch (so it
-/// cannot enumerate other secrets), the workspace claims of reusable leases get and delete only,
-/// namespaces get-only (probe checks existence), events none.
+/// The resource rules the Kubernetes provider needs and no more (a test in `tests/policy.rs`
+/// checks that a full set of lifecycles uses every grant): Sandboxes (both served versions)
+/// fully, Jobs without list or watch (readiness watches their pods), pods read-only, its
+/// per-lease Secrets without list or watch (so it cannot enumerate other secrets), delete of
+/// the workspace claims of reusable leases, namespaces get-only (probe checks existence),
+/// events none.
 pub fn default_rules() -> Vec<ResourceRule> {
     use Verb::*;
-    let workload = [Get, Create, Patch, Delete, List, Watch, Discovery];
     vec![
-        ResourceRule::new("agents.x-k8s.io", &["v1beta1", "v1alpha1"], "sandboxes", &workload),
-        ResourceRule::new("batch", &["v1"], "jobs", &workload),
+        ResourceRule::new(
+            "agents.x-k8s.io",
+            &["v1beta1", "v1alpha1"],
+            "sandboxes",
+            &[Get, Create, Patch, Delete, List, Watch, Discovery],
+        ),
+        ResourceRule::new("batch", &["v1"], "jobs", &[Get, Create, Patch, Delete]),
         ResourceRule::new("", &["v1"], "pods", &[Get, List, Watch]),
         ResourceRule::new("", &["v1"], "secrets", &[Create, Get, Delete, Patch]),
-        ResourceRule::new("", &["v1"], "persistentvolumeclaims", &[Get, Delete]),
+        ResourceRule::new("", &["v1"], "persistentvolumeclaims", &[Delete]),
         ResourceRule { namespaced: false, ..ResourceRule::new("", &["v1"], "namespaces", &[Get]) },
         ResourceRule::new("", &["v1"], "events", &[]),
     ]
@@ -368,8 +374,14 @@ mod tests {
         for verb in [Verb::Get, Verb::Create, Verb::Patch, Verb::Delete, Verb::List, Verb::Watch] {
             assert!(p.check(&access(verb, "agents.x-k8s.io", "v1beta1", "sandboxes", Some("agents"))).is_ok());
             assert!(p.check(&access(verb, "agents.x-k8s.io", "v1alpha1", "sandboxes", Some("agents"))).is_ok());
+        }
+        for verb in [Verb::Get, Verb::Create, Verb::Patch, Verb::Delete] {
             assert!(p.check(&access(verb, "batch", "v1", "jobs", Some("agents"))).is_ok());
         }
+        assert!(
+            p.check(&access(Verb::Watch, "batch", "v1", "jobs", Some("agents"))).is_err(),
+            "readiness watches pods"
+        );
         assert!(p.check(&access(Verb::Watch, "", "v1", "pods", Some("agents"))).is_ok());
         assert!(p.check(&access(Verb::Create, "", "v1", "secrets", Some("agents"))).is_ok());
         assert!(p.check(&access(Verb::Get, "", "v1", "namespaces", None)).is_err());
@@ -388,7 +400,7 @@ mod tests {
             (access(Verb::Get, "", "v1", "configmaps", Some("agents")), "no rule for this resource type"),
             (access(Verb::Get, "batch", "v2", "jobs", Some("agents")), "add it to the `versions`"),
             (access(Verb::Get, "batch", "v1", "jobs", Some("kube-system")), "add it to `namespaces`"),
-            (access(Verb::List, "batch", "v1", "jobs", None), "across all namespaces"),
+            (access(Verb::List, "agents.x-k8s.io", "v1beta1", "sandboxes", None), "across all namespaces"),
             (access(Verb::Get, "", "v1", "namespaces", Some("agents")), "cluster-scoped"),
         ];
         for (call, expected) in cases {
