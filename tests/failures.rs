@@ -8,17 +8,10 @@ use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::records::{ProviderError, ResumeOutcome};
 use serde_json::json;
-
-fn sandboxes(h: &Harness) -> Api<DynamicObject> {
-    let ar =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", "v1beta1", "Sandbox"), "sandboxes");
-    Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
-}
 
 fn provider_error(e: HostError) -> ProviderError {
     match e {
@@ -40,7 +33,7 @@ async fn knob_namespace(h: &Harness, knobs: &Behaviour) {
 }
 
 async fn nothing_left(h: &Harness, name: &str) {
-    assert!(sandboxes(h).get_opt(name).await.expect("get").is_none(), "Sandbox {name} left behind");
+    assert!(sandboxes(h, "v1beta1").get_opt(name).await.expect("get").is_none(), "Sandbox {name} left behind");
     let secrets: Api<Secret> = Api::namespaced(h.admin.clone(), NAMESPACE);
     assert!(secrets.get_opt(&format!("{name}-env")).await.expect("get").is_none(), "Secret left behind");
 }
@@ -53,12 +46,12 @@ async fn a_foreign_object_under_the_name_is_not_adopted() {
         "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}
     }))
     .expect("sandbox");
-    let created = sandboxes(&h).create(&PostParams::default(), &foreign).await.expect("foreign Sandbox");
+    let created = sandboxes(&h, "v1beta1").create(&PostParams::default(), &foreign).await.expect("foreign Sandbox");
     let err =
         provider_error(h.host.acquire(request(&config("sandbox", json!({})), "taken-1")).await.expect_err("conflict"));
     assert_eq!(err.kind(), "conflict", "{err:?}");
     assert!(err.message().contains("pc-taken-1"), "the error names the object: {}", err.message());
-    let still = sandboxes(&h).get("pc-taken-1").await.expect("the foreign object is untouched");
+    let still = sandboxes(&h, "v1beta1").get("pc-taken-1").await.expect("the foreign object is untouched");
     assert_eq!(still.metadata.uid, created.metadata.uid);
 }
 
@@ -148,20 +141,23 @@ async fn resume_check_answers() {
     h.cluster.faults().clear();
 
     let name = lease.provider_lease_id.split(':').nth(3).unwrap_or_default().to_string();
-    sandboxes(&h).delete(&name, &DeleteParams::background()).await.expect("someone deletes the Sandbox");
+    sandboxes(&h, "v1beta1").delete(&name, &DeleteParams::background()).await.expect("someone deletes the Sandbox");
     let replacement: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": name},
         "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
     }))
     .expect("sandbox");
-    sandboxes(&h).create(&PostParams::default(), &replacement).await.expect("a new Sandbox under the old name");
+    sandboxes(&h, "v1beta1")
+        .create(&PostParams::default(), &replacement)
+        .await
+        .expect("a new Sandbox under the old name");
     match h.host.resume_check(r.clone()).await.expect("resume-check") {
         ResumeOutcome::Expired(why) => {
             assert!(why.contains("uid") || why.contains("replaced") || why.contains("recreated"), "{why}")
         }
         ResumeOutcome::Resumable(_) => panic!("a different object under the same name is not this lease"),
     }
-    sandboxes(&h).delete(&name, &DeleteParams::background()).await.expect("delete the replacement");
+    sandboxes(&h, "v1beta1").delete(&name, &DeleteParams::background()).await.expect("delete the replacement");
     assert!(
         matches!(h.host.resume_check(r).await.expect("resume-check"), ResumeOutcome::Expired(_)),
         "gone is expired"

@@ -4,17 +4,10 @@
 use embedded_cluster::SandboxVersions;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, ListParams};
 use provider_e2e::*;
 use provider_host::records::{Backend, DeleteOutcome, ResumeOutcome};
 use serde_json::json;
-
-fn sandboxes(h: &Harness, version: &str) -> Api<DynamicObject> {
-    let ar =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", version, "Sandbox"), "sandboxes");
-    Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
-}
 
 fn renewed(outcome: ResumeOutcome) -> provider_host::records::Lease {
     match outcome {
@@ -161,9 +154,8 @@ async fn destroy_works_from_the_lease_id_alone_twice_and_concurrently() {
             .is_none()
     );
     let pods = Api::<Pod>::namespaced(h.admin.clone(), NAMESPACE);
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !pods.list(&ListParams::default()).await.expect("list").items.is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "the sandbox pod was never collected");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually("the sandbox pod to be collected", || async {
+        pods.list(&ListParams::default()).await.is_ok_and(|l| l.items.is_empty())
+    })
+    .await;
 }

@@ -4,32 +4,10 @@ use std::time::Duration;
 
 use embedded_cluster::SandboxVersions;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use provider_e2e::*;
 use provider_host::records::ResumeOutcome;
 use serde_json::json;
-
-fn sandboxes(h: &Harness) -> Api<DynamicObject> {
-    let ar =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", "v1beta1", "Sandbox"), "sandboxes");
-    Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
-}
-
-async fn eventually<F, Fut>(what: &str, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while tokio::time::Instant::now() < deadline {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
 
 #[tokio::test]
 async fn a_reusable_lease_is_suspended_on_release_and_resumed_by_resume_check() {
@@ -43,7 +21,7 @@ async fn a_reusable_lease_is_suspended_on_release_and_resumed_by_resume_check() 
     let r = lease_ref(&lease, &cfg);
 
     h.host.release(r.clone()).await.expect("release suspends");
-    let suspended = sandboxes(&h).get(name).await.expect("the Sandbox is kept");
+    let suspended = sandboxes(&h, "v1beta1").get(name).await.expect("the Sandbox is kept");
     assert_eq!(suspended.data["spec"]["operatingMode"], "Suspended");
     let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
     eventually("the pod to stop", || async { pods.get_opt(name).await.ok().flatten().is_none() }).await;
@@ -57,7 +35,7 @@ async fn a_reusable_lease_is_suspended_on_release_and_resumed_by_resume_check() 
         }
         ResumeOutcome::Expired(why) => panic!("a suspended reusable lease resumes: {why}"),
     }
-    assert_eq!(sandboxes(&h).get(name).await.expect("sandbox").data["spec"]["operatingMode"], "Running");
+    assert_eq!(sandboxes(&h, "v1beta1").get(name).await.expect("sandbox").data["spec"]["operatingMode"], "Running");
 
     let report = h.host.destroy(r).await.expect("destroy");
     assert!(report.objects.iter().any(|o| o.kind == "PersistentVolumeClaim"), "destroy covers the claim: {report:?}");
@@ -74,7 +52,7 @@ async fn the_leak_guard_removes_an_abandoned_sandbox() {
     let lease = h.host.acquire(request(&cfg, "abandoned-1")).await.expect("acquire");
     h.cluster.clock().advance(Duration::from_secs(2 * 3600));
     eventually("the expired Sandbox to be deleted by the cluster", || async {
-        sandboxes(&h).get_opt("pc-abandoned-1").await.ok().flatten().is_none()
+        sandboxes(&h, "v1beta1").get_opt("pc-abandoned-1").await.ok().flatten().is_none()
     })
     .await;
     match h.host.resume_check(lease_ref(&lease, &cfg)).await.expect("resume-check") {
@@ -88,7 +66,7 @@ async fn a_terminating_workload_is_expired() {
     let h = Harness::start(SandboxVersions::Both).await;
     let cfg = config("sandbox", json!({}));
     let lease = h.host.acquire(request(&cfg, "ending-1")).await.expect("acquire");
-    sandboxes(&h)
+    sandboxes(&h, "v1beta1")
         .patch(
             "pc-ending-1",
             &PatchParams::default(),
@@ -96,12 +74,12 @@ async fn a_terminating_workload_is_expired() {
         )
         .await
         .expect("hold the Sandbox");
-    sandboxes(&h).delete("pc-ending-1", &DeleteParams::background()).await.expect("delete");
+    sandboxes(&h, "v1beta1").delete("pc-ending-1", &DeleteParams::background()).await.expect("delete");
     match h.host.resume_check(lease_ref(&lease, &cfg)).await.expect("resume-check") {
         ResumeOutcome::Expired(why) => assert!(why.contains("terminat") || why.contains("deleted"), "{why}"),
         ResumeOutcome::Resumable(_) => panic!("a terminating Sandbox is never handed back"),
     }
-    sandboxes(&h)
+    sandboxes(&h, "v1beta1")
         .patch("pc-ending-1", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
         .await
         .expect("release the hold");

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef};
 use provider_host::{ComponentSource, HostOptions, Policy, ProviderHost};
 use serde_json::{Value, json};
@@ -70,6 +71,29 @@ impl Harness {
     pub fn provider_calls_since(&self, mark: u64) -> Vec<embedded_cluster::request_log::Entry> {
         self.cluster.requests().since(mark).into_iter().filter(|e| e.user == PROVIDER_USER).collect()
     }
+}
+
+/// The Sandboxes of the test namespace in one API version, as the cluster admin sees them.
+pub fn sandboxes(h: &Harness, version: &str) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", version, "Sandbox"), "sandboxes");
+    Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
+}
+
+/// Polls `f` until true, for states no single watch shows (controllers act asynchronously).
+pub async fn eventually<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while tokio::time::Instant::now() < deadline {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for: {what}");
 }
 
 /// A provider config for a backend, with extra keys merged in.
