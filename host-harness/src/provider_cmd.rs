@@ -302,19 +302,24 @@ pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
-    if target.json {
-        print_json(&outcome)?;
+    print_outcome(&outcome, target.json)
+}
+
+/// Prints a resume-check or renew answer; the exit code tells resumable (0) from expired (3).
+fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
+    if json {
+        print_json(outcome)?;
     }
     Ok(match outcome {
         ResumeOutcome::Resumable(lease) => {
-            if !target.json {
+            if !json {
                 println!("resumable");
-                print_lease(&lease);
+                print_lease(lease);
             }
             0
         }
         ResumeOutcome::Expired(reason) => {
-            if !target.json {
+            if !json {
                 println!("expired: {reason}");
             }
             EXIT_EXPIRED
@@ -331,23 +336,7 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
-    if target.json {
-        print_json(&outcome)?;
-    }
-    Ok(match outcome {
-        ResumeOutcome::Resumable(lease) => {
-            if !target.json {
-                print_lease(&lease);
-            }
-            0
-        }
-        ResumeOutcome::Expired(reason) => {
-            if !target.json {
-                println!("expired: {reason}");
-            }
-            EXIT_EXPIRED
-        }
-    })
+    print_outcome(&outcome, target.json)
 }
 
 /// `release`
