@@ -10,7 +10,7 @@ use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, SandboxVersio
 use provider_host::bindings::paperclip::sandbox_provider::kube::{
     DeleteOptions, KubeError, ListOptions, PatchType, Propagation, ResourceType, WatchEvent, WatchOptions,
 };
-use provider_host::policy::{DEFAULT_MANAGED_BY, MANAGED_BY_LABEL, Policy};
+use provider_host::policy::{DEFAULT_MANAGED_BY, MANAGED_BY_LABEL, Policy, Verb};
 use provider_host::{KubeHost, client_from_config};
 use serde_json::{Value, json};
 
@@ -39,8 +39,19 @@ async fn host_with(c: &EmbeddedCluster, policy: Policy, timeout: Duration) -> Ku
     KubeHost::new(client_for(c, ADMIN_USER).await, Arc::new(policy), timeout)
 }
 
+/// The provider's default policy plus list, watch and discovery on Jobs: these tests exercise
+/// the kube implementation with Jobs, which the provider itself only gets, creates, patches and
+/// deletes (readiness watches their pods).
+fn test_policy() -> Policy {
+    let mut policy = Policy::kubernetes_default([NS]);
+    for rule in policy.resources.iter_mut().filter(|r| r.plural == "jobs") {
+        rule.verbs.extend([Verb::List, Verb::Watch, Verb::Discovery]);
+    }
+    policy
+}
+
 async fn host(c: &EmbeddedCluster) -> KubeHost {
-    host_with(c, Policy::kubernetes_default([NS]), Duration::from_secs(10)).await
+    host_with(c, test_policy(), Duration::from_secs(10)).await
 }
 
 fn rt(group: &str, version: &str, plural: &str) -> ResourceType {
@@ -288,7 +299,7 @@ async fn overload_is_unavailable_with_retry_after() {
 #[tokio::test]
 async fn slow_answers_time_out_and_dropped_connections_are_transport_errors() {
     let c = cluster().await;
-    let h = host_with(&c, Policy::kubernetes_default([NS]), Duration::from_millis(300)).await;
+    let h = host_with(&c, test_policy(), Duration::from_millis(300)).await;
     c.faults().add(Rule {
         matches: Match { verb: Some("get".into()), name: Some("slow".into()), ..Default::default() },
         action: Action::Delay { millis: 2_000 },
