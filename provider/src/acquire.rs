@@ -7,16 +7,15 @@
 //! created or adopted, with its own short budget, and returns the original error.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use sandbox_contract::{AcquireRequest, EnvVar};
 use serde_json::{Value, json};
 
 use crate::api_versions;
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
 use crate::config::{self, Backend, Config};
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::job_manifest::{self, JobParams};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
@@ -32,40 +31,6 @@ use crate::workload_state::expiry_of;
 
 /// How long clean-up after a failed acquire may take, on top of the acquire's own deadline.
 pub const COMPENSATION_BUDGET: Duration = Duration::from_secs(5);
-
-/// One environment variable for the sandbox (mirrors the WIT `env-var`). Its `Debug` hides
-/// secret values.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct EnvVar {
-    pub name: String,
-    pub value: String,
-    pub secret: bool,
-}
-
-impl fmt::Debug for EnvVar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let value = if self.secret { crate::redact::REDACTED } else { self.value.as_str() };
-        f.debug_struct("EnvVar").field("name", &self.name).field("value", &value).field("secret", &self.secret).finish()
-    }
-}
-
-/// What acquire is asked for (mirrors the WIT `acquire-request`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct AcquireRequest {
-    /// The provider config (JSON), as validate-config normalized it.
-    pub config: String,
-    pub run_id: String,
-    /// The idempotency key; the workload's name derives from it.
-    pub acquisition_id: String,
-    pub agent_id: Option<String>,
-    /// The sandbox must not outlive this instant (epoch millis).
-    pub requested_expires_at: Option<i64>,
-    pub env: Vec<EnvVar>,
-    /// Ask for a lease that release suspends instead of destroying.
-    pub reusable: bool,
-}
 
 /// Everything decided before the first create.
 struct Plan {

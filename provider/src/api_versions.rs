@@ -2,7 +2,7 @@
 //! (discovered, preferring v1beta1, or pinned by config) a lease records.
 
 use crate::config::SandboxApiVersion;
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, ResourceType};
 
 /// agent-sandbox's API group.

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::errors::ProviderError;
@@ -22,25 +22,7 @@ pub const DEFAULT_LEASE_TTL_SECONDS: u32 = 3600;
 /// Default command: a sandbox must keep running while the host executes commands in it.
 pub const DEFAULT_COMMAND: [&str; 2] = ["sleep", "infinity"];
 
-/// Where a provider runs a sandbox (mirrors the WIT `backend`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Backend {
-    /// An agent-sandbox `Sandbox` (`agents.x-k8s.io`).
-    Sandbox,
-    /// A `batch/v1` Job.
-    Job,
-}
-
-impl Backend {
-    /// `sandbox` or `job`, as in config and lease ids.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sandbox => "sandbox",
-            Self::Job => "job",
-        }
-    }
-}
+pub use sandbox_contract::{Backend, ConfigProblem, Validation};
 
 /// Which Sandbox API version to create with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -200,25 +182,6 @@ pub struct Config {
     pub job: JobSettings,
     pub sandbox: SandboxSettings,
     pub security: Security,
-}
-
-/// A problem in a config, with the JSON pointer of the field (mirrors the WIT `config-problem`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ConfigProblem {
-    pub path: String,
-    pub message: String,
-}
-
-/// The outcome of validating a config (mirrors the WIT `validation`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Validation {
-    pub ok: bool,
-    pub warnings: Vec<ConfigProblem>,
-    pub errors: Vec<ConfigProblem>,
-    /// The config with defaults filled in (JSON), when `ok`.
-    pub normalized_config: Option<String>,
 }
 
 /// Keys of the top-level object.

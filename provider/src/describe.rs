@@ -1,23 +1,8 @@
 //! Describe: who the provider is, what it can do, and the JSON Schema of its config.
 
-use serde::{Deserialize, Serialize};
+pub use sandbox_contract::ProviderInfo;
 
 use crate::config::{self, Backend};
-
-/// Identity and capabilities (mirrors the WIT `provider-info`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ProviderInfo {
-    /// The key a host registers the provider under.
-    pub driver_key: String,
-    pub display_name: String,
-    pub version: String,
-    /// JSON Schema (draft 2020-12) of the config, as JSON text.
-    pub config_schema: String,
-    /// `release` can keep a sandbox for a later resume-check (Sandbox backend with a workspace volume).
-    pub reusable_leases: bool,
-    pub backends: Vec<Backend>,
-}
 
 /// The provider's description.
 pub fn describe() -> ProviderInfo {

@@ -6,41 +6,15 @@
 //! each object, and the call fails only if something could not be deleted. Lease metadata is
 //! never read, so missing or garbage metadata changes nothing.
 
-use serde::{Deserialize, Serialize};
+pub use sandbox_contract::{DeleteOutcome, DestroyReport, ObjectReport};
 
 use crate::api_versions::{self, SandboxVersion};
 use crate::config::Backend;
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
 use crate::lease::LeaseRef;
 use crate::log::Log;
 use crate::naming::{LeaseId, workspace_pvc_name};
-
-/// What destroying one object did (mirrors the WIT `delete-outcome`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeleteOutcome {
-    Deleted,
-    AlreadyGone,
-    Failed(String),
-}
-
-/// One object of a lease and its outcome (mirrors the WIT `object-report`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ObjectReport {
-    /// `Sandbox`, `Job`, `Secret`, `PersistentVolumeClaim`.
-    pub kind: String,
-    pub name: String,
-    pub outcome: DeleteOutcome,
-}
-
-/// Every object a lease could own (mirrors the WIT `destroy-report`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct DestroyReport {
-    pub objects: Vec<ObjectReport>,
-}
 
 fn background() -> DeleteOptions {
     DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() }

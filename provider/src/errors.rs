@@ -1,176 +1,23 @@
-//! The provider's error type, mirroring the WIT `provider-error` variant, and the one place
-//! where a Kubernetes API failure is classified for the host.
+//! The provider's error type (the contract's `provider-error`), and the one place where a
+//! Kubernetes API failure is classified for the host.
 //!
 //! Every message says what happened, what it means, and what to do; `retryable` says whether
 //! the same call may succeed later. No message ever contains a secret value.
 
-use serde::{Deserialize, Serialize};
+pub use sandbox_contract::{ErrorDetail, InvalidConfigDetail, ProviderError};
 
 use crate::kube_api::KubeError;
 
-/// Message and retry advice of an error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ErrorDetail {
-    pub message: String,
-    pub retryable: bool,
-}
-
-/// A config field that makes the call impossible.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct InvalidConfigDetail {
-    /// JSON pointer of the field (`/image`).
-    pub path: String,
-    pub message: String,
-}
-
-/// Why a provider call failed (mirrors the WIT `provider-error`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderError {
-    /// The config is wrong; fix the field at `path`.
-    #[error("invalid config at {}: {}", .0.path, .0.message)]
-    InvalidConfig(InvalidConfigDetail),
-    /// The host's policy or the cluster's RBAC refused a call the provider needs.
-    #[error("forbidden: {}", .0.message)]
-    Forbidden(ErrorDetail),
-    /// An object exists that is not this lease's, or a concurrent change won.
-    #[error("conflict: {}", .0.message)]
-    Conflict(ErrorDetail),
-    /// No room: unschedulable, quota exhausted.
-    #[error("capacity: {}", .0.message)]
-    Capacity(ErrorDetail),
-    /// The image cannot be pulled.
-    #[error("image pull: {}", .0.message)]
-    ImagePull(ErrorDetail),
-    /// The request, or the sandbox's own state, makes the call impossible.
-    #[error("rejected: {}", .0.message)]
-    Rejected(ErrorDetail),
-    /// The call ran out of its deadline.
-    #[error("timeout: {}", .0.message)]
-    Timeout(ErrorDetail),
-    /// The cluster could not be reached or is overloaded.
-    #[error("unavailable: {}", .0.message)]
-    Unavailable(ErrorDetail),
-    /// A bug or an unexpected answer.
-    #[error("internal: {}", .0.message)]
-    Internal(ErrorDetail),
-}
-
-fn detail(message: impl Into<String>, retryable: bool) -> ErrorDetail {
-    ErrorDetail { message: message.into(), retryable }
-}
-
-impl ProviderError {
-    /// A config field is wrong.
-    pub fn invalid_config(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::InvalidConfig(InvalidConfigDetail { path: path.into(), message: message.into() })
-    }
-
-    /// Refused by policy or RBAC; retrying will not help until someone changes a permission.
-    pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::Forbidden(detail(message, false))
-    }
-
-    /// A foreign object or a lost race.
-    pub fn conflict(message: impl Into<String>, retryable: bool) -> Self {
-        Self::Conflict(detail(message, retryable))
-    }
-
-    /// No room now; may succeed later.
-    pub fn capacity(message: impl Into<String>) -> Self {
-        Self::Capacity(detail(message, true))
-    }
-
-    /// The image cannot be pulled; the config must change.
-    pub fn image_pull(message: impl Into<String>) -> Self {
-        Self::ImagePull(detail(message, false))
-    }
-
-    /// The request or the sandbox's state makes the call impossible; retrying will not help.
-    pub fn rejected(message: impl Into<String>) -> Self {
-        Self::Rejected(detail(message, false))
-    }
-
-    /// Out of time; may succeed later.
-    pub fn timeout(message: impl Into<String>) -> Self {
-        Self::Timeout(detail(message, true))
-    }
-
-    /// The cluster is unreachable or overloaded; may succeed later.
-    pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::Unavailable(detail(message, true))
-    }
-
-    /// Something the provider did not expect.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::Internal(detail(message, false))
-    }
-
-    /// The variant's stable name, as in the WIT (`image-pull`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::InvalidConfig(_) => "invalid-config",
-            Self::Forbidden(_) => "forbidden",
-            Self::Conflict(_) => "conflict",
-            Self::Capacity(_) => "capacity",
-            Self::ImagePull(_) => "image-pull",
-            Self::Rejected(_) => "rejected",
-            Self::Timeout(_) => "timeout",
-            Self::Unavailable(_) => "unavailable",
-            Self::Internal(_) => "internal",
-        }
-    }
-
-    /// What happened and what to do.
-    pub fn message(&self) -> &str {
-        match self {
-            Self::InvalidConfig(d) => &d.message,
-            Self::Forbidden(d)
-            | Self::Conflict(d)
-            | Self::Capacity(d)
-            | Self::ImagePull(d)
-            | Self::Rejected(d)
-            | Self::Timeout(d)
-            | Self::Unavailable(d)
-            | Self::Internal(d) => &d.message,
-        }
-    }
-
-    /// Whether the same call may succeed later.
-    pub fn retryable(&self) -> bool {
-        match self {
-            Self::InvalidConfig(_) => false,
-            Self::Forbidden(d)
-            | Self::Conflict(d)
-            | Self::Capacity(d)
-            | Self::ImagePull(d)
-            | Self::Rejected(d)
-            | Self::Timeout(d)
-            | Self::Unavailable(d)
-            | Self::Internal(d) => d.retryable,
-        }
-    }
-
-    /// The same error with its message rewritten (redaction, added context).
-    pub fn map_message(self, f: impl FnOnce(String) -> String) -> Self {
-        match self {
-            Self::InvalidConfig(d) => Self::InvalidConfig(InvalidConfigDetail { path: d.path, message: f(d.message) }),
-            Self::Forbidden(d) => Self::Forbidden(detail(f(d.message), d.retryable)),
-            Self::Conflict(d) => Self::Conflict(detail(f(d.message), d.retryable)),
-            Self::Capacity(d) => Self::Capacity(detail(f(d.message), d.retryable)),
-            Self::ImagePull(d) => Self::ImagePull(detail(f(d.message), d.retryable)),
-            Self::Rejected(d) => Self::Rejected(detail(f(d.message), d.retryable)),
-            Self::Timeout(d) => Self::Timeout(detail(f(d.message), d.retryable)),
-            Self::Unavailable(d) => Self::Unavailable(detail(f(d.message), d.retryable)),
-            Self::Internal(d) => Self::Internal(detail(f(d.message), d.retryable)),
-        }
-    }
-
+/// The provider's own way to build a [`ProviderError`]: the contract knows nothing of
+/// Kubernetes, so classifying an API failure lives here.
+pub trait FromKube {
     /// Classifies a failed API call. `action` names what was attempted, for the message
     /// (`create Sandbox team-a/pc-1`).
-    pub fn from_kube(error: &KubeError, action: &str) -> Self {
+    fn from_kube(error: &KubeError, action: &str) -> Self;
+}
+
+impl FromKube for ProviderError {
+    fn from_kube(error: &KubeError, action: &str) -> Self {
         match error {
             KubeError::NotFound(m) => Self::rejected(format!(
                 "{action} failed: not found ({m}). The namespace or the resource type may not exist on this \

@@ -3,40 +3,12 @@
 //! Metadata is informational: every later call works from the lease id and the lease's typed
 //! fields, so metadata that a host lost or mangled is read leniently and never fails a call.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::config::Backend;
-
-/// A provisioned sandbox (mirrors the WIT `lease`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Lease {
-    /// `k8s:<backend>:<namespace>:<name>[:pvc]`; destroy works from it alone.
-    pub provider_lease_id: String,
-    pub backend: Backend,
-    pub namespace: String,
-    /// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1` or `batch/v1`.
-    pub api_version: String,
-    /// The workload's uid: a new object under the same name is a different sandbox.
-    pub workload_uid: String,
-    pub pod_name: Option<String>,
-    pub pod_uid: Option<String>,
-    pub pod_ip: Option<String>,
-    /// When the cluster deletes the sandbox whatever happens to the host (epoch millis).
-    pub expires_at: Option<i64>,
-    pub reusable: bool,
-    /// [`LeaseMetadata`] as JSON; opaque to the host.
-    pub metadata: String,
-}
-
-/// A stored lease and the config it was made with (mirrors the WIT `lease-ref`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct LeaseRef {
-    pub lease: Lease,
-    pub config: String,
-}
+/// This provider's lease ids read `k8s:<backend>:<namespace>:<name>[:pvc]`, its API versions
+/// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1` or `batch/v1`, and its metadata is
+/// [`LeaseMetadata`] as JSON.
+pub use sandbox_contract::{Lease, LeaseRef};
 
 /// What the provider records in `lease.metadata`. Never a secret value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -112,6 +84,7 @@ impl LeaseMetadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Backend;
 
     #[test]
     fn metadata_round_trips() {

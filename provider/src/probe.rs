@@ -2,40 +2,12 @@
 //! Sandbox versions are served, and what the host's policy lets the provider read and watch.
 //! Every problem is a diagnostic; probe itself never fails.
 
-use serde::{Deserialize, Serialize};
+pub use sandbox_contract::{Diagnostic, ProbeResult, Severity};
 
 use crate::api_versions::{self, SANDBOX_GROUP, SandboxVersion};
 use crate::config::{self, Backend, SandboxApiVersion};
 use crate::kube_api::{Kube, KubeError, ResourceType, WatchOptions};
 use crate::log::Log;
-
-/// How bad a finding is (mirrors the WIT `severity`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-/// One finding (mirrors the WIT `diagnostic`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Diagnostic {
-    pub severity: Severity,
-    /// Stable machine-readable code (`namespace-missing`).
-    pub code: String,
-    pub message: String,
-}
-
-/// Whether a config can work (mirrors the WIT `probe-result`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ProbeResult {
-    pub ok: bool,
-    pub summary: String,
-    pub diagnostics: Vec<Diagnostic>,
-}
 
 struct Findings(Vec<Diagnostic>);
 

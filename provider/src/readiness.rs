@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, KubeError, ListOptions, ResourceType, Watch, WatchEvent, WatchOptions};
 use crate::log::Log;
 use crate::naming::fnv1a32_hex;

@@ -7,8 +7,8 @@
 use crate::errors::ProviderError;
 use crate::log::{Level, Log};
 
-/// What replaces a secret value in text.
-pub const REDACTED: &str = "[redacted]";
+/// The same marker the contract's `Debug` of secret env values shows.
+pub use sandbox_contract::REDACTED;
 
 /// Replaces known secret values in text.
 #[derive(Debug, Clone, Default)]

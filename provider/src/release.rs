@@ -5,7 +5,7 @@
 use crate::api_versions;
 use crate::config::Backend;
 use crate::destroy;
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, KubeError, PatchType};
 use crate::lease::LeaseRef;
 use crate::log::Log;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::api_versions;
 use crate::clock::{Clock, parse_rfc3339, rfc3339_seconds};
 use crate::config::{self, Backend};
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::job_manifest;
 use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};

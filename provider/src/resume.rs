@@ -9,12 +9,12 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use sandbox_contract::ResumeOutcome;
 
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
 use crate::config::{self, Backend, DEFAULT_READINESS_TIMEOUT_SECONDS};
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, KubeError, PatchType};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
@@ -23,16 +23,6 @@ use crate::object;
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::sandbox_manifest;
 use crate::workload_state::{JobState, SandboxState, expiry_of, job_state, sandbox_state};
-
-/// The answer of resume-check (mirrors the WIT `resume-outcome`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResumeOutcome {
-    /// Usable; pod, IP and expiry are refreshed.
-    Resumable(Lease),
-    /// Gone, terminating, finished or replaced; the reason says which and what to do.
-    Expired(String),
-}
 
 /// Checks a stored lease (see the module docs).
 pub fn resume_check<K: Kube>(
