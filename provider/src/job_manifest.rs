@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use crate::config::JobSettings;
@@ -27,13 +26,7 @@ pub struct JobParams<'a> {
 /// The Job manifest.
 pub fn job(p: JobParams<'_>) -> Result<Value, ProviderError> {
     let job = Job {
-        metadata: ObjectMeta {
-            name: Some(p.name.to_string()),
-            namespace: Some(p.namespace.to_string()),
-            labels: Some(p.labels.clone()),
-            annotations: Some(p.annotations.clone()),
-            ..Default::default()
-        },
+        metadata: crate::naming::object_meta(p.name, p.namespace, p.labels, p.annotations),
         spec: Some(JobSpec {
             backoff_limit: Some(p.settings.backoff_limit),
             ttl_seconds_after_finished: Some(p.settings.ttl_seconds_after_finished),

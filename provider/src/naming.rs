@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use crate::config::Backend;
 
 /// `app.kubernetes.io/managed-by`: who manages the object.
@@ -256,6 +258,23 @@ impl fmt::Display for LeaseId {
             f.write_str(":pvc")?;
         }
         Ok(())
+    }
+}
+
+/// The metadata every object a lease owns starts from: its name, namespace, labels and
+/// annotations (workload, Secret); one place so the three manifests cannot drift apart.
+pub fn object_meta(
+    name: &str,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        labels: Some(labels.clone()),
+        annotations: Some(annotations.clone()),
+        ..Default::default()
     }
 }
 

@@ -91,13 +91,7 @@ pub fn sandbox(p: &SandboxParams<'_>) -> Result<Value, ProviderError> {
     let manifest = Sandbox {
         api_version: p.version.resource().api_version(),
         kind: "Sandbox",
-        metadata: ObjectMeta {
-            name: Some(p.name.to_string()),
-            namespace: Some(p.namespace.to_string()),
-            labels: Some(p.labels.clone()),
-            annotations: Some(p.annotations.clone()),
-            ..Default::default()
-        },
+        metadata: crate::naming::object_meta(p.name, p.namespace, p.labels, p.annotations),
         spec: SandboxSpec {
             pod_template: p.template,
             volume_claim_templates: claims,

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use crate::acquire::EnvVar;
@@ -104,13 +103,7 @@ pub fn secret_manifest(
     data: &BTreeMap<String, String>,
 ) -> Result<Value, ProviderError> {
     let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            labels: Some(labels.clone()),
-            annotations: Some(annotations.clone()),
-            ..Default::default()
-        },
+        metadata: crate::naming::object_meta(name, namespace, labels, annotations),
         string_data: Some(data.clone()),
         type_: Some("Opaque".to_string()),
         ..Default::default()
