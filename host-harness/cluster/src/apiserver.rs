@@ -463,6 +463,20 @@ impl ApiServer {
                     "the name of the object does not match the name on the URL ({name})"
                 )));
             }
+            // As kube-apiserver's common metadata validation: a patch naming another uid is
+            // refused (clients use this as a precondition: "patch only this object").
+            if let Some(uid) = patched.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty())
+                && Some(uid) != current.pointer("/metadata/uid").and_then(Value::as_str)
+            {
+                return Err(ApiError::invalid(
+                    ctx.subject(name),
+                    &[crate::field_error::FieldError::invalid(
+                        "metadata.uid",
+                        format!("{uid:?}"),
+                        "field is immutable",
+                    )],
+                ));
+            }
             Self::check_kind(ctx, &mut patched, ctx.rt.kind)?;
             let findings = Self::decode_findings(ctx, &patched)?;
             let mut warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;

@@ -267,6 +267,26 @@ async fn sandbox_versions_share_one_object() {
 }
 
 #[tokio::test]
+async fn a_patch_naming_another_uid_changes_nothing() {
+    let c = cluster().await;
+    let secrets: Api<Secret> = Api::namespaced(c.client().await.expect("client"), "default");
+    let created = secrets
+        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "s"}})).expect("secret"))
+        .await
+        .expect("create");
+    let uid = created.uid().expect("uid");
+    let stale = json!({"metadata": {"uid": "4b8f1a52-0000-4000-8000-000000000000", "labels": {"a": "b"}}});
+    let err = api_error(secrets.patch("s", &PatchParams::default(), &Patch::Merge(stale)).await.expect_err("422"));
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert!(err.message.contains("metadata.uid: Invalid value: \"4b8f1a52"), "{}", err.message);
+    assert!(err.message.ends_with("field is immutable"), "{}", err.message);
+    assert!(secrets.get("s").await.expect("get").labels().get("a").is_none(), "the patch changed nothing");
+    let same = json!({"metadata": {"uid": uid, "labels": {"a": "b"}}});
+    let patched = secrets.patch("s", &PatchParams::default(), &Patch::Merge(same)).await.expect("the same uid patches");
+    assert_eq!(patched.labels().get("a").map(String::as_str), Some("b"));
+}
+
+#[tokio::test]
 async fn delete_returns_status_and_then_404() {
     let c = cluster().await;
     let pods: Api<Pod> = Api::namespaced(c.client().await.expect("client"), "default");
