@@ -1,4 +1,4 @@
-//! The records of the sandbox-provider contract (`wit/types.wit`) as plain Rust types, defined
+//! The records of the sandbox-provider contract (`wit/since_v0.2.0/types.wit`) as plain Rust types, defined
 //! once for the provider that produces them and the hosts that store and print them.
 //!
 //! Bindgen types carry no serde and differ between guest and host, so each side converts
@@ -153,6 +153,102 @@ pub struct DestroyReport {
     pub objects: Vec<ObjectReport>,
 }
 
+/// An operation on a resource type, as a provider declares and a host grants it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessVerb {
+    /// Read one object.
+    Get,
+    /// Create an object.
+    Create,
+    /// Patch an object (merge, JSON or strategic).
+    Patch,
+    /// Delete an object.
+    Delete,
+    /// List objects.
+    List,
+    /// Watch objects.
+    Watch,
+    /// Ask which versions of the rule's group are served.
+    Discovery,
+}
+
+impl AccessVerb {
+    /// Every verb, in the contract's order.
+    pub const ALL: [Self; 7] =
+        [Self::Get, Self::Create, Self::Patch, Self::Delete, Self::List, Self::Watch, Self::Discovery];
+
+    /// The WIT case name, which policies and messages use too.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::Create => "create",
+            Self::Patch => "patch",
+            Self::Delete => "delete",
+            Self::List => "list",
+            Self::Watch => "watch",
+            Self::Discovery => "discovery",
+        }
+    }
+}
+
+impl fmt::Display for AccessVerb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Access to one resource type: what a provider declares it needs, and (in a host's policy
+/// file) what an operator grants. The host runs a provider with the intersection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AccessRule {
+    /// API group; empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// The versions of the group the rule covers.
+    pub versions: Vec<String>,
+    /// The resource's plural name (`sandboxes`, `jobs`, `pods`).
+    pub plural: String,
+    /// The verbs; empty allows nothing.
+    #[serde(default)]
+    pub verbs: Vec<AccessVerb>,
+    /// Subresources that may be patched (`status`); none by default.
+    #[serde(default)]
+    pub subresources: Vec<String>,
+    /// Whether objects live in namespaces (false for `namespaces` itself).
+    #[serde(default = "default_true")]
+    pub namespaced: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl AccessRule {
+    /// A namespaced rule without subresources.
+    pub fn new(group: &str, versions: &[&str], plural: &str, verbs: &[AccessVerb]) -> Self {
+        Self {
+            group: group.to_string(),
+            versions: versions.iter().map(|v| (*v).to_string()).collect(),
+            plural: plural.to_string(),
+            verbs: verbs.to_vec(),
+            subresources: Vec::new(),
+            namespaced: true,
+        }
+    }
+
+    /// `plural` or `plural.group`, as Kubernetes names a resource type in messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+    }
+
+    /// Whether the rule grants `verb`.
+    pub fn allows(&self, verb: AccessVerb) -> bool {
+        self.verbs.contains(&verb)
+    }
+}
+
 /// What a provider is and can do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -166,6 +262,10 @@ pub struct ProviderInfo {
     /// Whether `release` can keep a sandbox for a later `resume-check`.
     pub reusable_leases: bool,
     pub backends: Vec<Backend>,
+    /// Everything the provider needs of the host's `kube` interface; empty for a provider of
+    /// contract 0.1.0, which could not declare it.
+    #[serde(default)]
+    pub access: Vec<AccessRule>,
 }
 
 /// A problem in a config, with the JSON pointer of the field (`/image`) so it can be fixed.
@@ -242,8 +342,10 @@ pub struct InvalidConfigDetail {
 pub enum ProviderError {
     /// The config is wrong; fix the field at `path`.
     InvalidConfig(InvalidConfigDetail),
-    /// The host's policy or the cluster's RBAC refused a call the provider needs.
+    /// The cluster's RBAC refused a call the provider needs.
     Forbidden(ErrorDetail),
+    /// The host's policy refused a call; nothing was sent to the cluster.
+    Denied(ErrorDetail),
     /// An object exists that is not this lease's, or a concurrent change won.
     Conflict(ErrorDetail),
     /// No room: unschedulable, quota exhausted.
@@ -272,6 +374,11 @@ impl ProviderError {
     /// Not retryable: it will not help until someone changes a permission.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::Forbidden(detail(message, false))
+    }
+
+    /// Not retryable: the operator's policy must change first.
+    pub fn denied(message: impl Into<String>) -> Self {
+        Self::Denied(detail(message, false))
     }
 
     /// Retryable only for a lost race, not for a foreign object.
@@ -315,6 +422,7 @@ impl ProviderError {
         match self {
             Self::InvalidConfig(_) => "invalid-config",
             Self::Forbidden(_) => "forbidden",
+            Self::Denied(_) => "denied",
             Self::Conflict(_) => "conflict",
             Self::Capacity(_) => "capacity",
             Self::ImagePull(_) => "image-pull",
@@ -342,6 +450,7 @@ impl ProviderError {
         match self {
             Self::InvalidConfig(d) => Err(d),
             Self::Forbidden(d)
+            | Self::Denied(d)
             | Self::Conflict(d)
             | Self::Capacity(d)
             | Self::ImagePull(d)
@@ -357,6 +466,7 @@ impl ProviderError {
         match self {
             Self::InvalidConfig(d) => Self::InvalidConfig(InvalidConfigDetail { path: d.path, message: f(d.message) }),
             Self::Forbidden(d) => Self::Forbidden(detail(f(d.message), d.retryable)),
+            Self::Denied(d) => Self::Denied(detail(f(d.message), d.retryable)),
             Self::Conflict(d) => Self::Conflict(detail(f(d.message), d.retryable)),
             Self::Capacity(d) => Self::Capacity(detail(f(d.message), d.retryable)),
             Self::ImagePull(d) => Self::ImagePull(detail(f(d.message), d.retryable)),

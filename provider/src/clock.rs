@@ -13,6 +13,15 @@ pub trait Clock {
     fn monotonic(&self) -> Duration;
     /// Blocks for `duration` (used only for capped back-off between watch reconnects).
     fn sleep(&self, duration: Duration);
+    /// Time left before the host ends the current call; `None` where no host sets a deadline
+    /// (native use). Waits and clean-up are planned inside it.
+    fn call_remaining(&self) -> Option<Duration> {
+        None
+    }
+    /// The deadline the host gives every call, so a config whose waits cannot fit is refused.
+    fn call_timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// The real clock: `std::time`, which wasm32-wasip2 maps to WASI clocks.

@@ -1,26 +1,29 @@
-//! The WebAssembly component glue: the `kube` and `log` imports as [`Kube`] and [`Log`], the
-//! clock from `std::time` (WASI clocks), and the exported `provider` interface converting WIT
-//! values to the crate's types and back. No decisions are made here.
+//! The WebAssembly component glue (contract 0.2.0): the `kube` and `log` imports as [`Kube`]
+//! and [`Log`], the clock from `std::time` (WASI clocks) with the host's call deadline from the
+//! `deadline` import, and the exported `provider` interface converting WIT values to the
+//! crate's types and back. No decisions are made here.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::clock::Clock;
 use crate::kube_api::{
     self, DeleteOptions, Kube, KubeError, ListOptions, PatchType, Propagation, WatchEvent, WatchOptions,
 };
 use crate::log::{Level, Log};
 use crate::{
-    AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, Lease, LeaseRef, ProbeResult, Provider,
+    AccessVerb, AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, Lease, LeaseRef, ProbeResult, Provider,
     ProviderError, ProviderInfo, ResumeOutcome, Severity, SystemClock, Validation,
 };
 
 wit_bindgen::generate!({
-    path: "../wit",
+    path: "../wit/since_v0.2.0",
     world: "kubernetes-provider",
 });
 
 use exports::paperclip::sandbox_provider::provider::Guest;
+use paperclip::sandbox_provider::deadline as host_deadline;
 use paperclip::sandbox_provider::kube as host;
 use paperclip::sandbox_provider::log as host_log;
 use paperclip::sandbox_provider::types as wit;
@@ -34,6 +37,31 @@ struct HostWatch(host::Watch);
 /// The host's `log` import.
 struct HostLog;
 
+/// WASI clocks, and the host's deadline for the call in progress.
+struct HostClock(SystemClock);
+
+impl Clock for HostClock {
+    fn now_millis(&self) -> i64 {
+        self.0.now_millis()
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.0.monotonic()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        self.0.sleep(duration)
+    }
+
+    fn call_remaining(&self) -> Option<Duration> {
+        Some(Duration::from_millis(host_deadline::remaining_millis()))
+    }
+
+    fn call_timeout(&self) -> Option<Duration> {
+        Some(Duration::from_millis(host_deadline::call_timeout_millis()))
+    }
+}
+
 fn resource(r: &kube_api::ResourceType) -> host::ResourceType {
     host::ResourceType { group: r.group.clone(), version: r.version.clone(), plural: r.plural.clone() }
 }
@@ -46,6 +74,8 @@ fn kube_error(e: host::KubeError) -> KubeError {
         host::KubeError::Gone(m) => KubeError::Gone(m),
         host::KubeError::Invalid(m) => KubeError::Invalid(m),
         host::KubeError::Forbidden(m) => KubeError::Forbidden(m),
+        host::KubeError::Denied(m) => KubeError::Denied(m),
+        host::KubeError::NotOwned(m) => KubeError::NotOwned(m),
         host::KubeError::Unauthorized(m) => KubeError::Unauthorized(m),
         host::KubeError::Timeout(m) => KubeError::Timeout(m),
         host::KubeError::Unavailable(d) => {
@@ -145,6 +175,10 @@ impl Kube for HostKube {
     fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
         host::served_versions(group).map_err(kube_error)
     }
+
+    fn check_namespace(&self, namespace: &str) -> Result<(), String> {
+        host::check_namespace(namespace)
+    }
 }
 
 impl kube_api::Watch for HostWatch {
@@ -233,6 +267,7 @@ fn error_to_wit(e: ProviderError) -> wit::ProviderError {
             wit::ProviderError::InvalidConfig(wit::InvalidConfigDetail { path: d.path, message: d.message })
         }
         ProviderError::Forbidden(d) => wit::ProviderError::Forbidden(detail(d)),
+        ProviderError::Denied(d) => wit::ProviderError::Denied(detail(d)),
         ProviderError::Conflict(d) => wit::ProviderError::Conflict(detail(d)),
         ProviderError::Capacity(d) => wit::ProviderError::Capacity(detail(d)),
         ProviderError::ImagePull(d) => wit::ProviderError::ImagePull(detail(d)),
@@ -247,8 +282,20 @@ fn problems_to_wit(problems: Vec<crate::ConfigProblem>) -> Vec<wit::ConfigProble
     problems.into_iter().map(|p| wit::ConfigProblem { path: p.path, message: p.message }).collect()
 }
 
-fn provider() -> Provider<HostKube, SystemClock, HostLog> {
-    Provider::new(HostKube, SystemClock::new(), HostLog)
+fn provider() -> Provider<HostKube, HostClock, HostLog> {
+    Provider::new(HostKube, HostClock(SystemClock::new()), HostLog)
+}
+
+fn verb_to_wit(v: AccessVerb) -> wit::AccessVerb {
+    match v {
+        AccessVerb::Get => wit::AccessVerb::Get,
+        AccessVerb::Create => wit::AccessVerb::Create,
+        AccessVerb::Patch => wit::AccessVerb::Patch,
+        AccessVerb::Delete => wit::AccessVerb::Delete,
+        AccessVerb::List => wit::AccessVerb::List,
+        AccessVerb::Watch => wit::AccessVerb::Watch,
+        AccessVerb::Discovery => wit::AccessVerb::Discovery,
+    }
 }
 
 /// The exported `provider` interface.
@@ -256,7 +303,7 @@ struct Component;
 
 impl Guest for Component {
     fn describe() -> wit::ProviderInfo {
-        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends } =
+        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends, access } =
             provider().describe();
         wit::ProviderInfo {
             driver_key,
@@ -265,6 +312,17 @@ impl Guest for Component {
             config_schema,
             reusable_leases,
             backends: backends.into_iter().map(backend_to_wit).collect(),
+            access: access
+                .into_iter()
+                .map(|r| wit::AccessRule {
+                    group: r.group,
+                    versions: r.versions,
+                    plural: r.plural,
+                    verbs: r.verbs.into_iter().map(verb_to_wit).collect(),
+                    subresources: r.subresources,
+                    namespaced: r.namespaced,
+                })
+                .collect(),
         }
     }
 

@@ -1,8 +1,38 @@
-//! Describe: who the provider is, what it can do, and the JSON Schema of its config.
+//! Describe: who the provider is, what it can do, the JSON Schema of its config, and the
+//! `kube` access it needs, declared so the host grants exactly that (two-sided capabilities:
+//! the host runs the provider with the intersection of this and the operator's policy).
 
-pub use sandbox_contract::ProviderInfo;
+pub use sandbox_contract::{AccessRule, AccessVerb, ProviderInfo};
 
+use crate::api_versions::{self, SandboxVersion};
 use crate::config::{self, Backend};
+use crate::kube_api::ResourceType;
+
+/// A namespaced rule for a resource type the provider uses, in every listed version.
+fn rule(types: &[ResourceType], verbs: &[AccessVerb]) -> AccessRule {
+    let first = &types[0];
+    let versions: Vec<&str> = types.iter().map(|t| t.version.as_str()).collect();
+    AccessRule::new(&first.group, &versions, &first.plural, verbs)
+}
+
+/// Everything the provider does through the host's `kube` interface, and no more (a test of
+/// the end-to-end suite checks that a full set of lifecycles uses every verb declared here):
+/// Sandboxes in both versions (created, watched for readiness, renewed, suspended, deleted;
+/// discovery picks the version), Jobs (readiness watches their pods instead), pods read-only,
+/// the per-lease Secret (refreshed when an earlier attempt made it), the workspace claim of a
+/// reusable lease (deleted by destroy), and the namespace object (probe checks it exists).
+pub fn access() -> Vec<AccessRule> {
+    use AccessVerb::*;
+    let sandboxes: Vec<ResourceType> = SandboxVersion::PREFERENCE.iter().map(|v| v.resource()).collect();
+    vec![
+        rule(&sandboxes, &[Get, Create, Patch, Delete, List, Watch, Discovery]),
+        rule(&[api_versions::jobs()], &[Get, Create, Patch, Delete]),
+        rule(&[api_versions::pods()], &[Get, List, Watch]),
+        rule(&[api_versions::secrets()], &[Create, Get, Delete, Patch]),
+        rule(&[api_versions::pvcs()], &[Delete]),
+        AccessRule { namespaced: false, ..rule(&[api_versions::namespaces()], &[Get]) },
+    ]
+}
 
 /// The provider's description.
 pub fn describe() -> ProviderInfo {
@@ -13,6 +43,7 @@ pub fn describe() -> ProviderInfo {
         config_schema: config::schema().to_string(),
         reusable_leases: true,
         backends: vec![Backend::Sandbox, Backend::Job],
+        access: access(),
     }
 }
 
@@ -28,5 +59,16 @@ mod tests {
         let schema: serde_json::Value = serde_json::from_str(&info.config_schema).unwrap();
         assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
         assert_eq!(schema["required"], serde_json::json!(["namespace", "image"]));
+    }
+
+    #[test]
+    fn declares_pods_read_only_and_no_listing_of_secrets() {
+        let access = access();
+        let find = |plural: &str| access.iter().find(|r| r.plural == plural).expect("declared");
+        assert_eq!(find("sandboxes").versions, vec!["v1beta1", "v1alpha1"]);
+        assert!(!find("pods").allows(AccessVerb::Delete) && !find("pods").allows(AccessVerb::Patch));
+        assert!(!find("secrets").allows(AccessVerb::List) && !find("secrets").allows(AccessVerb::Watch));
+        assert!(!find("namespaces").namespaced);
+        assert!(access.iter().all(|r| r.subresources.is_empty()), "no status writes");
     }
 }

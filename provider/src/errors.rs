@@ -41,9 +41,19 @@ impl FromKube for ProviderError {
                  lower the config's resources; retry later."
             )),
             KubeError::Forbidden(m) => Self::forbidden(format!(
-                "{action} was refused by the host's policy or the cluster's RBAC: {m}. Allow this verb on this \
-                 resource type in this namespace for the provider."
+                "{action} was refused by the cluster's RBAC: {m}. Grant the host's service account this verb on \
+                 this resource type in this namespace (`sandbox-host rbac` prints the Role it needs)."
             )),
+            KubeError::Denied(m) => {
+                Self::denied(format!("{action} was refused by the host, and nothing was sent to the cluster: {m}"))
+            }
+            KubeError::NotOwned(m) => Self::conflict(
+                format!(
+                    "{action} failed: the object exists and this installation did not create it ({m}). Another \
+                     installation or a person holds the name; the host will not touch it."
+                ),
+                false,
+            ),
             KubeError::Unauthorized(m) => Self::unavailable(format!(
                 "{action} failed: the cluster rejected the host's credentials ({m}). The host must refresh its \
                  kubeconfig or service-account token."
@@ -82,6 +92,8 @@ mod tests {
             (KubeError::Gone("x".into()), "unavailable", true),
             (KubeError::Invalid("x".into()), "rejected", false),
             (KubeError::Forbidden("denied".into()), "forbidden", false),
+            (KubeError::Denied("policy".into()), "denied", false),
+            (KubeError::NotOwned("not ours".into()), "conflict", false),
             (KubeError::Forbidden("exceeded quota: compute".into()), "capacity", true),
             (KubeError::Unauthorized("x".into()), "unavailable", true),
             (KubeError::Timeout("x".into()), "timeout", true),

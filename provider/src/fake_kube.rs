@@ -20,14 +20,15 @@ use crate::kube_api::{
 use crate::log::{Level, Log};
 use crate::naming::fnv1a32_hex;
 
-/// A clock that moves only when told (or when the provider sleeps or waits on a fake watch).
+/// A clock that moves only when told (or when the provider sleeps or waits on a fake watch),
+/// with an optional host call deadline.
 #[derive(Clone)]
-pub struct FakeClock(Rc<RefCell<(i64, Duration)>>);
+pub struct FakeClock(Rc<RefCell<(i64, Duration)>>, Rc<RefCell<Option<(Duration, Duration)>>>);
 
 impl FakeClock {
-    /// A clock at `wall_millis` (epoch millis) and monotonic zero.
+    /// A clock at `wall_millis` (epoch millis) and monotonic zero, with no host deadline.
     pub fn new(wall_millis: i64) -> Self {
-        Self(Rc::new(RefCell::new((wall_millis, Duration::ZERO))))
+        Self(Rc::new(RefCell::new((wall_millis, Duration::ZERO))), Rc::new(RefCell::new(None)))
     }
 
     /// Moves both clocks forward.
@@ -35,6 +36,12 @@ impl FakeClock {
         let mut t = self.0.borrow_mut();
         t.0 += i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
         t.1 += by;
+    }
+
+    /// Starts a host call now that the host ends after `timeout`, as the `deadline` import says.
+    pub fn set_host_deadline(&self, timeout: Duration) {
+        let now = self.0.borrow().1;
+        *self.1.borrow_mut() = Some((now + timeout, timeout));
     }
 
     fn advance_to(&self, monotonic: Duration) {
@@ -56,6 +63,15 @@ impl Clock for FakeClock {
 
     fn sleep(&self, duration: Duration) {
         self.advance(duration);
+    }
+
+    fn call_remaining(&self) -> Option<Duration> {
+        let now = self.0.borrow().1;
+        self.1.borrow().map(|(at, _)| at.saturating_sub(now))
+    }
+
+    fn call_timeout(&self) -> Option<Duration> {
+        self.1.borrow().map(|(_, timeout)| timeout)
     }
 }
 
@@ -189,6 +205,8 @@ struct State {
     behaviour: PodBehaviour,
     controllers: bool,
     timers: Vec<Timer>,
+    /// The host policy's namespaces; `None` allows every namespace.
+    allowed_namespaces: Option<Vec<String>>,
 }
 
 const SANDBOXES: &str = "sandboxes";
@@ -784,6 +802,11 @@ pub struct FakeKube {
 }
 
 impl FakeKube {
+    /// Lets the provider work only in these namespaces, as a host policy would.
+    pub fn allow_namespaces(&self, namespaces: &[&str]) {
+        self.state.borrow_mut().allowed_namespaces = Some(namespaces.iter().map(|n| n.to_string()).collect());
+    }
+
     /// A cluster serving core v1, batch/v1 and Sandbox v1beta1 + v1alpha1, with controllers
     /// that make pods Ready 1 s after creation.
     pub fn new(clock: FakeClock) -> Self {
@@ -805,6 +828,7 @@ impl FakeKube {
                 calls: Vec::new(),
                 behaviour: PodBehaviour::Ready { after: Duration::from_secs(1) },
                 controllers: true,
+                allowed_namespaces: None,
                 timers: Vec::new(),
             })),
         }
@@ -1165,6 +1189,15 @@ impl Kube for FakeKube {
         let mut s = self.state.borrow_mut();
         s.record(Verb::ServedVersions, group, None)?;
         Ok(s.served.get(group).cloned().unwrap_or_default())
+    }
+
+    fn check_namespace(&self, namespace: &str) -> Result<(), String> {
+        match &self.state.borrow().allowed_namespaces {
+            Some(allowed) if !allowed.iter().any(|n| n == namespace) => {
+                Err(format!("the host's policy does not allow namespace {namespace:?} (allowed: {allowed:?})"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 

@@ -95,8 +95,16 @@ pub enum KubeError {
     Gone(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    /// The cluster's RBAC refused the host's credentials (403).
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// The host refused before sending anything: outside its policy.
+    #[error("denied by the host: {0}")]
+    Denied(String),
+    /// The object exists but is not this installation's; the host neither reads nor writes it.
+    /// For a lease, its object is gone and another holds the name.
+    #[error("not this installation's: {0}")]
+    NotOwned(String),
     #[error("unauthorized: {0}")]
     Unauthorized(String),
     #[error("timeout: {0}")]
@@ -149,4 +157,7 @@ pub trait Kube {
     ) -> Result<Self::Watch, KubeError>;
     /// Versions a group serves, preferred first; empty when the group is not served.
     fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError>;
+    /// Whether the host's policy lets the provider work in `namespace` (no cluster call); the
+    /// error is the host's explanation.
+    fn check_namespace(&self, namespace: &str) -> Result<(), String>;
 }

@@ -12,6 +12,7 @@ pub mod config;
 pub mod describe;
 pub mod destroy;
 pub mod errors;
+pub mod host_fit;
 pub mod job_manifest;
 pub mod kube_api;
 pub mod lease;
@@ -40,7 +41,7 @@ mod component;
 pub use acquire::{AcquireRequest, EnvVar};
 pub use clock::{Clock, SystemClock};
 pub use config::{Backend, ConfigProblem, Validation};
-pub use describe::ProviderInfo;
+pub use describe::{AccessRule, AccessVerb, ProviderInfo};
 pub use destroy::{DeleteOutcome, DestroyReport, ObjectReport};
 pub use errors::{ErrorDetail, InvalidConfigDetail, ProviderError};
 pub use kube_api::{Kube, KubeError, Watch};
@@ -73,14 +74,15 @@ impl<K: Kube, C: Clock, L: Log> Provider<K, C, L> {
         describe::describe()
     }
 
-    /// Every problem of a config with its path, warnings, and the normalized config.
+    /// Every problem of a config with its path, warnings, and the normalized config; a config
+    /// the host's policy or deadline cannot run is invalid too ([`host_fit`]).
     pub fn validate_config(&self, config: &str) -> Validation {
-        config::validate(config)
+        host_fit::check(config::validate(config), &self.kube, &self.clock)
     }
 
     /// Whether a config can work against the cluster; problems are diagnostics, never errors.
     pub fn probe(&self, config: &str) -> ProbeResult {
-        probe::probe(&self.kube, &self.log, config)
+        probe::probe(&self.kube, &self.clock, &self.log, config)
     }
 
     /// Provisions a sandbox and waits until it is ready; idempotent on the acquisition id.

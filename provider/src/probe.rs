@@ -5,7 +5,9 @@
 pub use sandbox_contract::{Diagnostic, ProbeResult, Severity};
 
 use crate::api_versions::{self, SANDBOX_GROUP, SandboxVersion};
+use crate::clock::Clock;
 use crate::config::{self, Backend, SandboxApiVersion};
+use crate::host_fit;
 use crate::kube_api::{Kube, KubeError, ResourceType, WatchOptions};
 use crate::log::Log;
 
@@ -29,13 +31,14 @@ impl Findings {
 fn unreachable_code(error: &KubeError) -> &'static str {
     match error {
         KubeError::Forbidden(_) => "discovery-forbidden",
+        KubeError::Denied(_) => "discovery-denied",
         KubeError::Unauthorized(_) => "credentials-rejected",
         _ => "api-unreachable",
     }
 }
 
 /// Probes a config (see the module docs).
-pub fn probe<K: Kube>(kube: &K, log: &dyn Log, config_text: &str) -> ProbeResult {
+pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &str) -> ProbeResult {
     let mut found = Findings(Vec::new());
     let validation = config::validate(config_text);
     for problem in &validation.errors {
@@ -48,6 +51,15 @@ pub fn probe<K: Kube>(kube: &K, log: &dyn Log, config_text: &str) -> ProbeResult
         return found.finish(String::new());
     };
     let ns = config.namespace.as_str();
+    let unfit = host_fit::problems(ns, config.readiness_timeout_seconds, kube, clock);
+    for problem in &unfit {
+        let code = if problem.path == "/namespace" { "namespace-not-allowed" } else { "readiness-exceeds-deadline" };
+        found.add(Severity::Error, code, format!("{}: {}", problem.path, problem.message));
+    }
+    if unfit.iter().any(|p| p.path == "/namespace") {
+        // The host would deny every call in that namespace: probing it would only say so again.
+        return found.finish(String::new());
+    }
 
     let served = match api_versions::served_sandbox_versions(kube) {
         Ok(served) => served,
@@ -117,7 +129,7 @@ pub fn probe<K: Kube>(kube: &K, log: &dyn Log, config_text: &str) -> ProbeResult
             "namespace-missing",
             format!("namespace {ns} does not exist; create it (kubectl create namespace {ns}) or fix /namespace"),
         ),
-        Err(KubeError::Forbidden(m)) => found.add(
+        Err(KubeError::Forbidden(m) | KubeError::Denied(m)) => found.add(
             Severity::Warning,
             "namespace-check-forbidden",
             format!(
@@ -143,7 +155,7 @@ pub fn probe<K: Kube>(kube: &K, log: &dyn Log, config_text: &str) -> ProbeResult
         // needing a verb (like list on secrets) the provider never uses.
         match kube.get(resource, Some(ns), ACCESS_CHECK_NAME) {
             Ok(_) | Err(KubeError::NotFound(_)) => readable.push(resource.plural.clone()),
-            Err(KubeError::Forbidden(m)) => found.add(
+            Err(KubeError::Forbidden(m) | KubeError::Denied(m)) => found.add(
                 Severity::Error,
                 &format!("forbidden-{}", resource.plural),
                 format!(
@@ -161,7 +173,7 @@ pub fn probe<K: Kube>(kube: &K, log: &dyn Log, config_text: &str) -> ProbeResult
     let watch = WatchOptions { timeout_seconds: Some(1), ..Default::default() };
     match kube.watch(&api_versions::pods(), Some(ns), &watch) {
         Ok(_) => readable.push("pods (watch)".to_string()),
-        Err(KubeError::Forbidden(m)) => found.add(
+        Err(KubeError::Forbidden(m) | KubeError::Denied(m)) => found.add(
             Severity::Error,
             "forbidden-watch-pods",
             format!("the host's policy or RBAC forbids watching pods in {ns} ({m}); readiness is detected by watching"),
@@ -236,6 +248,16 @@ mod tests {
         assert!(!result.ok);
         let errors = codes(&result, Severity::Error);
         assert!(errors.contains(&"forbidden-secrets") && errors.contains(&"forbidden-watch-pods"), "{errors:?}");
+    }
+
+    #[test]
+    fn a_namespace_the_host_does_not_allow_is_reported_before_any_call() {
+        let env = Env::new();
+        env.kube.allow_namespaces(&["other"]);
+        let result = env.provider().probe(&config("sandbox"));
+        assert!(!result.ok);
+        assert_eq!(codes(&result, Severity::Error), vec!["namespace-not-allowed"]);
+        assert!(env.kube.calls().is_empty(), "{:?}", env.kube.calls());
     }
 
     #[test]

@@ -55,6 +55,19 @@ pub enum HostError {
         /// The size the guest tried to grow to.
         requested_bytes: u64,
     },
+    /// The input of a call is larger than the host passes to a guest; nothing was called.
+    #[error(
+        "{call} was refused: its input is {bytes} bytes, and the host passes at most {limit} to a provider \
+         (limits max-input-bytes); send less"
+    )]
+    InputTooLarge {
+        /// The export that was not called.
+        call: &'static str,
+        /// The size of the input.
+        bytes: u64,
+        /// The limit that applied.
+        limit: u64,
+    },
     /// The provider ran to completion and answered with its own typed error.
     #[error("{0}")]
     Provider(ProviderError),
@@ -67,7 +80,12 @@ impl HostError {
         match self {
             Self::Timeout { .. } | Self::Instantiate { .. } => true,
             Self::Provider(e) => e.retryable(),
-            Self::Config(_) | Self::Load(_) | Self::Link(_) | Self::Trap { .. } | Self::MemoryLimit { .. } => false,
+            Self::Config(_)
+            | Self::Load(_)
+            | Self::Link(_)
+            | Self::Trap { .. }
+            | Self::MemoryLimit { .. }
+            | Self::InputTooLarge { .. } => false,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::Value;
 
-use crate::bindings::paperclip::sandbox_provider::kube::{KubeError, OtherDetail, UnavailableDetail};
+use crate::bindings::kube::{KubeError, OtherDetail, UnavailableDetail};
 
 /// Longest piece of a non-`Status` error body passed on (a proxy's HTML page, say).
 const MAX_RAW_MESSAGE: usize = 512;

@@ -1,5 +1,7 @@
-//! The `kube` import: Kubernetes access for a provider through `kube::Client`, checked against
-//! the host [`Policy`] before anything is sent.
+//! The `kube` import: Kubernetes access for a provider through `kube::Client`, checked by the
+//! host before anything is sent: against the operator's [`Policy`] (namespaces, resource types,
+//! verbs), and against ownership (`crate::ownership`: every object read or written must be
+//! this installation's, every delete and patch carries the uid the host checked).
 //!
 //! Requests are raw (`Client::send` with URLs from group/version/plural) rather than
 //! `Api<DynamicObject>`: the contract moves JSON text both ways, so a typed round trip would
@@ -18,18 +20,16 @@ use http_body_util::BodyExt;
 use kube::client::Body;
 use serde_json::{Value, json};
 
-use wasmtime::component::Resource;
-
-use crate::bindings::paperclip::sandbox_provider::kube::{
-    self as kube_wit, DeleteOptions, KubeError, ListOptions, PatchType, Propagation, ResourceType, WatchEvent,
+use crate::bindings::kube::{
+    DeleteOptions, KubeError, ListOptions, PatchType, Propagation, ResourceType, UnavailableDetail, WatchEvent,
     WatchOptions,
 };
 use crate::error::HostError;
 use crate::kube_errors;
 use crate::kube_url;
 use crate::kube_watch::WatchStream;
-use crate::policy::{Access, Policy, Verb};
-use crate::state::CallState;
+use crate::ownership::{self, CallMemory, ControllerRef, KindCache, Owner};
+use crate::policy::{Access, AccessVerb, Policy, quoted};
 
 /// Builds a client for the host from a kube config, with `kube`'s built-in retries switched
 /// off: its default retries 429/503/504 for up to minutes, hidden inside one guest request,
@@ -40,17 +40,22 @@ pub fn client_from_config(mut config: kube::Config) -> Result<kube::Client, Host
     kube::Client::try_from(config).map_err(|e| HostError::Config(format!("cannot build the Kubernetes client: {e}")))
 }
 
-/// Policy-checked Kubernetes access; cheap to clone (one per call's store).
+/// Policy- and ownership-checked Kubernetes access; cheap to clone. [`KubeHost::for_call`]
+/// gives each call its own memory of what it was shown.
 #[derive(Clone)]
 pub struct KubeHost {
-    client: kube::Client,
+    /// `None` for a host loaded without a cluster (`describe`, `policy show`): every call is
+    /// then `unavailable`.
+    client: Option<kube::Client>,
     policy: Arc<Policy>,
     request_timeout: Duration,
+    kinds: KindCache,
+    memory: CallMemory,
 }
 
 /// What one request is about, for the policy, messages and log lines.
 struct Target<'a> {
-    verb: Verb,
+    verb: AccessVerb,
     rt: &'a ResourceType,
     namespace: Option<&'a str>,
     name: Option<&'a str>,
@@ -61,15 +66,20 @@ impl Target<'_> {
     fn describe(&self) -> String {
         let mut out = format!("{} {}", self.verb, qualified(self.rt));
         if let Some(ns) = self.namespace {
-            out.push_str(&format!(" in {ns}"));
+            out.push_str(&format!(" in {}", quoted(ns)));
         }
         if let Some(name) = self.name {
-            out.push_str(&format!(" {name:?}"));
+            out.push_str(&format!(" {}", quoted(name)));
         }
         if let Some(sub) = self.subresource {
-            out.push_str(&format!(" /{sub}"));
+            out.push_str(&format!(" /{}", quoted(sub)));
         }
         out
+    }
+
+    /// The same object, read by the host itself (ownership checks before a write).
+    fn read(&self) -> Target<'_> {
+        Target { verb: AccessVerb::Get, subresource: None, ..*self }
     }
 }
 
@@ -81,12 +91,34 @@ fn qualified(rt: &ResourceType) -> String {
     }
 }
 
+/// Namespace objects are checked by name against the policy, not by ownership: the operator
+/// allowed them by name, and nobody labels a namespace for a provider.
+fn is_namespace_type(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "namespaces"
+}
+
 const JSON: &str = "application/json";
 
 impl KubeHost {
     /// Access through `client`, limited by `policy`, each request bounded by `request_timeout`.
     pub fn new(client: kube::Client, policy: Arc<Policy>, request_timeout: Duration) -> Self {
-        Self { client, policy, request_timeout }
+        Self::with_client(Some(client), policy, request_timeout)
+    }
+
+    /// Access through `client`, or none: every call is then `unavailable`.
+    pub(crate) fn with_client(client: Option<kube::Client>, policy: Arc<Policy>, request_timeout: Duration) -> Self {
+        Self { client, policy, request_timeout, kinds: KindCache::default(), memory: CallMemory::default() }
+    }
+
+    /// The same access with a fresh memory of what was shown, for one call.
+    pub(crate) fn for_call(&self) -> Self {
+        Self { memory: CallMemory::default(), ..self.clone() }
+    }
+
+    /// The same client and caches under another policy (the effective one, once the provider's
+    /// declaration is known).
+    pub(crate) fn with_policy(&self, policy: Policy) -> Self {
+        Self { policy: Arc::new(policy), ..self.clone() }
     }
 
     /// The policy in force.
@@ -94,27 +126,38 @@ impl KubeHost {
         &self.policy
     }
 
-    /// Reads one object; returns its JSON.
-    pub async fn get(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> Result<String, KubeError> {
-        let target = Target { verb: Verb::Get, rt, namespace, name: Some(name), subresource: None };
-        self.allow(&target)?;
-        let url = kube_url::object(rt, namespace, name, None)?;
-        self.text(&target, request(Method::GET, url, None, Vec::new())?).await
+    /// Whether the policy lets the provider work in `namespace` (no request is sent).
+    pub fn check_namespace(&self, namespace: &str) -> Result<(), String> {
+        self.policy.check_namespace(namespace).map_err(|d| d.0)
     }
 
-    /// Creates an object from JSON, stamped with the policy's managed-by label; returns it.
+    /// Reads one object the installation owns (or a dependent of one); returns its JSON.
+    pub async fn get(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> Result<String, KubeError> {
+        let target = Target { verb: AccessVerb::Get, rt, namespace, name: Some(name), subresource: None };
+        self.allow(&target)?;
+        let url = kube_url::object(rt, namespace, name, None)?;
+        let text = self.text(&target, request(Method::GET, url, None, Vec::new())?).await?;
+        if is_namespace_type(rt) {
+            return Ok(text);
+        }
+        let object = parse(&target, &text)?;
+        self.require_visible(&target, &object).await?;
+        Ok(text)
+    }
+
+    /// Creates an object from JSON, stamped with the owner id; returns it.
     pub async fn create(&self, rt: &ResourceType, namespace: Option<&str>, body: &str) -> Result<String, KubeError> {
-        let target = Target { verb: Verb::Create, rt, namespace, name: None, subresource: None };
+        let target = Target { verb: AccessVerb::Create, rt, namespace, name: None, subresource: None };
         self.allow(&target)?;
         let labelled = self.policy.label_created(body).map_err(KubeError::Invalid)?;
         let url = kube_url::with_query(
             kube_url::collection(rt, namespace)?,
-            [("fieldManager", Some(self.policy.managed_by.as_str()))],
+            [("fieldManager", Some(self.policy.owner_id.as_str()))],
         );
         self.text(&target, request(Method::POST, url, Some(JSON), labelled.into_bytes())?).await
     }
 
-    /// Patches an object (or its `status`); returns the result.
+    /// Patches an owned object (or its `status`), guarded by the uid the host just read.
     pub async fn patch(
         &self,
         rt: &ResourceType,
@@ -124,8 +167,15 @@ impl KubeHost {
         body: &str,
         subresource: Option<&str>,
     ) -> Result<String, KubeError> {
-        let target = Target { verb: Verb::Patch, rt, namespace, name: Some(name), subresource };
+        let target = Target { verb: AccessVerb::Patch, rt, namespace, name: Some(name), subresource };
         self.allow(&target)?;
+        let patch: Value =
+            serde_json::from_str(body).map_err(|e| KubeError::Invalid(format!("the patch is not valid JSON: {e}")))?;
+        ownership::check_patch_keeps_owner(patch_type, &patch, &self.policy.owner_id)
+            .map_err(|why| self.deny(&target, why))?;
+        let current = self.read_for_write(&target).await?;
+        let uid = object_uid(&target, &current)?;
+        let guarded = ownership::guard_patch(patch_type, patch, uid).map_err(KubeError::Conflict)?;
         let content_type = match patch_type {
             PatchType::Merge => "application/merge-patch+json",
             PatchType::Json => "application/json-patch+json",
@@ -133,12 +183,13 @@ impl KubeHost {
         };
         let url = kube_url::with_query(
             kube_url::object(rt, namespace, name, subresource)?,
-            [("fieldManager", Some(self.policy.managed_by.as_str()))],
+            [("fieldManager", Some(self.policy.owner_id.as_str()))],
         );
-        self.text(&target, request(Method::PATCH, url, Some(content_type), body.as_bytes().to_vec())?).await
+        let body = guarded.to_string().into_bytes();
+        self.text(&target, request(Method::PATCH, url, Some(content_type), body)?).await
     }
 
-    /// Deletes an object with the given propagation and preconditions.
+    /// Deletes an owned object, with the uid the host just read as a precondition.
     pub async fn delete(
         &self,
         rt: &ResourceType,
@@ -146,21 +197,31 @@ impl KubeHost {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<(), KubeError> {
-        let target = Target { verb: Verb::Delete, rt, namespace, name: Some(name), subresource: None };
+        let target = Target { verb: AccessVerb::Delete, rt, namespace, name: Some(name), subresource: None };
         self.allow(&target)?;
+        let current = self.read_for_write(&target).await?;
+        let uid = object_uid(&target, &current)?;
+        if let Some(given) = options.precondition_uid.as_deref().filter(|given| *given != uid) {
+            return Err(KubeError::Conflict(format!(
+                "Precondition failed: UID in precondition: {}, UID in object meta: {uid}; the object was replaced",
+                quoted(given)
+            )));
+        }
+        let options = DeleteOptions { precondition_uid: Some(uid.to_string()), ..options.clone() };
         let url = kube_url::object(rt, namespace, name, None)?;
-        let body = delete_body(options);
+        let body = delete_body(&options);
         self.text(&target, request(Method::DELETE, url, Some(JSON), body.into_bytes())?).await.map(drop)
     }
 
-    /// Lists objects; returns the List JSON (with `metadata.resourceVersion` and `continue`).
+    /// Lists objects; returns the List JSON (with `metadata.resourceVersion` and `continue`)
+    /// holding only what the installation owns and its dependents.
     pub async fn list(
         &self,
         rt: &ResourceType,
         namespace: Option<&str>,
         options: &ListOptions,
     ) -> Result<String, KubeError> {
-        let target = Target { verb: Verb::List, rt, namespace, name: None, subresource: None };
+        let target = Target { verb: AccessVerb::List, rt, namespace, name: None, subresource: None };
         self.allow(&target)?;
         let limit = options.limit.map(|l| l.to_string());
         let url = kube_url::with_query(
@@ -173,17 +234,42 @@ impl KubeHost {
                 ("resourceVersion", options.resource_version.as_deref()),
             ],
         );
-        self.text(&target, request(Method::GET, url, None, Vec::new())?).await
+        let text = self.text(&target, request(Method::GET, url, None, Vec::new())?).await?;
+        if is_namespace_type(rt) {
+            return Ok(text);
+        }
+        let mut list = parse(&target, &text)?;
+        let items = list.get_mut("items").and_then(Value::as_array_mut).map(std::mem::take).unwrap_or_default();
+        let mut kept = Vec::with_capacity(items.len());
+        let mut hidden = 0usize;
+        for item in items {
+            if self.ownership(&item).await?.allowed() {
+                self.memory.show(&item);
+                kept.push(item);
+            } else {
+                hidden += 1;
+            }
+        }
+        if hidden > 0 {
+            tracing::debug!(target: "provider_host::ownership", call = %target.describe(), hidden,
+                "list items hidden: not this installation's");
+        }
+        list["items"] = Value::Array(kept);
+        // The count of the rest would tell the provider how many foreign objects exist.
+        if let Some(meta) = list.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("remainingItemCount");
+        }
+        Ok(list.to_string())
     }
 
-    /// Opens a watch; events are read with [`WatchStream::next`].
+    /// Opens a watch; events are read with [`KubeHost::next_event`], which hides foreign objects.
     pub async fn watch(
         &self,
         rt: &ResourceType,
         namespace: Option<&str>,
         options: &WatchOptions,
     ) -> Result<WatchStream, KubeError> {
-        let target = Target { verb: Verb::Watch, rt, namespace, name: None, subresource: None };
+        let target = Target { verb: AccessVerb::Watch, rt, namespace, name: None, subresource: None };
         self.allow(&target)?;
         let timeout = options.timeout_seconds.map(|t| t.to_string());
         let url = kube_url::with_query(
@@ -200,30 +286,76 @@ impl KubeHost {
         let mut req = request(Method::GET, url, None, Vec::new())?;
         req.headers_mut().insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         let body = self.open(&target, req).await?;
-        Ok(WatchStream::new(body, target.describe()))
+        Ok(WatchStream::new(body, target.describe(), is_namespace_type(rt)))
+    }
+
+    /// The next event of a watch the provider may see, waiting at most `timeout` in all: events
+    /// of foreign objects are skipped, and the deletion of an object the provider was shown in
+    /// this call is always passed on (its owner may be gone by then).
+    pub async fn next_event(
+        &self,
+        stream: &mut WatchStream,
+        timeout: Duration,
+    ) -> Result<Option<WatchEvent>, KubeError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(event) = stream.next(left).await? else {
+                return Ok(None);
+            };
+            let (text, deleted) = match &event {
+                WatchEvent::Bookmark(_) => return Ok(Some(event)),
+                WatchEvent::Added(t) | WatchEvent::Modified(t) => (t, false),
+                WatchEvent::Deleted(t) => (t, true),
+            };
+            if stream.namespaces() {
+                return Ok(Some(event));
+            }
+            let object: Value = serde_json::from_str(text).map_err(|e| {
+                KubeError::Transport(format!("{}: unreadable watch event ({e}); resume the watch", stream.what()))
+            })?;
+            let shown_before = deleted && ownership::uid(&object).is_some_and(|u| self.memory.shown(u));
+            if shown_before || self.ownership(&object).await?.allowed() {
+                self.memory.show(&object);
+                return Ok(Some(event));
+            }
+            tracing::debug!(target: "provider_host::ownership", watch = %stream.what(),
+                "watch event hidden: not this installation's");
+            if left.is_zero() {
+                return Ok(None);
+            }
+        }
     }
 
     /// The versions of an API group, preferred first; empty when the group is not served.
     pub async fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
         if let Err(denial) = self.policy.check_discovery(group) {
-            tracing::warn!(target: "provider_host::policy", verb = "discovery", group, reason = %denial,
-                "kube call denied by host policy");
-            return Err(KubeError::Forbidden(denial.0));
+            tracing::warn!(target: "provider_host::policy", verb = "discovery", group = %quoted(group),
+                reason = %denial, "kube call denied by host policy");
+            return Err(KubeError::Denied(denial.0));
         }
         let url = kube_url::group_discovery(group)?;
-        let what = format!("discovery of API group {group:?}");
-        let started = Instant::now();
-        let result = self.exchange(&what, request(Method::GET, url, None, Vec::new())?).await;
-        tracing::debug!(target: "provider_host::kube", verb = "discovery", group,
-            ok = result.is_ok(), millis = started.elapsed().as_millis() as u64, "kube request");
-        let text = match result {
-            Ok(text) => text,
-            Err(KubeError::NotFound(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e),
+        let what = format!("discovery of API group {}", quoted(group));
+        let text = match self.discovery(&what, url).await? {
+            Some(text) => text,
+            None => return Ok(Vec::new()),
         };
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| KubeError::Transport(format!("{what}: the answer is not JSON: {e}")))?;
         Ok(versions_of(group, &doc))
+    }
+
+    /// A discovery document (`None` on 404), logged like a request.
+    async fn discovery(&self, what: &str, url: String) -> Result<Option<String>, KubeError> {
+        let started = Instant::now();
+        let result = self.exchange(what, request(Method::GET, url, None, Vec::new())?).await;
+        tracing::debug!(target: "provider_host::kube", verb = "discovery", what,
+            ok = result.is_ok(), millis = started.elapsed().as_millis() as u64, "kube request");
+        match result {
+            Ok(text) => Ok(Some(text)),
+            Err(KubeError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn allow(&self, target: &Target<'_>) -> Result<(), KubeError> {
@@ -241,12 +373,147 @@ impl KubeHost {
                 target: "provider_host::policy",
                 verb = %target.verb,
                 resource = %qualified(target.rt),
-                namespace = target.namespace.unwrap_or_default(),
-                name = target.name.unwrap_or_default(),
+                namespace = %target.namespace.map(quoted).unwrap_or_default(),
+                name = %target.name.map(quoted).unwrap_or_default(),
                 reason = %denial,
                 "kube call denied by host policy"
             );
-            KubeError::Forbidden(denial.0)
+            KubeError::Denied(denial.0)
+        })
+    }
+
+    /// A refusal for an object that is not the installation's, logged for the operator.
+    fn not_owned(&self, target: &Target<'_>, why: String) -> KubeError {
+        tracing::warn!(target: "provider_host::ownership", call = %target.describe(), reason = %why,
+            "kube call refused: not this installation's object");
+        KubeError::NotOwned(format!("host refuses {}: {why}", target.describe()))
+    }
+
+    /// A refusal of a request the policy would allow but the host will not send as asked.
+    fn deny(&self, target: &Target<'_>, why: String) -> KubeError {
+        tracing::warn!(target: "provider_host::policy", call = %target.describe(), reason = %why,
+            "kube call denied by the host");
+        KubeError::Denied(format!("host denies {}: {why}", target.describe()))
+    }
+
+    /// Fails unless the provider may see `object`; remembers that it saw it.
+    async fn require_visible(&self, target: &Target<'_>, object: &Value) -> Result<(), KubeError> {
+        match self.ownership(object).await? {
+            Owner::Foreign(why) => Err(self.not_owned(target, why)),
+            Owner::Owned | Owner::Dependent => {
+                self.memory.show(object);
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads the target of a patch or delete as the host and proves it is the installation's.
+    async fn read_for_write(&self, target: &Target<'_>) -> Result<Value, KubeError> {
+        let read = target.read();
+        let name = target.name.unwrap_or_default();
+        let url = kube_url::object(target.rt, target.namespace, name, None)?;
+        let text = self.text(&read, request(Method::GET, url, None, Vec::new())?).await?;
+        let object = parse(&read, &text)?;
+        match self.ownership(&object).await? {
+            Owner::Foreign(why) => Err(self.not_owned(target, why)),
+            Owner::Owned | Owner::Dependent => Ok(object),
+        }
+    }
+
+    /// Whether `object` is the installation's, its dependent, or foreign (`crate::ownership`).
+    async fn ownership(&self, object: &Value) -> Result<Owner, KubeError> {
+        let owner_id = self.policy.owner_id.as_str();
+        if ownership::managed_by(object) == Some(owner_id) {
+            return Ok(Owner::Owned);
+        }
+        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+        let mut link = ownership::controller_ref(object);
+        let mut followed: Vec<String> = Vec::new();
+        let verdict = loop {
+            let Some(reference) = link else {
+                break Owner::Foreign(ownership::not_labelled(object, owner_id));
+            };
+            if followed.len() >= ownership::MAX_CHAIN {
+                break Owner::Foreign(format!(
+                    "its controller chain is longer than {} links before reaching an object of this installation",
+                    ownership::MAX_CHAIN
+                ));
+            }
+            if let Some(known) = self.memory.owner(&reference.uid) {
+                break if known { Owner::Dependent } else { Owner::Foreign(ownership::not_labelled(object, owner_id)) };
+            }
+            followed.push(reference.uid.clone());
+            let owner = match self.read_owner(&reference, namespace).await? {
+                Ok(owner) => owner,
+                Err(why) => break Owner::Foreign(why),
+            };
+            if ownership::managed_by(&owner) == Some(owner_id) {
+                break Owner::Dependent;
+            }
+            link = ownership::controller_ref(&owner);
+        };
+        for uid in &followed {
+            self.memory.remember_owner(uid, verdict.allowed());
+        }
+        Ok(verdict)
+    }
+
+    /// Reads the controller an object points at, as the host; `Ok(Err(why))` when it cannot
+    /// be the proof (not a type the policy reads, gone, replaced).
+    async fn read_owner(
+        &self,
+        reference: &ControllerRef,
+        namespace: Option<&str>,
+    ) -> Result<Result<Value, String>, KubeError> {
+        let controller = format!("its controller {} {}", reference.kind, quoted(&reference.name));
+        let Some(plural) = self.plural_of(&reference.api_version, &reference.kind).await? else {
+            return Ok(Err(format!("{controller} is of a kind the cluster does not serve")));
+        };
+        let (group, version) = match reference.api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), reference.api_version.clone()),
+        };
+        let Some(rule) = self.policy.rule(&group, &plural).filter(|r| r.versions.contains(&version)) else {
+            return Ok(Err(format!("{controller} is of a type the host's policy does not cover")));
+        };
+        let rt = ResourceType { group, version, plural };
+        let namespace = if rule.namespaced { namespace } else { None };
+        let target =
+            Target { verb: AccessVerb::Get, rt: &rt, namespace, name: Some(&reference.name), subresource: None };
+        let url = kube_url::object(&rt, namespace, &reference.name, None)?;
+        let owner = match self.text(&target, request(Method::GET, url, None, Vec::new())?).await {
+            Ok(text) => parse(&target, &text)?,
+            Err(KubeError::NotFound(_)) => return Ok(Err(format!("{controller} is gone"))),
+            Err(e) => return Err(e),
+        };
+        if ownership::uid(&owner) != Some(reference.uid.as_str()) {
+            return Ok(Err(format!("{controller} was replaced by another object of that name")));
+        }
+        Ok(Ok(owner))
+    }
+
+    /// The plural of `kind` in `api_version`, from discovery (cached for the host's life).
+    async fn plural_of(&self, api_version: &str, kind: &str) -> Result<Option<String>, KubeError> {
+        if let Some(known) = self.kinds.get(api_version, kind) {
+            return Ok(known);
+        }
+        let url = kube_url::group_version_discovery(api_version)?;
+        let what = format!("discovery of {}", quoted(api_version));
+        if let Some(text) = self.discovery(&what, url).await? {
+            let list: Value = serde_json::from_str(&text)
+                .map_err(|e| KubeError::Transport(format!("{what}: the answer is not JSON: {e}")))?;
+            self.kinds.fill(api_version, &list);
+        }
+        self.kinds.absent(api_version, kind);
+        Ok(self.kinds.get(api_version, kind).flatten())
+    }
+
+    fn client(&self) -> Result<&kube::Client, KubeError> {
+        self.client.as_ref().ok_or_else(|| {
+            KubeError::Unavailable(UnavailableDetail {
+                message: "this host was started without a cluster connection".to_string(),
+                retry_after_seconds: None,
+            })
         })
     }
 
@@ -262,9 +529,9 @@ impl KubeHost {
     async fn open(&self, target: &Target<'_>, req: Request<Vec<u8>>) -> Result<Body, KubeError> {
         let started = Instant::now();
         let what = target.describe();
+        let client = self.client()?;
         let opening = async {
-            let response =
-                self.client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
+            let response = client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
             if response.status().is_success() {
                 return Ok(response.into_body());
             }
@@ -282,9 +549,9 @@ impl KubeHost {
     }
 
     async fn exchange(&self, what: &str, req: Request<Vec<u8>>) -> Result<String, KubeError> {
+        let client = self.client()?;
         let exchange = async {
-            let response =
-                self.client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
+            let response = client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
             let code = response.status();
             let headers = response.headers().clone();
             let bytes =
@@ -305,7 +572,7 @@ impl KubeHost {
         let millis = started.elapsed().as_millis() as u64;
         let resource = qualified(target.rt);
         let namespace = target.namespace.unwrap_or_default();
-        let name = target.name.unwrap_or_default();
+        let name = target.name.map(quoted).unwrap_or_default();
         match error {
             None => tracing::debug!(target: "provider_host::kube", verb = %target.verb, resource, namespace, name,
                 millis, "kube request"),
@@ -313,6 +580,18 @@ impl KubeHost {
                 millis, error = error_kind(e), "kube request failed"),
         }
     }
+}
+
+/// An answer of the API server as JSON (an object the host must inspect).
+fn parse(target: &Target<'_>, text: &str) -> Result<Value, KubeError> {
+    serde_json::from_str(text)
+        .map_err(|e| KubeError::Transport(format!("{}: the answer is not JSON: {e}", target.describe())))
+}
+
+fn object_uid<'v>(target: &Target<'_>, object: &'v Value) -> Result<&'v str, KubeError> {
+    ownership::uid(object).ok_or_else(|| {
+        KubeError::Transport(format!("{}: the API server returned an object without a uid", target.describe()))
+    })
 }
 
 /// The WIT case name of an error, for log fields (messages may echo object fields).
@@ -324,6 +603,8 @@ pub(crate) fn error_kind(e: &KubeError) -> &'static str {
         KubeError::Gone(_) => "gone",
         KubeError::Invalid(_) => "invalid",
         KubeError::Forbidden(_) => "forbidden",
+        KubeError::Denied(_) => "denied",
+        KubeError::NotOwned(_) => "not-owned",
         KubeError::Unauthorized(_) => "unauthorized",
         KubeError::Timeout(_) => "timeout",
         KubeError::Unavailable(_) => "unavailable",
@@ -386,102 +667,6 @@ fn versions_of(group: &str, doc: &Value) -> Vec<String> {
         }
     }
     out
-}
-
-/// The bindgen glue: each import forwards to [`KubeHost`]; watches live in the call's
-/// resource table, at most `max-open-watches` at a time, and close when the guest drops them or
-/// the call's store goes away.
-impl kube_wit::Host for CallState {
-    async fn get(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        name: String,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.get(&resource, namespace.as_deref(), &name).await)
-    }
-
-    async fn create(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        body: String,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.create(&resource, namespace.as_deref(), &body).await)
-    }
-
-    async fn patch(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        name: String,
-        patch_type: PatchType,
-        body: String,
-        subresource: Option<String>,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.patch(&resource, namespace.as_deref(), &name, patch_type, &body, subresource.as_deref()).await)
-    }
-
-    async fn delete(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        name: String,
-        options: DeleteOptions,
-    ) -> wasmtime::Result<Result<(), KubeError>> {
-        Ok(self.kube.delete(&resource, namespace.as_deref(), &name, &options).await)
-    }
-
-    async fn list(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        options: ListOptions,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.list(&resource, namespace.as_deref(), &options).await)
-    }
-
-    async fn open_watch(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        options: WatchOptions,
-    ) -> wasmtime::Result<Result<Resource<WatchStream>, KubeError>> {
-        if self.open_watches >= self.max_open_watches {
-            return Ok(Err(KubeError::Forbidden(format!(
-                "the host allows {} open watches per call (limits max-open-watches); drop one first",
-                self.max_open_watches
-            ))));
-        }
-        let stream = match self.kube.watch(&resource, namespace.as_deref(), &options).await {
-            Ok(stream) => stream,
-            Err(e) => return Ok(Err(e)),
-        };
-        let handle = self.table.push(stream)?;
-        self.open_watches += 1;
-        Ok(Ok(handle))
-    }
-
-    async fn served_versions(&mut self, group: String) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
-        Ok(self.kube.served_versions(&group).await)
-    }
-}
-
-impl kube_wit::HostWatch for CallState {
-    async fn next(
-        &mut self,
-        watch: Resource<WatchStream>,
-        timeout_ms: u32,
-    ) -> wasmtime::Result<Result<Option<WatchEvent>, KubeError>> {
-        let stream = self.table.get_mut(&watch)?;
-        Ok(stream.next(Duration::from_millis(u64::from(timeout_ms))).await)
-    }
-
-    async fn drop(&mut self, watch: Resource<WatchStream>) -> wasmtime::Result<()> {
-        self.table.delete(watch)?;
-        self.open_watches = self.open_watches.saturating_sub(1);
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! Kubernetes names can have before it goes into a URL: a name like `../../secrets/x` or
 //! `a?b` is refused as `invalid` and never reaches the API server.
 
-use crate::bindings::paperclip::sandbox_provider::kube::{KubeError, ResourceType};
+use crate::bindings::kube::{KubeError, ResourceType};
 
 /// Longest segment accepted (a DNS subdomain).
 const MAX_SEGMENT: usize = 253;
@@ -20,8 +20,9 @@ pub(crate) fn segment<'a>(what: &str, value: &'a str) -> Result<&'a str, KubeErr
         Ok(value)
     } else {
         Err(KubeError::Invalid(format!(
-            "{what} {value:?} is not a valid Kubernetes name (1-{MAX_SEGMENT} characters of letters, digits, '-', \
-             '.', '_', ':')"
+            "{what} {} is not a valid Kubernetes name (1-{MAX_SEGMENT} characters of letters, digits, '-', \
+             '.', '_', ':')",
+            crate::policy::quoted(value)
         )))
     }
 }
@@ -79,6 +80,14 @@ pub(crate) fn group_discovery(group: &str) -> Result<String, KubeError> {
     if group.is_empty() { Ok("/api".to_string()) } else { Ok(format!("/apis/{}", segment("group", group)?)) }
 }
 
+/// The resource list of a group version (`v1` or `group/version`): `/api/v1`, `/apis/batch/v1`.
+pub(crate) fn group_version_discovery(api_version: &str) -> Result<String, KubeError> {
+    match api_version.split_once('/') {
+        None => Ok(format!("/api/{}", segment("version", api_version)?)),
+        Some((group, version)) => Ok(format!("/apis/{}/{}", segment("group", group)?, segment("version", version)?)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +106,13 @@ mod tests {
         );
         assert_eq!(group_discovery("").expect("ok"), "/api");
         assert_eq!(group_discovery("batch").expect("ok"), "/apis/batch");
+    }
+
+    #[test]
+    fn resource_lists_of_group_versions() {
+        assert_eq!(group_version_discovery("v1").expect("core"), "/api/v1");
+        assert_eq!(group_version_discovery("batch/v1").expect("batch"), "/apis/batch/v1");
+        assert!(group_version_discovery("../x/v1").is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use kube::client::Body;
 use serde_json::Value;
 
-use crate::bindings::paperclip::sandbox_provider::kube::{KubeError, WatchEvent};
+use crate::bindings::kube::{KubeError, WatchEvent};
 use crate::kube_errors;
 
 /// Longest event line accepted; a larger one means a broken or hostile stream.
@@ -23,12 +23,24 @@ pub struct WatchStream {
     buffer: Vec<u8>,
     ended: Option<KubeError>,
     what: String,
+    namespaces: bool,
 }
 
 impl WatchStream {
-    /// Wraps a successful watch response body; `what` names the watch in messages.
-    pub(crate) fn new(body: Body, what: String) -> Self {
-        Self { body, buffer: Vec::new(), ended: None, what }
+    /// Wraps a successful watch response body; `what` names the watch in messages;
+    /// `namespaces` says it watches namespace objects, which are not checked for ownership.
+    pub(crate) fn new(body: Body, what: String, namespaces: bool) -> Self {
+        Self { body, buffer: Vec::new(), ended: None, what, namespaces }
+    }
+
+    /// What the watch is of, for messages.
+    pub(crate) fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// Whether it watches namespace objects.
+    pub(crate) fn namespaces(&self) -> bool {
+        self.namespaces
     }
 
     /// The next event, waiting at most `timeout`; `Ok(None)` when none came in time. Once an

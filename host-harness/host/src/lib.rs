@@ -1,10 +1,13 @@
 //! The wasmtime host of sandbox-provider components.
 //!
-//! A [`ProviderHost`] loads a component of the `kubernetes-provider` world once (compiled, or
-//! precompiled from an on-disk cache) and runs each lifecycle call on a fresh instance with a
-//! memory cap and a deadline. The component's `kube` import is served by [`KubeHost`] through
-//! `kube::Client`, checked against a [`Policy`]; its `log` import goes into `tracing`
-//! (target `provider`); its WASI is empty apart from clocks and random.
+//! A [`ProviderHost`] loads a component of the `kubernetes-provider` world (any released
+//! contract version, `versions/`) once (compiled, or precompiled from an on-disk cache) and
+//! runs each lifecycle call on a fresh instance with a memory cap and a deadline. The host is
+//! the security boundary: the component's `kube` import is served by [`KubeHost`] through
+//! `kube::Client`, checked against the intersection of the operator's [`Policy`] and what the
+//! component declares ([`capabilities`]), and against ownership ([`ownership`]); its `log`
+//! import goes into `tracing` (target `provider`); its WASI is empty apart from clocks and
+//! random. [`rbac`] turns the effective policy into a least-privilege Role.
 //!
 //! ```no_run
 //! # async fn run(client: kube::Client) -> Result<(), provider_host::HostError> {
@@ -19,6 +22,7 @@
 
 #[allow(missing_docs)]
 pub mod bindings;
+pub mod capabilities;
 pub mod compile_cache;
 pub mod engine;
 pub mod error;
@@ -28,17 +32,21 @@ mod kube_url;
 pub mod kube_watch;
 pub mod limits;
 mod log_host;
+pub mod ownership;
 pub mod policy;
+pub mod rbac;
 pub mod records;
 pub mod runner;
 mod state;
+mod versions;
 mod wasi;
 
+pub use capabilities::Grants;
 pub use compile_cache::CacheOutcome;
 pub use engine::HostEngine;
 pub use error::HostError;
 pub use kube_host::{KubeHost, client_from_config};
 pub use kube_watch::WatchStream;
 pub use limits::Limits;
-pub use policy::{Policy, ResourceRule, Verb};
+pub use policy::{AccessRule, AccessVerb, Policy};
 pub use runner::{ComponentSource, HostOptions, ProviderHost};

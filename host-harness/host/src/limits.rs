@@ -31,6 +31,9 @@ pub struct Limits {
     pub max_open_watches: u32,
     /// Calls that may run at once; also the size of the instance pool. Further calls wait.
     pub max_concurrent_calls: u32,
+    /// Largest input (config, request, lease) the host passes to a guest, in bytes; larger
+    /// ones are refused before any instance is made.
+    pub max_input_bytes: u64,
 }
 
 impl Default for Limits {
@@ -41,6 +44,7 @@ impl Default for Limits {
             kube_request_timeout_ms: 10_000,
             max_open_watches: 8,
             max_concurrent_calls: 16,
+            max_input_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -68,6 +72,8 @@ impl Limits {
             Some("kube-request-timeout-ms must be positive")
         } else if self.max_concurrent_calls == 0 {
             Some("max-concurrent-calls must be positive")
+        } else if self.max_input_bytes == 0 {
+            Some("max-input-bytes must be positive")
         } else {
             None
         };

@@ -6,8 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::bindings::paperclip::sandbox_provider::log::{self as log_wit, Field, Level};
-use crate::state::CallState;
+use crate::bindings::log::{Field, Level};
 
 /// Longest message kept, in bytes.
 const MAX_MESSAGE: usize = 4096;
@@ -64,13 +63,6 @@ pub(crate) fn emit(call: &'static str, level: Level, message: &str, fields: &[Fi
         Level::Info => tracing::info!(target: "provider", call, fields = %fields, "{message}"),
         Level::Warn => tracing::warn!(target: "provider", call, fields = %fields, "{message}"),
         Level::Error => tracing::error!(target: "provider", call, fields = %fields, "{message}"),
-    }
-}
-
-impl log_wit::Host for CallState {
-    async fn emit(&mut self, level: Level, message: String, fields: Vec<Field>) -> wasmtime::Result<()> {
-        emit(self.call, level, &message, &fields);
-        Ok(())
     }
 }
 

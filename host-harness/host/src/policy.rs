@@ -1,156 +1,77 @@
-//! The host policy every `kube` call of a provider passes through: which namespaces, which
-//! resource types (group, versions, plural), which verbs and subresources, and the managed-by
-//! label stamped on everything the provider creates.
+//! The operator's policy, which every `kube` call of a provider passes through: which
+//! namespaces, which resource types (group, versions, plural), which verbs and subresources,
+//! and the owner id stamped on everything the provider creates.
 //!
-//! The policy is data (serde, kebab-case) so an operator can keep it in a config file; a denial
-//! names what was refused and which setting would allow it, because the person reading it is
-//! the one who has to decide whether to change the policy.
+//! The policy is the operator's, never the caller's: nothing a provider config or a lease says
+//! widens it. It is data (serde, kebab-case) so an operator keeps it in a file; a denial names
+//! what was refused and which setting would allow it, because the person reading it is the one
+//! who decides whether to change the policy. What a provider may do is the intersection of this
+//! policy and what the provider declares it needs ([`crate::capabilities`]).
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use sandbox_contract::{AccessRule, AccessVerb};
+
 use crate::error::HostError;
 
-/// The label the host stamps on every object a provider creates.
+/// The label the host stamps on every object a provider creates, with the installation's
+/// owner id as its value; the host proves ownership by it before any read or write.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
-/// The managed-by value of [`Policy::kubernetes_default`].
-pub const DEFAULT_MANAGED_BY: &str = "paperclip-sandbox-provider";
+/// The owner id of a policy that names none. Two installations sharing a cluster must each set
+/// their own, or each could touch what the other created.
+pub const DEFAULT_OWNER_ID: &str = "paperclip-sandbox-host";
 
-/// Namespace entry that allows every namespace.
+/// Namespace entry that allows every namespace except the [`SYSTEM_NAMESPACES`].
 pub const ANY_NAMESPACE: &str = "*";
 
-/// An operation of the `kube` interface, as the policy names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verb {
-    /// Read one object.
-    Get,
-    /// Create an object.
-    Create,
-    /// Patch an object (merge, JSON or strategic).
-    Patch,
-    /// Delete an object.
-    Delete,
-    /// List objects.
-    List,
-    /// Watch objects.
-    Watch,
-    /// Ask which versions of the rule's group are served.
-    Discovery,
-}
+/// Namespaces the cluster itself runs in: allowed only when the operator names them, never by
+/// [`ANY_NAMESPACE`].
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
 
-impl Verb {
-    /// The policy name of the verb.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Get => "get",
-            Self::Create => "create",
-            Self::Patch => "patch",
-            Self::Delete => "delete",
-            Self::List => "list",
-            Self::Watch => "watch",
-            Self::Discovery => "discovery",
-        }
-    }
-}
-
-impl fmt::Display for Verb {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What a provider may do with one resource type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct ResourceRule {
-    /// API group; empty for the core group.
-    #[serde(default)]
-    pub group: String,
-    /// The versions of the group the rule covers.
-    pub versions: Vec<String>,
-    /// The resource's plural name (`sandboxes`, `jobs`, `pods`).
-    pub plural: String,
-    /// The allowed verbs; empty allows nothing but documents that the type was considered.
-    #[serde(default)]
-    pub verbs: BTreeSet<Verb>,
-    /// Subresources that may be patched (`status`); none by default.
-    #[serde(default)]
-    pub subresources: Vec<String>,
-    /// Whether objects live in namespaces (false for `namespaces` itself).
-    #[serde(default = "default_true")]
-    pub namespaced: bool,
-}
-
-fn default_true() -> bool {
-    true
-}
-
-impl ResourceRule {
-    fn new(group: &str, versions: &[&str], plural: &str, verbs: &[Verb]) -> Self {
-        Self {
-            group: group.to_string(),
-            versions: versions.iter().map(|v| (*v).to_string()).collect(),
-            plural: plural.to_string(),
-            verbs: verbs.iter().copied().collect(),
-            subresources: Vec::new(),
-            namespaced: true,
-        }
-    }
-
-    fn describe(&self) -> String {
-        qualified(&self.group, &self.plural)
-    }
-}
-
-fn qualified(group: &str, plural: &str) -> String {
-    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
-}
-
-/// The host policy. Built from a config file (serde) or [`Policy::kubernetes_default`].
+/// The operator's policy. Built from a config file (serde) or [`Policy::kubernetes_default`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Policy {
-    /// Namespaces the provider may use; `*` allows any.
+    /// Namespaces the provider may use; `*` allows any but the system namespaces.
     #[serde(default)]
     pub namespaces: Vec<String>,
     /// Resource types and their verbs; absent types are denied.
     #[serde(default = "default_rules")]
-    pub resources: Vec<ResourceRule>,
-    /// Value of the `app.kubernetes.io/managed-by` label stamped on created objects.
-    #[serde(default = "default_managed_by")]
-    pub managed_by: String,
+    pub resources: Vec<AccessRule>,
+    /// The installation's owner id: the value of the managed-by label on created objects. Every
+    /// replica of one deployment shares it, so any replica can resume or destroy what another
+    /// acquired; a second installation on the same cluster needs its own.
+    #[serde(default = "default_owner_id")]
+    pub owner_id: String,
 }
 
-fn default_managed_by() -> String {
-    DEFAULT_MANAGED_BY.to_string()
+fn default_owner_id() -> String {
+    DEFAULT_OWNER_ID.to_string()
 }
 
-/// The resource rules the Kubernetes provider needs and no more (a test in `tests/policy.rs`
-/// checks that a full set of lifecycles uses every grant): Sandboxes (both served versions)
-/// fully, Jobs without list or watch (readiness watches their pods), pods read-only, its
-/// per-lease Secrets without list or watch (so it cannot enumerate other secrets), delete of
-/// the workspace claims of reusable leases, namespaces get-only (probe checks existence),
-/// events none.
-pub fn default_rules() -> Vec<ResourceRule> {
-    use Verb::*;
+/// What an operator grants a Kubernetes sandbox provider when its policy file lists no
+/// resources: Sandboxes (both served versions) fully, Jobs without list or watch, pods
+/// read-only, per-lease Secrets without list or watch (so they cannot be enumerated), delete
+/// of the workspace claims of reusable leases, and the allowed namespaces' own objects
+/// (probe checks they exist). The host narrows it further to what the component declares.
+pub fn default_rules() -> Vec<AccessRule> {
+    use AccessVerb::*;
     vec![
-        ResourceRule::new(
+        AccessRule::new(
             "agents.x-k8s.io",
             &["v1beta1", "v1alpha1"],
             "sandboxes",
             &[Get, Create, Patch, Delete, List, Watch, Discovery],
         ),
-        ResourceRule::new("batch", &["v1"], "jobs", &[Get, Create, Patch, Delete]),
-        ResourceRule::new("", &["v1"], "pods", &[Get, List, Watch]),
-        ResourceRule::new("", &["v1"], "secrets", &[Create, Get, Delete, Patch]),
-        ResourceRule::new("", &["v1"], "persistentvolumeclaims", &[Delete]),
-        ResourceRule { namespaced: false, ..ResourceRule::new("", &["v1"], "namespaces", &[Get]) },
-        ResourceRule::new("", &["v1"], "events", &[]),
+        AccessRule::new("batch", &["v1"], "jobs", &[Get, Create, Patch, Delete]),
+        AccessRule::new("", &["v1"], "pods", &[Get, List, Watch]),
+        AccessRule::new("", &["v1"], "secrets", &[Create, Get, Delete, Patch]),
+        AccessRule::new("", &["v1"], "persistentvolumeclaims", &[Delete]),
+        AccessRule { namespaced: false, ..AccessRule::new("", &["v1"], "namespaces", &[Get]) },
     ]
 }
 
@@ -158,7 +79,7 @@ pub fn default_rules() -> Vec<ResourceRule> {
 #[derive(Debug, Clone, Copy)]
 pub struct Access<'a> {
     /// The operation.
-    pub verb: Verb,
+    pub verb: AccessVerb,
     /// API group (empty for core).
     pub group: &'a str,
     /// API version.
@@ -173,7 +94,7 @@ pub struct Access<'a> {
     pub subresource: Option<&'a str>,
 }
 
-/// Why the policy refused a call; the message names the setting that would allow it.
+/// Why the host refused a call; the message names the setting that would allow it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Denial(pub String);
@@ -186,46 +107,96 @@ impl Default for Policy {
     }
 }
 
+/// At most this much of a name the guest sent is quoted in a denial.
+const MAX_QUOTED: usize = 64;
+
+/// A guest-supplied name for a message: quoted, and cut when long.
+pub(crate) fn quoted(text: &str) -> String {
+    if text.len() <= MAX_QUOTED {
+        return format!("{text:?}");
+    }
+    let mut end = MAX_QUOTED;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}… ({} bytes)", &text[..end], text.len())
+}
+
 impl Policy {
-    /// The policy for the Kubernetes provider, allowing the given namespaces.
+    /// The default rules for the Kubernetes provider, allowing the given namespaces.
     pub fn kubernetes_default<S: Into<String>>(namespaces: impl IntoIterator<Item = S>) -> Self {
         Self {
             namespaces: namespaces.into_iter().map(Into::into).collect(),
             resources: default_rules(),
-            managed_by: default_managed_by(),
+            owner_id: default_owner_id(),
         }
     }
 
-    /// Refuses a policy that cannot be enforced as written (a bad label value, an empty rule).
+    /// Refuses a policy that cannot be enforced as written (a bad owner id, an empty rule, a
+    /// pod rule that writes).
     pub fn validate(&self) -> Result<(), HostError> {
-        if !valid_label_value(&self.managed_by) || self.managed_by.is_empty() {
+        if self.owner_id.is_empty() || !valid_label_value(&self.owner_id) {
             return Err(HostError::Config(format!(
-                "policy managed-by {:?} is not a valid label value (1-63 characters: letters, digits, '-', '_', '.', \
+                "policy owner-id {} is not a valid label value (1-63 characters: letters, digits, '-', '_', '.', \
                  starting and ending with a letter or digit)",
-                self.managed_by
+                quoted(&self.owner_id)
             )));
         }
         for rule in &self.resources {
             if rule.plural.is_empty() || rule.versions.is_empty() {
                 return Err(HostError::Config(format!(
-                    "policy rule for {:?} needs a plural and at least one version",
-                    rule.describe()
+                    "policy rule for {} needs a plural and at least one version",
+                    quoted(&rule.qualified())
                 )));
+            }
+            let writes = [AccessVerb::Create, AccessVerb::Patch, AccessVerb::Delete];
+            if rule.group.is_empty() && rule.plural == "pods" && writes.iter().any(|v| rule.allows(*v)) {
+                return Err(HostError::Config(
+                    "policy rule for pods grants a write: pods are read-only for providers (their workload's \
+                     controller owns them); grant only get, list and watch"
+                        .to_string(),
+                ));
             }
         }
         Ok(())
     }
 
-    /// Whether a namespace is allowed.
+    /// Whether a namespace is allowed: named, or covered by `*` and not a system namespace.
     pub fn allows_namespace(&self, namespace: &str) -> bool {
-        self.namespaces.iter().any(|n| n == namespace || n == ANY_NAMESPACE)
+        self.namespaces.iter().any(|n| n == namespace)
+            || (self.namespaces.iter().any(|n| n == ANY_NAMESPACE) && !SYSTEM_NAMESPACES.contains(&namespace))
+    }
+
+    /// Checks a namespace a provider wants to work in; the denial says what the operator
+    /// would change.
+    pub fn check_namespace(&self, namespace: &str) -> Result<(), Denial> {
+        if self.allows_namespace(namespace) {
+            return Ok(());
+        }
+        let allowed =
+            if self.namespaces.is_empty() { "none".to_string() } else { format!("[{}]", self.namespaces.join(", ")) };
+        let system = if SYSTEM_NAMESPACES.contains(&namespace) {
+            "; it is a system namespace, which \"*\" never covers, so the operator must name it"
+        } else {
+            ""
+        };
+        Err(Denial(format!(
+            "the host's policy does not allow namespace {} (allowed: {allowed}){system}; use an allowed namespace, \
+             or ask the operator to add it to the policy's `namespaces`",
+            quoted(namespace)
+        )))
+    }
+
+    /// The rule for a resource type, if the policy has one.
+    pub fn rule(&self, group: &str, plural: &str) -> Option<&AccessRule> {
+        self.resources.iter().find(|r| r.group == group && r.plural == plural)
     }
 
     /// Checks one call; `Err` says what was denied and which setting allows it.
     pub fn check(&self, access: &Access<'_>) -> Result<(), Denial> {
         let what = qualified(access.group, access.plural);
         let verb = access.verb;
-        let Some(rule) = self.resources.iter().find(|r| r.group == access.group && r.plural == access.plural) else {
+        let Some(rule) = self.rule(access.group, access.plural) else {
             return Err(Denial(format!(
                 "host policy denies {verb} on {what}: the policy has no rule for this resource type; add one to \
                  `resources` (group {:?}, plural {:?}, versions, verbs)",
@@ -234,12 +205,12 @@ impl Policy {
         };
         if !rule.versions.iter().any(|v| v == access.version) {
             return Err(Denial(format!(
-                "host policy denies {verb} on {what}: version {:?} is not allowed; add it to the `versions` of the \
+                "host policy denies {verb} on {what}: version {} is not allowed; add it to the `versions` of the \
                  {what} rule",
-                access.version
+                quoted(access.version)
             )));
         }
-        if !rule.verbs.contains(&verb) {
+        if !rule.allows(verb) {
             let allowed: Vec<&str> = rule.verbs.iter().map(|v| v.as_str()).collect();
             return Err(Denial(format!(
                 "host policy denies {verb} on {what}: the rule allows [{}]; add \"{verb}\" to the `verbs` of the \
@@ -251,7 +222,8 @@ impl Policy {
             && !rule.subresources.iter().any(|s| s == sub)
         {
             return Err(Denial(format!(
-                "host policy denies {verb} on {what}/{sub}: add \"{sub}\" to the `subresources` of the {what} rule"
+                "host policy denies {verb} on {what}/{}: add it to the `subresources` of the {what} rule",
+                quoted(sub)
             )));
         }
         match (rule.namespaced, access.namespace) {
@@ -261,19 +233,17 @@ impl Policy {
                      (`namespaces`)"
                 )));
             }
-            (true, Some(ns)) if !self.allows_namespace(ns) => {
-                return Err(Denial(format!(
-                    "host policy denies {verb} on {what} in namespace {ns:?}: add it to `namespaces` (allowed: [{}])",
-                    self.namespaces.join(", ")
-                )));
+            (true, Some(ns)) => {
+                self.check_namespace(ns).map_err(|d| Denial(format!("host policy denies {verb} on {what}: {d}")))?
             }
             (false, Some(ns)) => {
                 return Err(Denial(format!(
-                    "host policy denies {verb} on {what} in namespace {ns:?}: {what} is cluster-scoped; call it \
-                     without a namespace"
+                    "host policy denies {verb} on {what} in namespace {}: {what} is cluster-scoped; call it without \
+                     a namespace",
+                    quoted(ns)
                 )));
             }
-            _ => {}
+            (false, None) => {}
         }
         if access.group.is_empty() && access.plural == "namespaces" {
             self.check_namespace_object(verb, access.name)?;
@@ -283,13 +253,11 @@ impl Policy {
 
     /// A namespace object is visible only when it is an allowed namespace, so `get namespaces`
     /// cannot be used to learn what else runs on the cluster; listing needs `*`.
-    fn check_namespace_object(&self, verb: Verb, name: Option<&str>) -> Result<(), Denial> {
+    fn check_namespace_object(&self, verb: AccessVerb, name: Option<&str>) -> Result<(), Denial> {
         match name {
-            Some(name) if self.allows_namespace(name) => Ok(()),
-            Some(name) => Err(Denial(format!(
-                "host policy denies {verb} on namespace {name:?}: it is not an allowed namespace; add it to \
-                 `namespaces`"
-            ))),
+            Some(name) => {
+                self.check_namespace(name).map_err(|d| Denial(format!("host policy denies {verb} on a namespace: {d}")))
+            }
             None if self.namespaces.iter().any(|n| n == ANY_NAMESPACE) => Ok(()),
             None => Err(Denial(format!(
                 "host policy denies {verb} on all namespaces: only the allowed namespaces are visible; add \"*\" to \
@@ -300,18 +268,18 @@ impl Policy {
 
     /// Checks a `served-versions` call: allowed when some rule of the group grants `discovery`.
     pub fn check_discovery(&self, group: &str) -> Result<(), Denial> {
-        if self.resources.iter().any(|r| r.group == group && r.verbs.contains(&Verb::Discovery)) {
+        if self.resources.iter().any(|r| r.group == group && r.allows(AccessVerb::Discovery)) {
             return Ok(());
         }
         Err(Denial(format!(
-            "host policy denies discovery of API group {group:?}: add \"discovery\" to the `verbs` of a rule for \
-             that group"
+            "host policy denies discovery of API group {}: add \"discovery\" to the `verbs` of a rule for that group",
+            quoted(group)
         )))
     }
 
-    /// Stamps the managed-by label into a create body. A different value the provider set is
-    /// replaced (the host, not the guest, says who manages an object) and reported to the
-    /// operator. `Err` means the body is not a JSON object with an object `metadata`.
+    /// Stamps the managed-by label with the owner id into a create body. A different value the
+    /// provider set is replaced (the host, not the guest, says who owns an object) and reported
+    /// to the operator. `Err` means the body is not a JSON object with an object `metadata`.
     pub fn label_created(&self, body: &str) -> Result<String, String> {
         let mut object: Value =
             serde_json::from_str(body).map_err(|e| format!("the request body is not valid JSON: {e}"))?;
@@ -332,18 +300,51 @@ impl Policy {
         let Value::Object(labels) = labels else {
             return Err("metadata.labels of the request body is not a JSON object".to_string());
         };
-        let previous = labels.insert(MANAGED_BY_LABEL.to_string(), Value::String(self.managed_by.clone()));
-        if let Some(previous) = previous.filter(|p| p.as_str() != Some(self.managed_by.as_str())) {
+        let previous = labels.insert(MANAGED_BY_LABEL.to_string(), Value::String(self.owner_id.clone()));
+        if let Some(previous) = previous.filter(|p| p.as_str() != Some(self.owner_id.as_str())) {
             tracing::warn!(
                 target: "provider_host::policy",
                 label = MANAGED_BY_LABEL,
                 provider_value = %previous,
-                host_value = %self.managed_by,
-                "the provider set a different managed-by label; the host policy's value replaces it"
+                host_value = %self.owner_id,
+                "the provider set a different managed-by label; the host policy's owner id replaces it"
             );
         }
         serde_json::to_string(&object).map_err(|e| format!("cannot encode the labelled body: {e}"))
     }
+}
+
+impl fmt::Display for Policy {
+    /// The policy as an operator reads it: owner id, namespaces, then one line per rule.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "owner id    {} (label {MANAGED_BY_LABEL})", self.owner_id)?;
+        let namespaces = if self.namespaces.is_empty() { "none".to_string() } else { self.namespaces.join(", ") };
+        writeln!(f, "namespaces  {namespaces}")?;
+        for rule in &self.resources {
+            writeln!(f, "  {}", describe_rule(rule))?;
+        }
+        Ok(())
+    }
+}
+
+/// One rule on one line: `sandboxes.agents.x-k8s.io [v1beta1, v1alpha1]: get, create`.
+pub fn describe_rule(rule: &AccessRule) -> String {
+    let verbs: Vec<&str> = rule.verbs.iter().map(|v| v.as_str()).collect();
+    let mut line = format!("{} [{}]: {}", rule.qualified(), rule.versions.join(", "), verbs.join(", "));
+    if verbs.is_empty() {
+        line.push_str("(nothing)");
+    }
+    if !rule.subresources.is_empty() {
+        line.push_str(&format!("; subresources {}", rule.subresources.join(", ")));
+    }
+    if !rule.namespaced {
+        line.push_str(" (cluster-scoped)");
+    }
+    line
+}
+
+fn qualified(group: &str, plural: &str) -> String {
+    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
 }
 
 /// Kubernetes label value syntax: at most 63 characters of `[A-Za-z0-9._-]`, starting and
@@ -360,7 +361,13 @@ fn valid_label_value(value: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn access<'a>(verb: Verb, group: &'a str, version: &'a str, plural: &'a str, ns: Option<&'a str>) -> Access<'a> {
+    fn access<'a>(
+        verb: AccessVerb,
+        group: &'a str,
+        version: &'a str,
+        plural: &'a str,
+        ns: Option<&'a str>,
+    ) -> Access<'a> {
         Access { verb, group, version, plural, namespace: ns, name: Some("x"), subresource: None }
     }
 
@@ -368,24 +375,23 @@ mod tests {
         Policy::kubernetes_default(["agents"])
     }
 
+    use AccessVerb::*;
+
     #[test]
     fn the_default_allows_what_the_provider_needs() {
         let p = policy();
-        for verb in [Verb::Get, Verb::Create, Verb::Patch, Verb::Delete, Verb::List, Verb::Watch] {
+        for verb in [Get, Create, Patch, Delete, List, Watch] {
             assert!(p.check(&access(verb, "agents.x-k8s.io", "v1beta1", "sandboxes", Some("agents"))).is_ok());
             assert!(p.check(&access(verb, "agents.x-k8s.io", "v1alpha1", "sandboxes", Some("agents"))).is_ok());
         }
-        for verb in [Verb::Get, Verb::Create, Verb::Patch, Verb::Delete] {
+        for verb in [Get, Create, Patch, Delete] {
             assert!(p.check(&access(verb, "batch", "v1", "jobs", Some("agents"))).is_ok());
         }
-        assert!(
-            p.check(&access(Verb::Watch, "batch", "v1", "jobs", Some("agents"))).is_err(),
-            "readiness watches pods"
-        );
-        assert!(p.check(&access(Verb::Watch, "", "v1", "pods", Some("agents"))).is_ok());
-        assert!(p.check(&access(Verb::Create, "", "v1", "secrets", Some("agents"))).is_ok());
-        assert!(p.check(&access(Verb::Get, "", "v1", "namespaces", None)).is_err());
-        let ns = Access { name: Some("agents"), ..access(Verb::Get, "", "v1", "namespaces", None) };
+        assert!(p.check(&access(Watch, "batch", "v1", "jobs", Some("agents"))).is_err(), "readiness watches pods");
+        assert!(p.check(&access(Watch, "", "v1", "pods", Some("agents"))).is_ok());
+        assert!(p.check(&access(Create, "", "v1", "secrets", Some("agents"))).is_ok());
+        assert!(p.check(&access(Get, "", "v1", "namespaces", None)).is_err());
+        let ns = Access { name: Some("agents"), ..access(Get, "", "v1", "namespaces", None) };
         assert!(p.check(&ns).is_ok());
         assert!(p.check_discovery("agents.x-k8s.io").is_ok());
     }
@@ -394,48 +400,62 @@ mod tests {
     fn denials_name_the_setting_that_allows_them() {
         let p = policy();
         let cases = [
-            (access(Verb::Delete, "", "v1", "pods", Some("agents")), "add \"delete\" to the `verbs` of the pods rule"),
-            (access(Verb::List, "", "v1", "secrets", Some("agents")), "add \"list\""),
-            (access(Verb::Get, "", "v1", "events", Some("agents")), "the rule allows []"),
-            (access(Verb::Get, "", "v1", "configmaps", Some("agents")), "no rule for this resource type"),
-            (access(Verb::Get, "batch", "v2", "jobs", Some("agents")), "add it to the `versions`"),
-            (access(Verb::Get, "batch", "v1", "jobs", Some("kube-system")), "add it to `namespaces`"),
-            (access(Verb::List, "agents.x-k8s.io", "v1beta1", "sandboxes", None), "across all namespaces"),
-            (access(Verb::Get, "", "v1", "namespaces", Some("agents")), "cluster-scoped"),
+            (access(Delete, "", "v1", "pods", Some("agents")), "add \"delete\" to the `verbs` of the pods rule"),
+            (access(List, "", "v1", "secrets", Some("agents")), "add \"list\""),
+            (access(Get, "", "v1", "configmaps", Some("agents")), "no rule for this resource type"),
+            (access(Get, "batch", "v2", "jobs", Some("agents")), "add it to the `versions`"),
+            (access(Get, "batch", "v1", "jobs", Some("kube-system")), "add it to the policy's `namespaces`"),
+            (access(List, "agents.x-k8s.io", "v1beta1", "sandboxes", None), "across all namespaces"),
+            (access(Get, "", "v1", "namespaces", Some("agents")), "cluster-scoped"),
         ];
         for (call, expected) in cases {
             let denial = p.check(&call).expect_err("denied");
             assert!(denial.0.contains(expected), "{call:?}: {denial}");
         }
-        let status =
-            Access { subresource: Some("status"), ..access(Verb::Patch, "batch", "v1", "jobs", Some("agents")) };
+        let status = Access { subresource: Some("status"), ..access(Patch, "batch", "v1", "jobs", Some("agents")) };
         assert!(p.check(&status).expect_err("denied").0.contains("`subresources`"));
         assert!(p.check_discovery("apps").expect_err("denied").0.contains("\"discovery\""));
     }
 
     #[test]
-    fn namespace_objects_are_visible_only_when_allowed() {
-        let p = policy();
-        let get = |name| Access { name: Some(name), ..access(Verb::Get, "", "v1", "namespaces", None) };
-        assert!(p.check(&get("agents")).is_ok());
-        assert!(p.check(&get("kube-system")).is_err());
+    fn system_namespaces_need_to_be_named() {
         let open = Policy::kubernetes_default([ANY_NAMESPACE]);
-        assert!(open.check(&get("kube-system")).is_ok());
-        assert!(open.check(&access(Verb::Get, "batch", "v1", "jobs", Some("anything"))).is_ok());
+        assert!(open.allows_namespace("team-a"));
+        for system in SYSTEM_NAMESPACES {
+            let denial = open.check_namespace(system).expect_err("a wildcard never covers a system namespace");
+            assert!(denial.0.contains("system namespace"), "{denial}");
+            assert!(open.check(&access(Get, "batch", "v1", "jobs", Some(system))).is_err());
+        }
+        let named = Policy::kubernetes_default(["kube-system"]);
+        assert!(named.check(&access(Get, "batch", "v1", "jobs", Some("kube-system"))).is_ok());
+        let none = Policy::default();
+        assert!(none.check_namespace("default").expect_err("nothing allowed").0.contains("allowed: none"));
     }
 
     #[test]
-    fn created_objects_get_the_managed_by_label() {
+    fn namespace_objects_are_visible_only_when_allowed() {
         let p = policy();
+        let get = |name| Access { name: Some(name), ..access(Get, "", "v1", "namespaces", None) };
+        assert!(p.check(&get("agents")).is_ok());
+        assert!(p.check(&get("kube-system")).is_err());
+        let open = Policy::kubernetes_default([ANY_NAMESPACE]);
+        assert!(open.check(&get("team-a")).is_ok());
+        assert!(open.check(&get("kube-system")).is_err());
+        assert!(open.check(&access(Get, "batch", "v1", "jobs", Some("anything"))).is_ok());
+    }
+
+    #[test]
+    fn created_objects_get_the_owner_id() {
+        let p = Policy { owner_id: "team-prod".into(), ..policy() };
         let out = p.label_created(r#"{"kind":"Secret","metadata":{"name":"s","labels":{"a":"b"}}}"#).expect("labels");
         let v: Value = serde_json::from_str(&out).expect("json");
-        assert_eq!(v["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_MANAGED_BY);
+        assert_eq!(v["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
         assert_eq!(v["metadata"]["labels"]["a"], "b");
         let bare: Value =
             serde_json::from_str(&p.label_created(r#"{"kind":"Secret"}"#).expect("labels")).expect("json");
-        assert_eq!(bare["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_MANAGED_BY);
+        assert_eq!(bare["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
         let replaced = p.label_created(&format!(r#"{{"metadata":{{"labels":{{"{MANAGED_BY_LABEL}":"me"}}}}}}"#));
-        assert!(replaced.expect("labels").contains(DEFAULT_MANAGED_BY));
+        assert!(replaced.expect("labels").contains("team-prod"));
         assert!(p.label_created("[1]").is_err());
         assert!(p.label_created(r#"{"metadata":{"labels":[]}}"#).is_err());
         assert!(p.label_created("not json").is_err());
@@ -443,17 +463,30 @@ mod tests {
 
     #[test]
     fn policies_read_from_config_files_and_are_validated() {
-        let p: Policy = serde_json::from_str(r#"{"namespaces":["a"],"managed-by":"my-host"}"#).expect("parses");
+        let p: Policy = serde_json::from_str(r#"{"namespaces":["a"],"owner-id":"my-host"}"#).expect("parses");
         assert_eq!(p.resources, default_rules());
         assert!(p.validate().is_ok());
         let custom: Policy = serde_json::from_str(
             r#"{"namespaces":["a"],"resources":[{"group":"","versions":["v1"],"plural":"configmaps","verbs":["get"]}]}"#,
         )
         .expect("parses");
-        assert!(custom.check(&access(Verb::Get, "", "v1", "configmaps", Some("a"))).is_ok());
-        assert!(custom.check(&access(Verb::Get, "", "v1", "pods", Some("a"))).is_err());
-        let bad = Policy { managed_by: "not a label!".into(), ..policy() };
+        assert!(custom.check(&access(Get, "", "v1", "configmaps", Some("a"))).is_ok());
+        assert!(custom.check(&access(Get, "", "v1", "pods", Some("a"))).is_err());
+        let bad = Policy { owner_id: "not a label!".into(), ..policy() };
         assert!(matches!(bad.validate(), Err(HostError::Config(_))));
         assert!(serde_json::from_str::<Policy>(r#"{"namespace":["a"]}"#).is_err());
+        let mut writes_pods = policy();
+        writes_pods.resources.push(AccessRule::new("", &["v1"], "pods", &[Delete]));
+        writes_pods.resources.retain(|r| !(r.plural == "pods" && !r.allows(Delete)));
+        assert!(matches!(writes_pods.validate(), Err(HostError::Config(m)) if m.contains("read-only")));
+    }
+
+    #[test]
+    fn long_names_are_cut_in_denials() {
+        let p = policy();
+        let long = "n".repeat(100_000);
+        let denial = p.check_namespace(&long).expect_err("denied");
+        assert!(denial.0.len() < 400, "{} bytes", denial.0.len());
+        assert!(denial.0.contains("100000 bytes"), "{denial}");
     }
 }

@@ -1,5 +1,6 @@
-//! Conversions between the wasmtime bindgen types of `types.wit` and the contract's serde
-//! types ([`sandbox_contract`], re-exported here).
+//! Conversions between the wasmtime bindgen types of `types.wit` (contract 0.2.0; 0.1.0 shares
+//! every type it did not change, see `bindings.rs`) and the contract's serde types
+//! ([`sandbox_contract`], re-exported here).
 //!
 //! The bindgen types carry no serde and use snake_case fields; a host stores leases and prints
 //! results as JSON that must read like the contract, so it works with the contract's types and
@@ -7,123 +8,176 @@
 //! which can be read but never written as JSON and whose `Debug` hides them.
 
 pub use sandbox_contract::{
-    AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar, ErrorDetail,
-    InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome,
-    Severity, Validation,
+    AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
+    ErrorDetail, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo,
+    ResumeOutcome, Severity, Validation,
 };
 
-use crate::bindings::paperclip::sandbox_provider::types as wit;
+use crate::bindings::types as wit;
 
-impl From<wit::Backend> for Backend {
-    fn from(b: wit::Backend) -> Self {
-        match b {
-            wit::Backend::Sandbox => Self::Sandbox,
-            wit::Backend::Job => Self::Job,
+/// Conversions between one contract version's bindgen records and the contract types, for the
+/// records every released version shares. Expanded once per version, in a module where `wit`
+/// names that version's `types` interface, so a new version adds no copy of them.
+macro_rules! shared_records {
+    () => {
+        impl From<wit::Backend> for Backend {
+            fn from(b: wit::Backend) -> Self {
+                match b {
+                    wit::Backend::Sandbox => Self::Sandbox,
+                    wit::Backend::Job => Self::Job,
+                }
+            }
         }
-    }
-}
 
-impl From<Backend> for wit::Backend {
-    fn from(b: Backend) -> Self {
-        match b {
-            Backend::Sandbox => Self::Sandbox,
-            Backend::Job => Self::Job,
+        impl From<Backend> for wit::Backend {
+            fn from(b: Backend) -> Self {
+                match b {
+                    Backend::Sandbox => Self::Sandbox,
+                    Backend::Job => Self::Job,
+                }
+            }
         }
-    }
-}
 
-impl From<EnvVar> for wit::EnvVar {
-    fn from(e: EnvVar) -> Self {
-        Self { name: e.name, value: e.value, secret: e.secret }
-    }
-}
-
-impl From<AcquireRequest> for wit::AcquireRequest {
-    fn from(r: AcquireRequest) -> Self {
-        Self {
-            config: r.config,
-            run_id: r.run_id,
-            acquisition_id: r.acquisition_id,
-            agent_id: r.agent_id,
-            requested_expires_at: r.requested_expires_at,
-            env: r.env.into_iter().map(Into::into).collect(),
-            reusable: r.reusable,
+        impl From<EnvVar> for wit::EnvVar {
+            fn from(e: EnvVar) -> Self {
+                Self { name: e.name, value: e.value, secret: e.secret }
+            }
         }
-    }
-}
 
-impl From<wit::Lease> for Lease {
-    fn from(l: wit::Lease) -> Self {
-        Self {
-            provider_lease_id: l.provider_lease_id,
-            backend: l.backend.into(),
-            namespace: l.namespace,
-            api_version: l.api_version,
-            workload_uid: l.workload_uid,
-            pod_name: l.pod_name,
-            pod_uid: l.pod_uid,
-            pod_ip: l.pod_ip,
-            expires_at: l.expires_at,
-            reusable: l.reusable,
-            metadata: l.metadata,
+        impl From<AcquireRequest> for wit::AcquireRequest {
+            fn from(r: AcquireRequest) -> Self {
+                Self {
+                    config: r.config,
+                    run_id: r.run_id,
+                    acquisition_id: r.acquisition_id,
+                    agent_id: r.agent_id,
+                    requested_expires_at: r.requested_expires_at,
+                    env: r.env.into_iter().map(Into::into).collect(),
+                    reusable: r.reusable,
+                }
+            }
         }
-    }
-}
 
-impl From<Lease> for wit::Lease {
-    fn from(l: Lease) -> Self {
-        Self {
-            provider_lease_id: l.provider_lease_id,
-            backend: l.backend.into(),
-            namespace: l.namespace,
-            api_version: l.api_version,
-            workload_uid: l.workload_uid,
-            pod_name: l.pod_name,
-            pod_uid: l.pod_uid,
-            pod_ip: l.pod_ip,
-            expires_at: l.expires_at,
-            reusable: l.reusable,
-            metadata: l.metadata,
+        impl From<wit::Lease> for Lease {
+            fn from(l: wit::Lease) -> Self {
+                Self {
+                    provider_lease_id: l.provider_lease_id,
+                    backend: l.backend.into(),
+                    namespace: l.namespace,
+                    api_version: l.api_version,
+                    workload_uid: l.workload_uid,
+                    pod_name: l.pod_name,
+                    pod_uid: l.pod_uid,
+                    pod_ip: l.pod_ip,
+                    expires_at: l.expires_at,
+                    reusable: l.reusable,
+                    metadata: l.metadata,
+                }
+            }
         }
-    }
-}
 
-impl From<LeaseRef> for wit::LeaseRef {
-    fn from(r: LeaseRef) -> Self {
-        Self { lease: r.lease.into(), config: r.config }
-    }
-}
-
-impl From<wit::ResumeOutcome> for ResumeOutcome {
-    fn from(o: wit::ResumeOutcome) -> Self {
-        match o {
-            wit::ResumeOutcome::Resumable(l) => Self::Resumable(l.into()),
-            wit::ResumeOutcome::Expired(reason) => Self::Expired(reason),
+        impl From<Lease> for wit::Lease {
+            fn from(l: Lease) -> Self {
+                Self {
+                    provider_lease_id: l.provider_lease_id,
+                    backend: l.backend.into(),
+                    namespace: l.namespace,
+                    api_version: l.api_version,
+                    workload_uid: l.workload_uid,
+                    pod_name: l.pod_name,
+                    pod_uid: l.pod_uid,
+                    pod_ip: l.pod_ip,
+                    expires_at: l.expires_at,
+                    reusable: l.reusable,
+                    metadata: l.metadata,
+                }
+            }
         }
-    }
-}
 
-impl From<wit::DeleteOutcome> for DeleteOutcome {
-    fn from(o: wit::DeleteOutcome) -> Self {
-        match o {
-            wit::DeleteOutcome::Deleted => Self::Deleted,
-            wit::DeleteOutcome::AlreadyGone => Self::AlreadyGone,
-            wit::DeleteOutcome::Failed(reason) => Self::Failed(reason),
+        impl From<LeaseRef> for wit::LeaseRef {
+            fn from(r: LeaseRef) -> Self {
+                Self { lease: r.lease.into(), config: r.config }
+            }
         }
-    }
-}
 
-impl From<wit::DestroyReport> for DestroyReport {
-    fn from(r: wit::DestroyReport) -> Self {
-        Self {
-            objects: r
-                .objects
-                .into_iter()
-                .map(|o| ObjectReport { kind: o.kind, name: o.name, outcome: o.outcome.into() })
-                .collect(),
+        impl From<wit::ResumeOutcome> for ResumeOutcome {
+            fn from(o: wit::ResumeOutcome) -> Self {
+                match o {
+                    wit::ResumeOutcome::Resumable(l) => Self::Resumable(l.into()),
+                    wit::ResumeOutcome::Expired(reason) => Self::Expired(reason),
+                }
+            }
         }
-    }
+
+        impl From<wit::DeleteOutcome> for DeleteOutcome {
+            fn from(o: wit::DeleteOutcome) -> Self {
+                match o {
+                    wit::DeleteOutcome::Deleted => Self::Deleted,
+                    wit::DeleteOutcome::AlreadyGone => Self::AlreadyGone,
+                    wit::DeleteOutcome::Failed(reason) => Self::Failed(reason),
+                }
+            }
+        }
+
+        impl From<wit::DestroyReport> for DestroyReport {
+            fn from(r: wit::DestroyReport) -> Self {
+                Self {
+                    objects: r
+                        .objects
+                        .into_iter()
+                        .map(|o| ObjectReport { kind: o.kind, name: o.name, outcome: o.outcome.into() })
+                        .collect(),
+                }
+            }
+        }
+
+        fn problems(list: Vec<wit::ConfigProblem>) -> Vec<ConfigProblem> {
+            list.into_iter().map(|p| ConfigProblem { path: p.path, message: p.message }).collect()
+        }
+
+        impl From<wit::Validation> for Validation {
+            fn from(v: wit::Validation) -> Self {
+                Self {
+                    ok: v.ok,
+                    warnings: problems(v.warnings),
+                    errors: problems(v.errors),
+                    normalized_config: v.normalized_config,
+                }
+            }
+        }
+
+        impl From<wit::Severity> for Severity {
+            fn from(s: wit::Severity) -> Self {
+                match s {
+                    wit::Severity::Info => Self::Info,
+                    wit::Severity::Warning => Self::Warning,
+                    wit::Severity::Error => Self::Error,
+                }
+            }
+        }
+
+        impl From<wit::ProbeResult> for ProbeResult {
+            fn from(p: wit::ProbeResult) -> Self {
+                Self {
+                    ok: p.ok,
+                    summary: p.summary,
+                    diagnostics: p
+                        .diagnostics
+                        .into_iter()
+                        .map(|d| Diagnostic { severity: d.severity.into(), code: d.code, message: d.message })
+                        .collect(),
+                }
+            }
+        }
+
+        fn detail(d: wit::ErrorDetail) -> ErrorDetail {
+            ErrorDetail { message: d.message, retryable: d.retryable }
+        }
+    };
 }
+pub(crate) use shared_records;
+
+shared_records!();
 
 impl From<wit::ProviderInfo> for ProviderInfo {
     fn from(i: wit::ProviderInfo) -> Self {
@@ -134,51 +188,36 @@ impl From<wit::ProviderInfo> for ProviderInfo {
             config_schema: i.config_schema,
             reusable_leases: i.reusable_leases,
             backends: i.backends.into_iter().map(Into::into).collect(),
+            access: i.access.into_iter().map(Into::into).collect(),
         }
     }
 }
 
-fn problems(list: Vec<wit::ConfigProblem>) -> Vec<ConfigProblem> {
-    list.into_iter().map(|p| ConfigProblem { path: p.path, message: p.message }).collect()
+impl From<wit::AccessVerb> for AccessVerb {
+    fn from(v: wit::AccessVerb) -> Self {
+        match v {
+            wit::AccessVerb::Get => Self::Get,
+            wit::AccessVerb::Create => Self::Create,
+            wit::AccessVerb::Patch => Self::Patch,
+            wit::AccessVerb::Delete => Self::Delete,
+            wit::AccessVerb::List => Self::List,
+            wit::AccessVerb::Watch => Self::Watch,
+            wit::AccessVerb::Discovery => Self::Discovery,
+        }
+    }
 }
 
-impl From<wit::Validation> for Validation {
-    fn from(v: wit::Validation) -> Self {
+impl From<wit::AccessRule> for AccessRule {
+    fn from(r: wit::AccessRule) -> Self {
         Self {
-            ok: v.ok,
-            warnings: problems(v.warnings),
-            errors: problems(v.errors),
-            normalized_config: v.normalized_config,
+            group: r.group,
+            versions: r.versions,
+            plural: r.plural,
+            verbs: r.verbs.into_iter().map(Into::into).collect(),
+            subresources: r.subresources,
+            namespaced: r.namespaced,
         }
     }
-}
-
-impl From<wit::Severity> for Severity {
-    fn from(s: wit::Severity) -> Self {
-        match s {
-            wit::Severity::Info => Self::Info,
-            wit::Severity::Warning => Self::Warning,
-            wit::Severity::Error => Self::Error,
-        }
-    }
-}
-
-impl From<wit::ProbeResult> for ProbeResult {
-    fn from(p: wit::ProbeResult) -> Self {
-        Self {
-            ok: p.ok,
-            summary: p.summary,
-            diagnostics: p
-                .diagnostics
-                .into_iter()
-                .map(|d| Diagnostic { severity: d.severity.into(), code: d.code, message: d.message })
-                .collect(),
-        }
-    }
-}
-
-fn detail(d: wit::ErrorDetail) -> ErrorDetail {
-    ErrorDetail { message: d.message, retryable: d.retryable }
 }
 
 impl From<wit::ProviderError> for ProviderError {
@@ -188,6 +227,7 @@ impl From<wit::ProviderError> for ProviderError {
                 Self::InvalidConfig(InvalidConfigDetail { path: d.path, message: d.message })
             }
             wit::ProviderError::Forbidden(d) => Self::Forbidden(detail(d)),
+            wit::ProviderError::Denied(d) => Self::Denied(detail(d)),
             wit::ProviderError::Conflict(d) => Self::Conflict(detail(d)),
             wit::ProviderError::Capacity(d) => Self::Capacity(detail(d)),
             wit::ProviderError::ImagePull(d) => Self::ImagePull(detail(d)),

@@ -15,9 +15,7 @@ use std::time::Instant;
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use crate::bindings::KubernetesProviderPre;
-use crate::bindings::exports::paperclip::sandbox_provider::provider::Guest;
-use crate::bindings::paperclip::sandbox_provider::types as wit;
+use crate::capabilities::{self, Grants};
 use crate::compile_cache::{self, CacheOutcome};
 use crate::engine::HostEngine;
 use crate::error::HostError;
@@ -28,6 +26,7 @@ use crate::records::{
     AcquireRequest, DestroyReport, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Validation,
 };
 use crate::state::{self, CallState};
+use crate::versions::{Bound, BoundPre, on_each_version};
 
 /// Where the component comes from.
 #[derive(Debug, Clone)]
@@ -42,7 +41,8 @@ pub enum ComponentSource {
 /// from (policy and limits are serde types of their own).
 #[derive(Debug, Clone, Default)]
 pub struct HostOptions {
-    /// What the provider may do on the cluster.
+    /// What the operator lets the provider do on the cluster; the host narrows it to what the
+    /// provider declares ([`crate::capabilities`]).
     pub policy: Policy,
     /// Per-call limits.
     pub limits: Limits,
@@ -52,8 +52,9 @@ pub struct HostOptions {
 
 /// A loaded provider component, ready to serve calls concurrently (`&self` everywhere).
 pub struct ProviderHost {
-    pre: KubernetesProviderPre<CallState>,
+    pre: BoundPre,
     kube: KubeHost,
+    grants: Grants,
     limits: Limits,
     slots: Semaphore,
     cache: CacheOutcome,
@@ -61,7 +62,7 @@ pub struct ProviderHost {
     _engine: HostEngine,
 }
 
-/// A boxed export call borrowing the guest bindings and the store.
+/// A boxed export call borrowing the bound instance and the store.
 type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
 
 /// Where a call failed: creating the instance or running the export.
@@ -72,8 +73,23 @@ enum Stage {
 
 impl ProviderHost {
     /// Builds the engine, compiles (or loads the cached precompiled) component and links it
-    /// against the host's imports once; calls then only instantiate.
+    /// against the host's imports once; calls then only instantiate. The provider's declared
+    /// access is read once here and intersected with the policy ([`ProviderHost::grants`]).
     pub async fn load(source: ComponentSource, client: kube::Client, options: HostOptions) -> Result<Self, HostError> {
+        Self::load_with(source, Some(client), options).await
+    }
+
+    /// Loads a component without a cluster, to describe it or report its grants: every `kube`
+    /// call it makes is `unavailable`.
+    pub async fn load_without_cluster(source: ComponentSource, options: HostOptions) -> Result<Self, HostError> {
+        Self::load_with(source, None, options).await
+    }
+
+    async fn load_with(
+        source: ComponentSource,
+        client: Option<kube::Client>,
+        options: HostOptions,
+    ) -> Result<Self, HostError> {
         options.policy.validate()?;
         options.limits.validate()?;
         let engine = HostEngine::new(&options.limits)?;
@@ -95,10 +111,31 @@ impl ProviderHost {
         let linker = state::linker(engine.engine())
             .map_err(|e| HostError::Config(format!("cannot link the host's imports: {e:?}")))?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| HostError::Link(format!("{e:?}")))?;
-        let pre = KubernetesProviderPre::new(instance_pre).map_err(|e| HostError::Link(format!("{e:?}")))?;
-        let kube = KubeHost::new(client, Arc::new(options.policy), options.limits.kube_request_timeout());
+        let pre = BoundPre::new(instance_pre).map_err(HostError::Link)?;
+        let kube =
+            KubeHost::with_client(client, Arc::new(options.policy.clone()), options.limits.kube_request_timeout());
         let slots = Semaphore::new(usize::try_from(options.limits.max_concurrent_calls).unwrap_or(usize::MAX));
-        Ok(Self { pre, kube, limits: options.limits, slots, cache, calls: AtomicU64::new(0), _engine: engine })
+        let grants = capabilities::grant(&options.policy, None);
+        let mut host =
+            Self { pre, kube, grants, limits: options.limits, slots, cache, calls: AtomicU64::new(0), _engine: engine };
+        // A 0.1.0 component cannot declare its access; asking it would only run its code.
+        if let BoundPre::V0_2(_) = host.pre {
+            let info = host.describe().await?;
+            host.grants = capabilities::grant(&options.policy, Some(&info.access));
+        }
+        host.grants.log(host.pre.version());
+        host.kube = host.kube.with_policy(host.grants.effective.clone());
+        Ok(host)
+    }
+
+    /// What the provider declared, what the operator granted, and what the host enforces.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// The contract version the component was built against (`0.2.0`).
+    pub fn contract_version(&self) -> &'static str {
+        self.pre.version()
     }
 
     /// How the component was obtained (compiled, loaded from the cache, rebuilt).
@@ -111,85 +148,133 @@ impl ProviderHost {
         self.calls.load(Ordering::Relaxed)
     }
 
-    /// The policy the provider's `kube` calls go through.
+    /// The policy the provider's `kube` calls go through: the effective one.
     pub fn policy(&self) -> &Policy {
         self.kube.policy()
     }
 
     /// Identity, capabilities and config schema of the provider.
     pub async fn describe(&self) -> Result<ProviderInfo, HostError> {
-        let info = self.call("describe", |guest, store| Box::pin(guest.call_describe(store))).await?;
-        Ok(info.into())
+        self.call("describe", |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => ProviderInfo::from(guest.call_describe(store).await?)))
+            })
+        })
+        .await
     }
 
     /// Every problem of a config, and the normalized config.
     pub async fn validate_config(&self, config: &str) -> Result<Validation, HostError> {
+        self.check_input("validate-config", config.len())?;
         let config = config.to_string();
-        let validation = self
-            .call("validate-config", move |guest, store| {
-                Box::pin(async move { guest.call_validate_config(store, &config).await })
+        self.call("validate-config", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => Validation::from(guest.call_validate_config(store, &config).await?)))
             })
-            .await?;
-        Ok(validation.into())
+        })
+        .await
     }
 
     /// Whether a config can work against the cluster.
     pub async fn probe(&self, config: &str) -> Result<ProbeResult, HostError> {
+        self.check_input("probe", config.len())?;
         let config = config.to_string();
-        let result = self
-            .call("probe", move |guest, store| Box::pin(async move { guest.call_probe(store, &config).await }))
-            .await?;
-        Ok(result.into())
+        self.call("probe", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => ProbeResult::from(guest.call_probe(store, &config).await?)))
+            })
+        })
+        .await
     }
 
     /// Provisions a sandbox and waits until it is ready.
     pub async fn acquire(&self, request: AcquireRequest) -> Result<Lease, HostError> {
-        let request = wit::AcquireRequest::from(request);
-        let result = self
-            .call("acquire", move |guest, store| Box::pin(async move { guest.call_acquire(store, &request).await }))
-            .await?;
-        result.map(Lease::from).map_err(provider_error)
+        self.check_input("acquire", request_size(&request))?;
+        self.call("acquire", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => guest
+                    .call_acquire(store, &request.into())
+                    .await?
+                    .map(Lease::from)
+                    .map_err(ProviderError::from)))
+            })
+        })
+        .await?
+        .map_err(HostError::Provider)
     }
 
     /// Whether a stored lease can be used again.
     pub async fn resume_check(&self, lease: LeaseRef) -> Result<ResumeOutcome, HostError> {
-        let lease = wit::LeaseRef::from(lease);
-        let result = self
-            .call("resume-check", move |guest, store| {
-                Box::pin(async move { guest.call_resume_check(store, &lease).await })
+        self.check_input("resume-check", lease_size(&lease))?;
+        self.call("resume-check", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => guest
+                    .call_resume_check(store, &lease.into())
+                    .await?
+                    .map(ResumeOutcome::from)
+                    .map_err(ProviderError::from)))
             })
-            .await?;
-        result.map(ResumeOutcome::from).map_err(provider_error)
+        })
+        .await?
+        .map_err(HostError::Provider)
     }
 
     /// Moves the lease's expiry to `expires_at` (epoch millis): the renewed lease, or `expired`
     /// when the sandbox is gone.
     pub async fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<ResumeOutcome, HostError> {
-        let lease = wit::LeaseRef::from(lease);
-        let result = self
-            .call("renew", move |guest, store| {
-                Box::pin(async move { guest.call_renew(store, &lease, expires_at).await })
+        self.check_input("renew", lease_size(&lease))?;
+        self.call("renew", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => guest
+                    .call_renew(store, &lease.into(), expires_at)
+                    .await?
+                    .map(ResumeOutcome::from)
+                    .map_err(ProviderError::from)))
             })
-            .await?;
-        result.map(ResumeOutcome::from).map_err(provider_error)
+        })
+        .await?
+        .map_err(HostError::Provider)
     }
 
     /// Ends a run: destroys an ephemeral lease, suspends a reusable one.
     pub async fn release(&self, lease: LeaseRef) -> Result<(), HostError> {
-        let lease = wit::LeaseRef::from(lease);
-        let result = self
-            .call("release", move |guest, store| Box::pin(async move { guest.call_release(store, &lease).await }))
-            .await?;
-        result.map_err(provider_error)
+        self.check_input("release", lease_size(&lease))?;
+        self.call("release", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => guest
+                    .call_release(store, &lease.into())
+                    .await?
+                    .map_err(ProviderError::from)))
+            })
+        })
+        .await?
+        .map_err(HostError::Provider)
     }
 
     /// Deletes everything the lease could own.
     pub async fn destroy(&self, lease: LeaseRef) -> Result<DestroyReport, HostError> {
-        let lease = wit::LeaseRef::from(lease);
-        let result = self
-            .call("destroy", move |guest, store| Box::pin(async move { guest.call_destroy(store, &lease).await }))
-            .await?;
-        result.map(DestroyReport::from).map_err(provider_error)
+        self.check_input("destroy", lease_size(&lease))?;
+        self.call("destroy", move |bound, store| {
+            Box::pin(async move {
+                Ok(on_each_version!(bound, guest => guest
+                    .call_destroy(store, &lease.into())
+                    .await?
+                    .map(DestroyReport::from)
+                    .map_err(ProviderError::from)))
+            })
+        })
+        .await?
+        .map_err(HostError::Provider)
+    }
+
+    /// Refuses a call whose input is larger than the host passes to a guest, before any
+    /// instance is made: a guest's memory is capped, so an oversized input would only trap it.
+    fn check_input(&self, call: &'static str, bytes: usize) -> Result<(), HostError> {
+        let limit = self.limits.max_input_bytes;
+        if u64::try_from(bytes).unwrap_or(u64::MAX) > limit {
+            return Err(HostError::InputTooLarge { call, bytes: u64::try_from(bytes).unwrap_or(u64::MAX), limit });
+        }
+        Ok(())
     }
 
     /// Runs one export on a fresh instance in a fresh store, under the memory cap and the
@@ -198,13 +283,13 @@ impl ProviderHost {
     async fn call<R, F>(&self, call: &'static str, run: F) -> Result<R, HostError>
     where
         R: Send,
-        F: for<'a> FnOnce(&'a Guest, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
+        F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
     {
         let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
         let limit = self.limits.call_timeout();
         let started = Instant::now();
         let deadline = started + limit;
-        let mut store = Store::new(self.pre.engine(), CallState::new(call, self.kube.clone(), &self.limits));
+        let mut store = Store::new(self.pre.engine(), CallState::new(call, self.kube.clone(), &self.limits, deadline));
         store.limiter(|state| &mut state.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
@@ -214,8 +299,8 @@ impl ProviderHost {
         let pre = &self.pre;
         let store_ref = &mut store;
         let outcome = tokio::time::timeout(limit, async move {
-            let provider = pre.instantiate_async(&mut *store_ref).await.map_err(Stage::Instantiate)?;
-            run(provider.paperclip_sandbox_provider_provider(), store_ref).await.map_err(Stage::Call)
+            let bound = pre.instantiate(&mut *store_ref).await.map_err(Stage::Instantiate)?;
+            run(&bound, store_ref).await.map_err(Stage::Call)
         })
         .await;
         let result = match outcome {
@@ -256,6 +341,22 @@ impl ProviderHost {
     }
 }
 
-fn provider_error(e: wit::ProviderError) -> HostError {
-    HostError::Provider(ProviderError::from(e))
+/// The bytes a request carries into the guest (the strings; records add little).
+fn request_size(r: &AcquireRequest) -> usize {
+    let env: usize = r.env.iter().map(|e| e.name.len() + e.value.len()).sum();
+    r.config.len() + r.run_id.len() + r.acquisition_id.len() + r.agent_id.as_ref().map_or(0, String::len) + env
+}
+
+/// The bytes a stored lease carries into the guest.
+fn lease_size(r: &LeaseRef) -> usize {
+    let l = &r.lease;
+    let optional =
+        [&l.pod_name, &l.pod_uid, &l.pod_ip].iter().map(|o| o.as_ref().map_or(0, String::len)).sum::<usize>();
+    r.config.len()
+        + l.provider_lease_id.len()
+        + l.namespace.len()
+        + l.api_version.len()
+        + l.workload_uid.len()
+        + l.metadata.len()
+        + optional
 }

@@ -1,126 +1,20 @@
 //! The `kube` import's implementation against the embedded cluster, without any wasm: every
 //! verb, the error mapping, watches (events, bookmarks, 410 on a compacted history, cuts), the
-//! managed-by label, and policy denials that never reach the cluster.
+//! owner label, policy denials that never reach the cluster, and ownership: foreign objects are
+//! neither read nor written, dependents are read through their controller chain, and writes
+//! carry the uid the host checked.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_cluster::faults::{Action, Match, Rule};
-use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, SandboxVersions, VIEWER_USER};
-use provider_host::bindings::paperclip::sandbox_provider::kube::{
-    DeleteOptions, KubeError, ListOptions, PatchType, Propagation, ResourceType, WatchEvent, WatchOptions,
-};
-use provider_host::policy::{DEFAULT_MANAGED_BY, MANAGED_BY_LABEL, Policy, Verb};
-use provider_host::{KubeHost, client_from_config};
-use serde_json::{Value, json};
+use embedded_cluster::{ADMIN_USER, ClusterConfig, SandboxVersions, VIEWER_USER};
+use provider_host::KubeHost;
+use provider_host::bindings::kube::{DeleteOptions, KubeError, ListOptions, PatchType, Propagation, WatchEvent};
+use provider_host::policy::{AccessRule, AccessVerb, DEFAULT_OWNER_ID, MANAGED_BY_LABEL, Policy};
+use serde_json::json;
 
-const NS: &str = "default";
-
-async fn cluster_with(config: ClusterConfig) -> EmbeddedCluster {
-    EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..config }).await.expect("start the cluster")
-}
-
-async fn cluster() -> EmbeddedCluster {
-    cluster_with(ClusterConfig::default()).await
-}
-
-async fn client_for(c: &EmbeddedCluster, user: &str) -> kube::Client {
-    let yaml = c.kubeconfig(user).expect("kubeconfig");
-    kube_client(&yaml).await
-}
-
-async fn kube_client(yaml: &str) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).expect("parse kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
-    client_from_config(config).expect("client")
-}
-
-async fn host_with(c: &EmbeddedCluster, policy: Policy, timeout: Duration) -> KubeHost {
-    KubeHost::new(client_for(c, ADMIN_USER).await, Arc::new(policy), timeout)
-}
-
-/// The provider's default policy plus list, watch and discovery on Jobs: these tests exercise
-/// the kube implementation with Jobs, which the provider itself only gets, creates, patches and
-/// deletes (readiness watches their pods).
-fn test_policy() -> Policy {
-    let mut policy = Policy::kubernetes_default([NS]);
-    for rule in policy.resources.iter_mut().filter(|r| r.plural == "jobs") {
-        rule.verbs.extend([Verb::List, Verb::Watch, Verb::Discovery]);
-    }
-    policy
-}
-
-async fn host(c: &EmbeddedCluster) -> KubeHost {
-    host_with(c, test_policy(), Duration::from_secs(10)).await
-}
-
-fn rt(group: &str, version: &str, plural: &str) -> ResourceType {
-    ResourceType { group: group.into(), version: version.into(), plural: plural.into() }
-}
-
-fn secrets() -> ResourceType {
-    rt("", "v1", "secrets")
-}
-
-fn jobs() -> ResourceType {
-    rt("batch", "v1", "jobs")
-}
-
-fn secret(name: &str, labels: Value) -> String {
-    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels},
-        "stringData": {"TOKEN": "hunter2"}})
-    .to_string()
-}
-
-fn job(name: &str, labels: Value) -> String {
-    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
-        "spec": {"template": {"spec": {"restartPolicy": "Never",
-            "containers": [{"name": "main", "image": "busybox:1.36"}]}}}})
-    .to_string()
-}
-
-fn no_delete_options() -> DeleteOptions {
-    DeleteOptions {
-        propagation: None,
-        precondition_uid: None,
-        precondition_resource_version: None,
-        grace_period_seconds: None,
-    }
-}
-
-fn list_options() -> ListOptions {
-    ListOptions {
-        label_selector: None,
-        field_selector: None,
-        limit: None,
-        continue_token: None,
-        resource_version: None,
-    }
-}
-
-fn watch_options(resource_version: Option<String>, allow_bookmarks: bool) -> WatchOptions {
-    WatchOptions {
-        label_selector: None,
-        field_selector: None,
-        resource_version,
-        timeout_seconds: None,
-        allow_bookmarks,
-    }
-}
-
-fn parse(text: &str) -> Value {
-    serde_json::from_str(text).expect("JSON")
-}
-
-/// The requests a user made since a mark.
-fn requests_since(c: &EmbeddedCluster, mark: u64) -> Vec<String> {
-    c.requests()
-        .since(mark)
-        .into_iter()
-        .filter(|e| e.user == ADMIN_USER)
-        .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
-        .collect()
-}
+use crate::support::*;
 
 #[tokio::test]
 async fn get_create_patch_list_delete_round_trip() {
@@ -128,7 +22,7 @@ async fn get_create_patch_list_delete_round_trip() {
     let h = host(&c).await;
 
     let created = parse(&h.create(&secrets(), Some(NS), &secret("s1", json!({"app": "x"}))).await.expect("create"));
-    assert_eq!(created["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_MANAGED_BY);
+    assert_eq!(created["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_OWNER_ID);
     assert_eq!(created["metadata"]["labels"]["app"], "x");
     let uid = created["metadata"]["uid"].as_str().expect("uid").to_string();
 
@@ -223,11 +117,11 @@ async fn the_provider_cannot_choose_its_own_managed_by_value() {
     let h = host(&c).await;
     let body = secret("mine", json!({MANAGED_BY_LABEL: "somebody-else"}));
     let created = parse(&h.create(&secrets(), Some(NS), &body).await.expect("create"));
-    assert_eq!(created["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_MANAGED_BY);
+    assert_eq!(created["metadata"]["labels"][MANAGED_BY_LABEL], DEFAULT_OWNER_ID);
 }
 
 #[tokio::test]
-async fn policy_denials_are_forbidden_and_never_reach_the_cluster() {
+async fn policy_denials_are_denied_and_never_reach_the_cluster() {
     let c = cluster().await;
     let h = host(&c).await;
     let mark = c.requests().mark();
@@ -242,10 +136,10 @@ async fn policy_denials_are_forbidden_and_never_reach_the_cluster() {
         h.get(&rt("", "v1", "namespaces"), None, "kube-system").await,
     ];
     for result in denied {
-        assert!(matches!(&result, Err(KubeError::Forbidden(m)) if m.starts_with("host policy denies")), "{result:?}");
+        assert!(matches!(&result, Err(KubeError::Denied(m)) if m.starts_with("host policy denies")), "{result:?}");
     }
-    assert!(matches!(h.served_versions("apps").await, Err(KubeError::Forbidden(_))));
-    assert!(matches!(h.watch(&secrets(), Some(NS), &watch_options(None, false)).await, Err(KubeError::Forbidden(_))));
+    assert!(matches!(h.served_versions("apps").await, Err(KubeError::Denied(_))));
+    assert!(matches!(h.watch(&secrets(), Some(NS), &watch_options(None, false)).await, Err(KubeError::Denied(_))));
     assert!(requests_since(&c, mark).is_empty(), "denied calls reached the cluster: {:?}", requests_since(&c, mark));
 
     h.get(&rt("", "v1", "namespaces"), None, NS).await.expect("the allowed namespace is visible");
@@ -345,7 +239,7 @@ async fn watches_deliver_events_bookmarks_and_time_out_quietly() {
     let mut kinds = Vec::new();
     let mut bookmark = None;
     while kinds.len() < 3 || bookmark.is_none() {
-        match watch.next(Duration::from_secs(5)).await.expect("event") {
+        match h.next_event(&mut watch, Duration::from_secs(5)).await.expect("event") {
             Some(WatchEvent::Added(o)) => kinds.push(("added", parse(&o)["metadata"]["name"].clone())),
             Some(WatchEvent::Modified(o)) => kinds.push(("modified", parse(&o)["metadata"]["name"].clone())),
             Some(WatchEvent::Deleted(o)) => kinds.push(("deleted", parse(&o)["metadata"]["name"].clone())),
@@ -358,7 +252,7 @@ async fn watches_deliver_events_bookmarks_and_time_out_quietly() {
 
     let mut quiet = h.watch(&jobs(), Some(NS), &watch_options(None, false)).await.expect("watch");
     let started = std::time::Instant::now();
-    assert!(quiet.next(Duration::from_millis(200)).await.expect("no error").is_none());
+    assert!(h.next_event(&mut quiet, Duration::from_millis(200)).await.expect("no error").is_none());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -372,9 +266,9 @@ async fn watching_from_a_compacted_version_is_gone() {
         h.create(&jobs(), Some(NS), &job(&format!("j{i}"), json!({}))).await.expect("create");
     }
     let mut watch = h.watch(&jobs(), Some(NS), &watch_options(Some(old), false)).await.expect("opens");
-    let first = watch.next(Duration::from_secs(5)).await;
+    let first = h.next_event(&mut watch, Duration::from_secs(5)).await;
     assert!(matches!(first, Err(KubeError::Gone(_))), "{first:?}");
-    let again = watch.next(Duration::from_millis(10)).await;
+    let again = h.next_event(&mut watch, Duration::from_millis(10)).await;
     assert!(matches!(again, Err(KubeError::Gone(_))), "the watch stays ended: {again:?}");
 }
 
@@ -391,8 +285,8 @@ async fn cut_watches_end_with_gone_or_transport() {
             probability: None,
         });
         let mut watch = h.watch(&jobs(), Some(NS), &watch_options(None, false)).await.expect("watch");
-        assert!(matches!(watch.next(Duration::from_secs(5)).await, Ok(Some(WatchEvent::Added(_)))));
-        let end = watch.next(Duration::from_secs(5)).await;
+        assert!(matches!(h.next_event(&mut watch, Duration::from_secs(5)).await, Ok(Some(WatchEvent::Added(_)))));
+        let end = h.next_event(&mut watch, Duration::from_secs(5)).await;
         if expect_gone {
             assert!(matches!(end, Err(KubeError::Gone(_))), "{end:?}");
         } else {
@@ -413,14 +307,7 @@ async fn served_versions_follow_discovery() {
     assert_eq!(host(&alpha).await.served_versions("agents.x-k8s.io").await.expect("discovery"), vec!["v1alpha1"]);
 
     let mut policy = Policy::kubernetes_default([NS]);
-    policy.resources.push(provider_host::ResourceRule {
-        group: "example.com".into(),
-        versions: vec!["v1".into()],
-        plural: "widgets".into(),
-        verbs: [provider_host::Verb::Discovery].into_iter().collect(),
-        subresources: Vec::new(),
-        namespaced: true,
-    });
+    policy.resources.push(AccessRule::new("example.com", &["v1"], "widgets", &[AccessVerb::Discovery]));
     let h = host_with(&both, policy, Duration::from_secs(10)).await;
     assert!(h.served_versions("example.com").await.expect("an unserved group is no error").is_empty());
 }

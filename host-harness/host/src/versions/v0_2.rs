@@ -1,0 +1,112 @@
+//! Contract 0.2.0: the host's imports forward to the host implementation unchanged.
+
+use std::time::Duration;
+
+use wasmtime::component::Resource;
+
+use crate::bindings::kube::{DeleteOptions, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions};
+use crate::bindings::v0_2_0::paperclip::sandbox_provider::{deadline, kube, log, types};
+use crate::kube_watch::WatchStream;
+use crate::log_host;
+use crate::state::CallState;
+
+impl types::Host for CallState {}
+
+impl log::Host for CallState {
+    async fn emit(&mut self, level: log::Level, message: String, fields: Vec<log::Field>) -> wasmtime::Result<()> {
+        log_host::emit(self.call, level, &message, &fields);
+        Ok(())
+    }
+}
+
+impl deadline::Host for CallState {
+    async fn remaining_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.millis_left())
+    }
+
+    async fn call_timeout_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.timeout_millis())
+    }
+}
+
+impl kube::Host for CallState {
+    async fn get(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        name: String,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.get(&resource, namespace.as_deref(), &name).await)
+    }
+
+    async fn create(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        body: String,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.create(&resource, namespace.as_deref(), &body).await)
+    }
+
+    async fn patch(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        name: String,
+        patch_type: PatchType,
+        body: String,
+        subresource: Option<String>,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.patch(&resource, namespace.as_deref(), &name, patch_type, &body, subresource.as_deref()).await)
+    }
+
+    async fn delete(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        name: String,
+        options: DeleteOptions,
+    ) -> wasmtime::Result<Result<(), KubeError>> {
+        Ok(self.kube.delete(&resource, namespace.as_deref(), &name, &options).await)
+    }
+
+    async fn list(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        options: ListOptions,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.list(&resource, namespace.as_deref(), &options).await)
+    }
+
+    async fn open_watch(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        options: WatchOptions,
+    ) -> wasmtime::Result<Result<Resource<WatchStream>, KubeError>> {
+        self.open_watch(resource, namespace, options).await
+    }
+
+    async fn served_versions(&mut self, group: String) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
+        Ok(self.kube.served_versions(&group).await)
+    }
+
+    async fn check_namespace(&mut self, namespace: String) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.kube.check_namespace(&namespace))
+    }
+}
+
+impl kube::HostWatch for CallState {
+    async fn next(
+        &mut self,
+        watch: Resource<WatchStream>,
+        timeout_ms: u32,
+    ) -> wasmtime::Result<Result<Option<WatchEvent>, KubeError>> {
+        self.next_event(watch, Duration::from_millis(u64::from(timeout_ms))).await
+    }
+
+    async fn drop(&mut self, watch: Resource<WatchStream>) -> wasmtime::Result<()> {
+        self.close_watch(watch)
+    }
+}

@@ -1,0 +1,6 @@
+//! The host's integration tests, one binary (one link) for all of them.
+
+mod kube_host;
+mod ownership;
+mod runner;
+mod support;

@@ -1,0 +1,120 @@
+//! What the tests share: an embedded cluster without controllers, clients, a `KubeHost` over
+//! them, and request builders.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
+use provider_host::bindings::kube::{DeleteOptions, ListOptions, ResourceType, WatchOptions};
+use provider_host::policy::{AccessVerb, Policy};
+use provider_host::{KubeHost, client_from_config};
+use serde_json::{Value, json};
+
+/// The namespace every test works in.
+pub const NS: &str = "default";
+
+pub async fn cluster_with(config: ClusterConfig) -> EmbeddedCluster {
+    EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..config }).await.expect("start the cluster")
+}
+
+pub async fn cluster() -> EmbeddedCluster {
+    cluster_with(ClusterConfig::default()).await
+}
+
+pub async fn client_for(c: &EmbeddedCluster, user: &str) -> kube::Client {
+    let yaml = c.kubeconfig(user).expect("kubeconfig");
+    kube_client(&yaml).await
+}
+
+pub async fn kube_client(yaml: &str) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).expect("parse kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
+    client_from_config(config).expect("client")
+}
+
+pub async fn host_with(c: &EmbeddedCluster, policy: Policy, timeout: Duration) -> KubeHost {
+    KubeHost::new(client_for(c, ADMIN_USER).await, Arc::new(policy), timeout)
+}
+
+/// The provider's default policy plus list, watch and discovery on Jobs: these tests exercise
+/// the kube implementation with Jobs, which the provider itself only gets, creates, patches and
+/// deletes (readiness watches their pods).
+pub fn test_policy() -> Policy {
+    let mut policy = Policy::kubernetes_default([NS]);
+    for rule in policy.resources.iter_mut().filter(|r| r.plural == "jobs") {
+        rule.verbs.extend([AccessVerb::List, AccessVerb::Watch, AccessVerb::Discovery]);
+    }
+    policy
+}
+
+pub async fn host(c: &EmbeddedCluster) -> KubeHost {
+    host_with(c, test_policy(), Duration::from_secs(10)).await
+}
+
+pub fn rt(group: &str, version: &str, plural: &str) -> ResourceType {
+    ResourceType { group: group.into(), version: version.into(), plural: plural.into() }
+}
+
+pub fn secrets() -> ResourceType {
+    rt("", "v1", "secrets")
+}
+
+pub fn jobs() -> ResourceType {
+    rt("batch", "v1", "jobs")
+}
+
+pub fn secret(name: &str, labels: Value) -> String {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels},
+        "stringData": {"TOKEN": "hunter2"}})
+    .to_string()
+}
+
+pub fn job(name: &str, labels: Value) -> String {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36"}]}}}})
+    .to_string()
+}
+
+pub fn no_delete_options() -> DeleteOptions {
+    DeleteOptions {
+        propagation: None,
+        precondition_uid: None,
+        precondition_resource_version: None,
+        grace_period_seconds: None,
+    }
+}
+
+pub fn list_options() -> ListOptions {
+    ListOptions {
+        label_selector: None,
+        field_selector: None,
+        limit: None,
+        continue_token: None,
+        resource_version: None,
+    }
+}
+
+pub fn watch_options(resource_version: Option<String>, allow_bookmarks: bool) -> WatchOptions {
+    WatchOptions {
+        label_selector: None,
+        field_selector: None,
+        resource_version,
+        timeout_seconds: None,
+        allow_bookmarks,
+    }
+}
+
+pub fn parse(text: &str) -> Value {
+    serde_json::from_str(text).expect("JSON")
+}
+
+/// The requests a user made since a mark.
+pub fn requests_since(c: &EmbeddedCluster, mark: u64) -> Vec<String> {
+    c.requests()
+        .since(mark)
+        .into_iter()
+        .filter(|e| e.user == ADMIN_USER)
+        .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
+        .collect()
+}

@@ -1,0 +1,95 @@
+//! Whether a valid config fits the host it runs under: its namespace is one the host's policy
+//! allows, and its readiness wait plus the clean-up after a failed acquire fit the host's call
+//! deadline. Both are asked of the host (no cluster call), so `validate-config`, `probe` and
+//! `acquire` refuse such a config before anything is sent; otherwise the host would deny every
+//! call, or end an acquire mid-wait with no time left to clean up.
+
+use std::time::Duration;
+
+use crate::acquire::COMPENSATION_BUDGET;
+use crate::clock::Clock;
+use crate::config::{ConfigProblem, Validation};
+use crate::kube_api::Kube;
+
+/// Time kept free at the end of a call on top of the clean-up budget: the last API answers and
+/// the lease's encoding must still fit before the host's deadline.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+
+/// The longest readiness wait that fits a host call of `call_timeout`, in whole seconds.
+pub fn max_readiness_seconds(call_timeout: Duration) -> u64 {
+    call_timeout.saturating_sub(COMPENSATION_BUDGET + DEADLINE_MARGIN).as_secs()
+}
+
+/// The problems of a parsed config with the host (an empty list when it fits).
+pub fn problems<K: Kube>(namespace: &str, readiness_seconds: u32, kube: &K, clock: &dyn Clock) -> Vec<ConfigProblem> {
+    let mut out = Vec::new();
+    if let Err(why) = kube.check_namespace(namespace) {
+        out.push(ConfigProblem { path: "/namespace".to_string(), message: why });
+    }
+    if let Some(timeout) = clock.call_timeout() {
+        let fits = max_readiness_seconds(timeout);
+        if u64::from(readiness_seconds) > fits {
+            out.push(ConfigProblem {
+                path: "/readinessTimeoutSeconds".to_string(),
+                message: format!(
+                    "{readiness_seconds} s does not fit the host's call deadline of {} ms: an acquire also needs up to \
+                     {} s to clean up after a failure and {} s of margin. Set it to at most {fits}, or raise the \
+                     host's call-timeout-ms.",
+                    timeout.as_millis(),
+                    COMPENSATION_BUDGET.as_secs(),
+                    DEADLINE_MARGIN.as_secs()
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// `validation` with the host's problems added; a config that does not fit is not ok and has
+/// no normalized form.
+pub fn check<K: Kube>(mut validation: Validation, kube: &K, clock: &dyn Clock) -> Validation {
+    let Some(config) = validation.normalized_config.as_deref().and_then(|c| crate::config::parse(c).ok()) else {
+        return validation;
+    };
+    let found = problems(&config.namespace, config.readiness_timeout_seconds, kube, clock);
+    if !found.is_empty() {
+        validation.errors.extend(found);
+        validation.ok = false;
+        validation.normalized_config = None;
+    }
+    validation
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{Env, NS, config_with};
+
+    #[test]
+    fn a_namespace_outside_the_policy_is_an_error_at_its_path() {
+        let env = Env::new();
+        env.kube.allow_namespaces(&["elsewhere"]);
+        let validation = env.provider().validate_config(&config_with("sandbox", serde_json::json!({})));
+        assert!(!validation.ok);
+        assert_eq!(validation.normalized_config, None);
+        let problem = validation.errors.iter().find(|p| p.path == "/namespace").expect("namespace refused");
+        assert!(problem.message.contains(NS), "{}", problem.message);
+        assert!(env.kube.calls().is_empty(), "nothing was sent to the cluster");
+    }
+
+    #[test]
+    fn a_readiness_wait_longer_than_the_host_allows_is_an_error() {
+        let env = Env::new();
+        env.clock.set_host_deadline(Duration::from_secs(30));
+        let fits =
+            env.provider().validate_config(&config_with("job", serde_json::json!({"readinessTimeoutSeconds": 24})));
+        assert!(fits.ok, "{:?}", fits.errors);
+        let too_long = config_with("job", serde_json::json!({"readinessTimeoutSeconds": 25}));
+        let validation = env.provider().validate_config(&too_long);
+        assert!(!validation.ok);
+        let problem = &validation.errors[0];
+        assert_eq!(problem.path, "/readinessTimeoutSeconds");
+        assert!(problem.message.contains("at most 24"), "{}", problem.message);
+        assert_eq!(max_readiness_seconds(Duration::from_secs(3)), 0);
+    }
+}
