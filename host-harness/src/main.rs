@@ -4,6 +4,7 @@
 mod admin_cmd;
 mod cluster_cmd;
 mod demo;
+mod policy_cmd;
 mod provider_cmd;
 
 use std::path::PathBuf;
@@ -110,6 +111,34 @@ enum Command {
         #[command(flatten)]
         lease: provider_cmd::LeaseArgs,
     },
+    /// The operator's policy and what it grants a component.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Print the ServiceAccount, Role and RoleBinding (YAML) for exactly the access the host
+    /// grants the component: no wildcard, no ClusterRole, nothing unused.
+    Rbac {
+        #[command(flatten)]
+        inspect: policy_cmd::InspectArgs,
+        /// Name of the ServiceAccount (and of the Roles and RoleBindings); it lives in the first
+        /// allowed namespace.
+        #[arg(long, default_value = "sandbox-host")]
+        service_account: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// What the component declares, what the operator's policy grants, and what the host
+    /// enforces (their intersection), with what was refused.
+    Show {
+        #[command(flatten)]
+        inspect: policy_cmd::InspectArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -140,6 +169,10 @@ fn main() -> anyhow::Result<()> {
             Command::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
             Command::Release { target, lease } => provider_cmd::release(target, lease).await,
             Command::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
+            Command::Policy { command: PolicyCommand::Show { inspect, json } } => {
+                done(policy_cmd::show(inspect, json).await)
+            }
+            Command::Rbac { inspect, service_account } => done(policy_cmd::rbac(inspect, &service_account).await),
         }
     })?;
     std::process::exit(code)

@@ -10,9 +10,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
 use provider_host::error::HostError;
-use provider_host::policy::Policy;
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+
+use crate::policy_cmd::PolicyArgs;
 
 /// The component `make component` builds.
 pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/release/kubernetes_provider.wasm";
@@ -34,10 +35,8 @@ pub struct Target {
     /// Start the embedded cluster in-process for this one command.
     #[arg(long)]
     pub embedded: bool,
-    /// Host policy file (JSON); default: the Kubernetes provider's rules, limited to the
-    /// config's namespace.
-    #[arg(long)]
-    pub policy: Option<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// Where precompiled components are cached.
     #[arg(long, default_value = "target/provider-cache")]
     pub cache_dir: PathBuf,
@@ -61,12 +60,8 @@ pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
     Ok(text)
 }
 
-fn config_namespace(config: &str) -> Option<String> {
-    serde_json::from_str::<serde_json::Value>(config).ok()?.get("namespace")?.as_str().map(String::from)
-}
-
-/// Connects to the cluster, builds the policy and loads the component.
-pub async fn session(target: &Target, provider_config: Option<&str>) -> anyhow::Result<Session> {
+/// Connects to the cluster, reads the operator's policy and loads the component.
+pub async fn session(target: &Target) -> anyhow::Result<Session> {
     let (config, cluster) = if target.embedded {
         let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
         (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
@@ -78,17 +73,11 @@ pub async fn session(target: &Target, provider_config: Option<&str>) -> anyhow::
     };
     // The host's own client: no transparent retries, so the provider sees every answer.
     let client = provider_host::client_from_config(config)?;
-    let policy = match &target.policy {
-        Some(path) => serde_json::from_str(&read_json(path, "policy")?)
-            .context("the policy file does not match the policy schema")?,
-        None => Policy::kubernetes_default(
-            provider_config
-                .and_then(config_namespace)
-                .into_iter()
-                .chain(cluster.as_ref().map(|_| "default".to_string())),
-        ),
+    let options = HostOptions {
+        policy: target.policy.policy()?,
+        cache_dir: Some(target.cache_dir.clone()),
+        ..Default::default()
     };
-    let options = HostOptions { policy, cache_dir: Some(target.cache_dir.clone()), ..Default::default() };
     if !target.component.exists() {
         bail!("no provider component at {}: build it with `make component`", target.component.display());
     }
@@ -146,7 +135,7 @@ pub fn print_lease(lease: &Lease) {
 
 /// `describe`
 pub async fn describe(target: Target) -> anyhow::Result<i32> {
-    let s = session(&target, None).await?;
+    let s = session(&target).await?;
     let info = match s.host.describe().await {
         Ok(i) => i,
         Err(e) => return Ok(report_error(&e)),
@@ -164,7 +153,7 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
 /// `validate-config`
 pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let s = session(&target, Some(&config)).await?;
+    let s = session(&target).await?;
     let v = match s.host.validate_config(&config).await {
         Ok(v) => v,
         Err(e) => return Ok(report_error(&e)),
@@ -186,7 +175,7 @@ pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i3
 /// `probe`
 pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let s = session(&target, Some(&config)).await?;
+    let s = session(&target).await?;
     let p = match s.host.probe(&config).await {
         Ok(p) => p,
         Err(e) => return Ok(report_error(&e)),
@@ -247,7 +236,7 @@ fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
 /// `acquire`
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_json(&args.config, "config")?;
-    let s = session(&target, Some(&config)).await?;
+    let s = session(&target).await?;
     let mut env = parse_env(&args.env, false)?;
     env.extend(parse_env(&args.secret_env, true)?);
     let now_ms = jiff::Timestamp::now().as_millisecond();
@@ -297,7 +286,7 @@ pub struct LeaseArgs {
 /// `resume-check`
 pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target, Some(&r.config)).await?;
+    let s = session(&target).await?;
     let outcome = match with_progress("checking the lease", s.host.resume_check(r)).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
@@ -330,7 +319,7 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
 /// `renew`
 pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target, Some(&r.config)).await?;
+    let s = session(&target).await?;
     let at = jiff::Timestamp::now().as_millisecond() + (expires_in as i64) * 1000;
     let outcome = match s.host.renew(r, at).await {
         Ok(o) => o,
@@ -342,7 +331,7 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
 /// `release`
 pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target, Some(&r.config)).await?;
+    let s = session(&target).await?;
     match s.host.release(r).await {
         Ok(()) => {
             if target.json {
@@ -359,7 +348,7 @@ pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
 /// `destroy`
 pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target, Some(&r.config)).await?;
+    let s = session(&target).await?;
     match s.host.destroy(r).await {
         Ok(report) => {
             if target.json {

@@ -209,3 +209,65 @@ async fn provider_commands_round_trip_a_lease_through_files() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `policy show` and `rbac` need no cluster: they load the component, read what it declares
+/// and print what the operator's policy grants it.
+#[test]
+fn policy_show_and_rbac_print_the_effective_grant() {
+    let dir = temp_dir("policy");
+    let inspect = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--component")
+            .arg(component())
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .output()
+            .expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (code, stdout, stderr) = inspect(&["policy", "show", "--namespace", "agents"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("(contract 0.2.0)"), "{stdout}");
+    assert!(stdout.contains("namespaces  agents"), "{stdout}");
+    assert!(stdout.contains("refused: nothing"), "{stdout}");
+
+    let narrow = dir.join("policy.json");
+    let rules = json!({"namespaces": ["agents"], "owner-id": "team-a", "resources": [
+        {"group": "batch", "versions": ["v1"], "plural": "jobs", "verbs": ["get", "create", "delete"]},
+        {"group": "", "versions": ["v1"], "plural": "configmaps", "verbs": ["get"]}
+    ]});
+    std::fs::write(&narrow, rules.to_string()).expect("policy");
+    let policy_arg = narrow.to_string_lossy().to_string();
+    let (code, stdout, stderr) = inspect(&["policy", "show", "--json", "--policy", &policy_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let shown: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(
+        shown["effective"]["resources"],
+        json!([{"group": "batch", "versions": ["v1"], "plural": "jobs", "verbs": ["get", "create", "delete"],
+            "subresources": [], "namespaced": true}]),
+        "the intersection: configmaps were not asked for, Jobs' patch was not granted"
+    );
+    assert_eq!(shown["effective"]["owner-id"], "team-a");
+    let refused: Vec<&str> =
+        shown["refused"].as_array().expect("refused").iter().filter_map(|r| r["plural"].as_str()).collect();
+    assert!(refused.contains(&"sandboxes") && refused.contains(&"jobs"), "{refused:?}");
+
+    let (code, stdout, stderr) = inspect(&["rbac", "--namespace", "agents", "--service-account", "paperclip"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for expected in
+        ["kind: ServiceAccount", "kind: Role\n", "kind: RoleBinding", "name: paperclip", "- persistentvolumeclaims"]
+    {
+        assert!(stdout.contains(expected), "{expected:?} missing from:\n{stdout}");
+    }
+    assert!(!stdout.contains("ClusterRole") && !stdout.contains('*'), "{stdout}");
+    let (code, _, stderr) = inspect(&["rbac", "--namespace", "*"]);
+    assert_eq!(code, Some(1), "a wildcard needs a ClusterRole, which is never generated");
+    assert!(stderr.contains("ClusterRole"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,108 @@
+//! The operator's policy on the command line, and the commands that show what it grants:
+//! `policy show` (the two-sided grant for a component) and `rbac` (the least-privilege Role).
+//!
+//! Where the policy comes from: `--policy FILE` (JSON, see `provider_host::policy::Policy`),
+//! with `--namespace` and `--owner-id` overriding its fields. Without a file the default rules
+//! apply, in the namespaces `--namespace` names, or in the single default namespace `default`
+//! when none is named. A provider config never widens it.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use provider_host::policy::Policy;
+use provider_host::rbac;
+use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+
+use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
+
+/// The namespace a policy allows when the operator names none.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Where the operator's policy comes from.
+#[derive(Args, Clone, Default)]
+pub struct PolicyArgs {
+    /// Host policy file (JSON): namespaces, resource rules, owner id.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// A namespace the provider may use (repeatable); replaces the policy file's list.
+    /// Default: the policy file's, else `default` alone.
+    #[arg(long = "namespace", value_name = "NS", env = "SANDBOX_HOST_NAMESPACES", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
+    /// The installation's owner id, stamped on everything the provider creates; every replica
+    /// of one deployment must share it, and no other installation on the cluster may use it.
+    #[arg(long, env = "SANDBOX_HOST_OWNER_ID")]
+    pub owner_id: Option<String>,
+}
+
+impl PolicyArgs {
+    /// The operator's policy these options describe.
+    pub fn policy(&self) -> anyhow::Result<Policy> {
+        let mut policy = match &self.policy {
+            Some(path) => serde_json::from_str::<Policy>(&read_json(path, "policy")?)
+                .context("the policy file does not match the policy schema")?,
+            None => Policy::kubernetes_default([DEFAULT_NAMESPACE]),
+        };
+        if !self.namespaces.is_empty() {
+            policy.namespaces = self.namespaces.clone();
+        }
+        if let Some(owner) = &self.owner_id {
+            policy.owner_id = owner.clone();
+        }
+        Ok(policy)
+    }
+}
+
+/// What `policy show` and `rbac` inspect: a component and the operator's policy.
+#[derive(Args, Clone)]
+pub struct InspectArgs {
+    /// The provider component (.wasm).
+    #[arg(long, default_value = DEFAULT_COMPONENT)]
+    pub component: PathBuf,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Where precompiled components are cached.
+    #[arg(long, default_value = "target/provider-cache")]
+    pub cache_dir: PathBuf,
+}
+
+async fn load(args: &InspectArgs) -> anyhow::Result<ProviderHost> {
+    if !args.component.exists() {
+        anyhow::bail!("no provider component at {}: build it with `make component`", args.component.display());
+    }
+    let options =
+        HostOptions { policy: args.policy.policy()?, cache_dir: Some(args.cache_dir.clone()), ..Default::default() };
+    Ok(ProviderHost::load_without_cluster(ComponentSource::File(args.component.clone()), options).await?)
+}
+
+/// `policy show`: what the component declares, what the policy grants, what the host enforces.
+pub async fn show(args: InspectArgs, json: bool) -> anyhow::Result<()> {
+    let host = load(&args).await?;
+    let grants = host.grants();
+    if json {
+        let value = serde_json::json!({
+            "contract-version": host.contract_version(),
+            "declared": grants.declared,
+            "operator": grants.operator,
+            "effective": grants.effective,
+            "refused": grants.refused,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("component {} (contract {})", args.component.display(), host.contract_version());
+        print!("{grants}");
+    }
+    Ok(())
+}
+
+/// `rbac`: the ServiceAccount, Roles and RoleBindings for exactly the effective policy, as
+/// YAML documents for `kubectl apply -f -`.
+pub async fn rbac(args: InspectArgs, service_account: &str) -> anyhow::Result<()> {
+    let host = load(&args).await?;
+    let effective = &host.grants().effective;
+    let home = effective.namespaces.first().context("the policy allows no namespace")?;
+    for object in rbac::manifests(effective, home, service_account)? {
+        print!("---\n{}", serde_yaml::to_string(&object)?);
+    }
+    Ok(())
+}
