@@ -1,0 +1,342 @@
+//! The rules per config field: names, quantities, env, placement, labels, the workspace
+//! volume; each problem recorded with its path.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::checker::{Checker, ptr, type_name};
+use super::security::check_security;
+use super::{
+    Backend, Config, DEFAULT_COMMAND, DEFAULT_LEASE_TTL_SECONDS, DEFAULT_READINESS_TIMEOUT_SECONDS,
+    HOST_BUDGET_SAFE_SECONDS, JOB_KEYS, JobSettings, RESOURCES_KEYS, Resources, SANDBOX_KEYS, SandboxApiVersion,
+    SandboxSettings, Security, TOLERATION_KEYS, TOP_KEYS, Toleration, WORKSPACE_VOLUME_KEYS, WorkspaceVolume,
+};
+use crate::naming::{RESERVED_PREFIX, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
+
+/// Label keys the provider or Kubernetes controllers own; config labels may not set them.
+fn reserved_label_key(key: &str) -> bool {
+    key.starts_with(RESERVED_PREFIX)
+        || key.starts_with("agents.x-k8s.io/")
+        || key.starts_with("batch.kubernetes.io/")
+        || matches!(key, "app.kubernetes.io/managed-by" | "job-name" | "controller-uid")
+}
+
+/// Whether `s` is a Kubernetes quantity (`250m`, `4Gi`, `1e3`), not negative.
+pub fn is_quantity(s: &str) -> bool {
+    fn number(s: &str) -> Option<&str> {
+        let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let int = digits(s);
+        let mut rest = &s[int..];
+        let mut frac = 0;
+        if let Some(after) = rest.strip_prefix('.') {
+            frac = digits(after);
+            rest = &after[frac..];
+        }
+        if int == 0 && frac == 0 { None } else { Some(rest) }
+    }
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let Some(suffix) = number(s) else {
+        return false;
+    };
+    match suffix {
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
+        exp if exp.starts_with(['e', 'E']) => {
+            let exp = &exp[1..];
+            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+            number(exp) == Some("")
+        }
+        _ => false,
+    }
+}
+
+/// An environment variable name the provider accepts: a C identifier, which is also a valid
+/// Secret key.
+pub fn is_env_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Walks a config: the config when it has no errors, and every problem found.
+pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
+    let mut c = Checker::default();
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            c.error("", format!("is not valid JSON: {e}"));
+            return (None, c);
+        }
+    };
+    let Some(top) = c.object(&value, "", TOP_KEYS) else {
+        return (None, c);
+    };
+    let mut config = Config {
+        namespace: String::new(),
+        backend: Backend::Sandbox,
+        sandbox_api_version: SandboxApiVersion::Auto,
+        image: String::new(),
+        image_pull_policy: None,
+        command: DEFAULT_COMMAND.iter().map(|s| s.to_string()).collect(),
+        args: Vec::new(),
+        working_dir: "/workspace".to_string(),
+        resources: Resources::default(),
+        env: BTreeMap::new(),
+        node_selector: BTreeMap::new(),
+        tolerations: Vec::new(),
+        runtime_class_name: None,
+        service_account_name: None,
+        image_pull_secrets: Vec::new(),
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::new(),
+        name_prefix: "pc-".to_string(),
+        lease_ttl_seconds: DEFAULT_LEASE_TTL_SECONDS,
+        readiness_timeout_seconds: DEFAULT_READINESS_TIMEOUT_SECONDS,
+        job: JobSettings::default(),
+        sandbox: SandboxSettings::default(),
+        security: Security::default(),
+    };
+
+    match c.string(top, "", "namespace") {
+        Some(ns) if is_dns1123_label(&ns) => config.namespace = ns,
+        Some(ns) => c.error("/namespace", format!("{ns:?} is not a namespace name (a DNS-1123 label)")),
+        None if !top.contains_key("namespace") || top["namespace"].is_null() => {
+            c.error("/namespace", "is required: the namespace sandboxes are created in");
+        }
+        None => {}
+    }
+    if let Some(b) = c.one_of(top, "", "backend", &["sandbox", "job"]) {
+        config.backend = if b == "job" { Backend::Job } else { Backend::Sandbox };
+    }
+    if let Some(v) = c.one_of(top, "", "sandboxApiVersion", &["auto", "v1beta1", "v1alpha1"]) {
+        config.sandbox_api_version = match v.as_str() {
+            "v1beta1" => SandboxApiVersion::V1beta1,
+            "v1alpha1" => SandboxApiVersion::V1alpha1,
+            _ => SandboxApiVersion::Auto,
+        };
+    }
+    match c.string(top, "", "image") {
+        Some(image) if image.is_empty() || image.len() > 1024 || image.chars().any(char::is_whitespace) => {
+            c.error("/image", format!("{image:?} is not an image reference (non-empty, no spaces)"));
+        }
+        Some(image) => config.image = image,
+        None if top.get("image").is_none_or(Value::is_null) => {
+            c.error("/image", "is required: the container image of the sandbox");
+        }
+        None => {}
+    }
+    config.image_pull_policy = c.one_of(top, "", "imagePullPolicy", &["Always", "IfNotPresent", "Never"]);
+    if let Some(command) = c.string_list(top, "", "command") {
+        config.command = command;
+    }
+    if let Some(args) = c.string_list(top, "", "args") {
+        config.args = args;
+    }
+    match c.string(top, "", "workingDir") {
+        Some(dir) if dir.starts_with('/') => config.working_dir = dir,
+        Some(dir) => c.error("/workingDir", format!("{dir:?} must be an absolute path")),
+        None => {}
+    }
+    if let Some(resources) = Checker::field(top, "resources")
+        && let Some(map) = c.object(resources, "/resources", RESOURCES_KEYS)
+    {
+        config.resources = Resources {
+            requests: c.quantity_map(map, "/resources", "requests").unwrap_or_default(),
+            limits: c.quantity_map(map, "/resources", "limits").unwrap_or_default(),
+        };
+    }
+    if let Some(env) = c.string_map(top, "", "env") {
+        for name in env.keys() {
+            if !is_env_name(name) {
+                c.error(&ptr("/env", name), "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+            }
+        }
+        config.env = env;
+    }
+    if let Some(selector) = c.string_map(top, "", "nodeSelector") {
+        for (k, v) in &selector {
+            if !is_qualified_name(k) {
+                c.error(&ptr("/nodeSelector", k), "is not a label key");
+            } else if !is_label_value(v) {
+                c.error(&ptr("/nodeSelector", k), format!("{v:?} is not a label value"));
+            }
+        }
+        config.node_selector = selector;
+    }
+    if let Some(tolerations) = Checker::field(top, "tolerations") {
+        config.tolerations = check_tolerations(&mut c, tolerations);
+    }
+    for (key, slot) in
+        [("runtimeClassName", &mut config.runtime_class_name), ("serviceAccountName", &mut config.service_account_name)]
+    {
+        match c.string(top, "", key) {
+            Some(name) if is_dns1123_subdomain(&name) => *slot = Some(name),
+            Some(name) => c.error(&ptr("", key), format!("{name:?} is not an object name (a DNS-1123 subdomain)")),
+            None => {}
+        }
+    }
+    if let Some(secrets) = c.string_list(top, "", "imagePullSecrets") {
+        for (i, name) in secrets.iter().enumerate() {
+            if !is_dns1123_subdomain(name) {
+                c.error(&format!("/imagePullSecrets/{i}"), format!("{name:?} is not a Secret name"));
+            }
+        }
+        config.image_pull_secrets = secrets;
+    }
+    if let Some(labels) = c.string_map(top, "", "labels") {
+        for (k, v) in &labels {
+            let at = ptr("/labels", k);
+            if !is_qualified_name(k) {
+                c.error(&at, "is not a label key");
+            } else if reserved_label_key(k) {
+                c.error(&at, "is reserved for the provider or a Kubernetes controller; choose another key");
+            } else if !is_label_value(v) {
+                c.error(&at, format!("{v:?} is not a label value (at most 63 of A-Z a-z 0-9 - _ .)"));
+            }
+        }
+        config.labels = labels;
+    }
+    if let Some(annotations) = c.string_map(top, "", "annotations") {
+        for k in annotations.keys() {
+            let at = ptr("/annotations", k);
+            if !is_qualified_name(k) {
+                c.error(&at, "is not an annotation key");
+            } else if k.starts_with(RESERVED_PREFIX) || k.starts_with("agents.x-k8s.io/") {
+                c.error(&at, "is reserved for the provider or agent-sandbox; choose another key");
+            }
+        }
+        config.annotations = annotations;
+    }
+    match c.string(top, "", "namePrefix") {
+        Some(p)
+            if (1..=20).contains(&p.len())
+                && p.starts_with(|c: char| c.is_ascii_lowercase())
+                && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') =>
+        {
+            config.name_prefix = p;
+        }
+        Some(p) => c.error("/namePrefix", format!("{p:?} must be 1 to 20 of a-z 0-9 -, starting with a letter")),
+        None => {}
+    }
+    if let Some(ttl) = c.integer(top, "", "leaseTtlSeconds", 60, 7 * 24 * 3600) {
+        config.lease_ttl_seconds = ttl as u32;
+    }
+    if let Some(t) = c.integer(top, "", "readinessTimeoutSeconds", 1, 600) {
+        config.readiness_timeout_seconds = t as u32;
+        if t > i64::from(HOST_BUDGET_SAFE_SECONDS) {
+            c.warn(
+                "/readinessTimeoutSeconds",
+                format!(
+                    "{t} s does not fit a host's default 30 s call budget (keep it at or under \
+                     {HOST_BUDGET_SAFE_SECONDS} s, or raise the host's timeout to match)"
+                ),
+            );
+        }
+    }
+    if let Some(job) = Checker::field(top, "job")
+        && let Some(map) = c.object(job, "/job", JOB_KEYS)
+    {
+        if let Some(n) = c.integer(map, "/job", "backoffLimit", 0, 100) {
+            config.job.backoff_limit = n as i32;
+        }
+        if let Some(n) = c.integer(map, "/job", "ttlSecondsAfterFinished", 0, i64::from(i32::MAX)) {
+            config.job.ttl_seconds_after_finished = n as i32;
+        }
+    }
+    if let Some(sandbox) = Checker::field(top, "sandbox")
+        && let Some(map) = c.object(sandbox, "/sandbox", SANDBOX_KEYS)
+        && let Some(volume) = Checker::field(map, "workspaceVolume")
+    {
+        config.sandbox.workspace_volume = check_workspace_volume(&mut c, volume);
+    }
+    if let Some(security) = Checker::field(top, "security") {
+        check_security(&mut c, security, &mut config.security);
+    }
+    if config.sandbox.workspace_volume.is_some() && config.backend == Backend::Job {
+        c.warn("/sandbox/workspaceVolume", "applies to the sandbox backend only; ignored for backend job");
+    }
+
+    if c.errors.is_empty() { (Some(config), c) } else { (None, c) }
+}
+
+fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
+    let Some(items) = value.as_array() else {
+        c.error("/tolerations", format!("must be an array, not {}", type_name(value)));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("/tolerations/{i}");
+        let Some(map) = c.object(item, &path, TOLERATION_KEYS) else {
+            continue;
+        };
+        let errors_before = c.errors.len();
+        let key = c.string(map, &path, "key").filter(|k| !k.is_empty());
+        if let Some(k) = &key
+            && !is_qualified_name(k)
+        {
+            c.error(&ptr(&path, "key"), format!("{k:?} is not a taint key"));
+        }
+        let operator = c.one_of(map, &path, "operator", &["Equal", "Exists"]);
+        let value = c.string(map, &path, "value").filter(|v| !v.is_empty());
+        if let Some(v) = &value {
+            if operator.as_deref() == Some("Exists") {
+                c.error(&ptr(&path, "value"), "must be empty when operator is Exists");
+            } else if !is_label_value(v) {
+                c.error(&ptr(&path, "value"), format!("{v:?} is not a taint value"));
+            }
+        }
+        if key.is_none() && operator.as_deref() != Some("Exists") {
+            c.error(&ptr(&path, "operator"), "must be Exists when key is empty (tolerate every taint)");
+        }
+        let effect =
+            c.one_of(map, &path, "effect", &["NoSchedule", "PreferNoSchedule", "NoExecute"]).filter(|e| !e.is_empty());
+        let seconds = c.integer(map, &path, "tolerationSeconds", i64::MIN, i64::MAX);
+        if seconds.is_some() && effect.as_deref() != Some("NoExecute") {
+            c.error(&ptr(&path, "tolerationSeconds"), "applies only with effect NoExecute");
+        }
+        if c.errors.len() == errors_before {
+            out.push(Toleration { key, operator, value, effect, toleration_seconds: seconds });
+        }
+    }
+    out
+}
+
+fn check_workspace_volume(c: &mut Checker, value: &Value) -> Option<WorkspaceVolume> {
+    let path = "/sandbox/workspaceVolume";
+    let map = c.object(value, path, WORKSPACE_VOLUME_KEYS)?;
+    let size = match c.string(map, path, "size") {
+        Some(s) if is_quantity(&s) => Some(s),
+        Some(s) => {
+            c.error(&ptr(path, "size"), format!("{s:?} is not a quantity (such as \"10Gi\")"));
+            None
+        }
+        None => {
+            c.error(&ptr(path, "size"), "is required: the size of the workspace claim (such as \"10Gi\")");
+            None
+        }
+    };
+    let class = match c.string(map, path, "storageClassName") {
+        Some(s) if is_dns1123_subdomain(&s) => Some(s),
+        Some(s) => {
+            c.error(&ptr(path, "storageClassName"), format!("{s:?} is not a StorageClass name"));
+            None
+        }
+        None => None,
+    };
+    size.map(|size| WorkspaceVolume { size, storage_class_name: class })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities() {
+        for ok in ["1", "250m", "4Gi", "1.5", ".5", "1e3", "2E-2", "+1", "10M"] {
+            assert!(is_quantity(ok), "{ok}");
+        }
+        for bad in ["", "two", "1GB", "-1", "1.5.5", "Gi", "1e", "1 Gi"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+}

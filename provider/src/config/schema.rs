@@ -1,0 +1,129 @@
+//! The JSON Schema (draft 2020-12) of the config, which `describe` publishes.
+
+use serde_json::{Value, json};
+
+use super::{DEFAULT_LEASE_TTL_SECONDS, DEFAULT_READINESS_TIMEOUT_SECONDS};
+
+/// The JSON Schema (draft 2020-12) of the config, for `describe`.
+pub fn schema() -> Value {
+    let string_map = |description: &str| json!({"type": "object", "additionalProperties": {"type": "string"}, "description": description});
+    let quantity_map = |description: &str| json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}, "description": description});
+    let string_list =
+        |description: &str| json!({"type": "array", "items": {"type": "string"}, "description": description});
+    let tolerations = json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "key": {"type": "string"},
+                "operator": {"enum": ["Equal", "Exists"]},
+                "value": {"type": "string"},
+                "effect": {"enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]},
+                "tolerationSeconds": {"type": "integer"}
+            }
+        }
+    });
+    let job = json!({
+        "type": "object",
+        "properties": {
+            "backoffLimit": {"type": "integer", "minimum": 0, "maximum": 100, "default": 0},
+            "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0, "default": 900}
+        }
+    });
+    let sandbox = json!({
+        "type": "object",
+        "properties": {
+            "workspaceVolume": {
+                "type": "object",
+                "required": ["size"],
+                "description": "A persistent workspace claim; reusable leases need it (release suspends the Sandbox and keeps the disk).",
+                "properties": {"size": {"type": "string"}, "storageClassName": {"type": "string"}}
+            }
+        }
+    });
+    let security = json!({
+        "type": "object",
+        "description": "Hardened defaults; each loosening must be explicit and is reported as a warning.",
+        "properties": {
+            "runAsNonRoot": {"type": "boolean", "default": true},
+            "runAsUser": {"type": "integer", "default": 1000},
+            "runAsGroup": {"type": "integer", "default": 1000},
+            "fsGroup": {"type": "integer", "default": 1000},
+            "allowPrivilegeEscalation": {"type": "boolean", "default": false},
+            "capabilities": {
+                "type": "object",
+                "properties": {"drop": {"type": "array", "items": {"type": "string"}, "default": ["ALL"]}, "add": {"type": "array", "items": {"type": "string"}, "default": []}}
+            },
+            "seccompProfile": {"enum": ["RuntimeDefault", "Unconfined"], "default": "RuntimeDefault"},
+            "readOnlyRootFilesystem": {"type": "boolean", "default": true},
+            "automountServiceAccountToken": {"type": "boolean", "default": false}
+        }
+    });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Kubernetes sandbox provider config",
+        "description": "Unknown keys are reported as warnings and ignored. Every default is filled in by validate-config.",
+        "type": "object",
+        "required": ["namespace", "image"],
+        "properties": {
+            "namespace": {"type": "string", "description": "Namespace the sandboxes are created in (must exist)."},
+            "backend": {"enum": ["sandbox", "job"], "default": "sandbox", "description": "sandbox: an agent-sandbox Sandbox (agents.x-k8s.io); job: a batch/v1 Job."},
+            "sandboxApiVersion": {"enum": ["auto", "v1beta1", "v1alpha1"], "default": "auto", "description": "auto discovers what the cluster serves and prefers v1beta1."},
+            "image": {"type": "string", "description": "Container image of the sandbox."},
+            "imagePullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
+            "command": string_list("Container command; default [\"sleep\", \"infinity\"] keeps the sandbox alive; [] uses the image's entrypoint."),
+            "args": string_list("Container arguments."),
+            "workingDir": {"type": "string", "default": "/workspace", "description": "Absolute working directory."},
+            "resources": {
+                "type": "object",
+                "description": "Requests and limits; when absent: requests cpu 250m, memory 512Mi; limits cpu 2, memory 4Gi.",
+                "properties": {"requests": quantity_map("Resource requests."), "limits": quantity_map("Resource limits.")}
+            },
+            "env": string_map("Non-secret environment variables; the request's env wins on the same name."),
+            "nodeSelector": string_map("Node labels the pod must match."),
+            "tolerations": tolerations,
+            "runtimeClassName": {"type": "string", "description": "RuntimeClass (gVisor, Kata) for stronger isolation."},
+            "serviceAccountName": {"type": "string"},
+            "imagePullSecrets": string_list("Names of Secrets in the namespace for pulling the image."),
+            "labels": string_map("Extra labels on every object (keys under sandbox.paperclip.io/ are reserved)."),
+            "annotations": string_map("Extra annotations on every object and the pod."),
+            "namePrefix": {"type": "string", "default": "pc-", "description": "Object names are this prefix plus the acquisition id, unchanged."},
+            "leaseTtlSeconds": {"type": "integer", "minimum": 60, "maximum": 604800, "default": DEFAULT_LEASE_TTL_SECONDS, "description": "Longest life of a lease without renewal; the cluster deletes the sandbox then, whatever happens to the host."},
+            "readinessTimeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 600, "default": DEFAULT_READINESS_TIMEOUT_SECONDS, "description": "One deadline over a whole acquire (or a resume's wait). The default 20 s stays well inside a host's default 30 s call budget, leaving room for clean-up after a failure; above 25 s, raise the host's timeout too."},
+            "job": job,
+            "sandbox": sandbox,
+            "security": security
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use super::*;
+
+    #[test]
+    fn schema_names_every_key_validation_knows() {
+        let schema = schema();
+        let keys = |pointer: &str| -> Vec<String> {
+            let mut k: Vec<String> =
+                schema.pointer(pointer).and_then(Value::as_object).unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let sorted = |list: &[&str]| {
+            let mut k: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            k.sort();
+            k
+        };
+        assert_eq!(keys("/properties"), sorted(TOP_KEYS));
+        assert_eq!(keys("/properties/resources/properties"), sorted(RESOURCES_KEYS));
+        assert_eq!(keys("/properties/tolerations/items/properties"), sorted(TOLERATION_KEYS));
+        assert_eq!(keys("/properties/job/properties"), sorted(JOB_KEYS));
+        assert_eq!(keys("/properties/sandbox/properties"), sorted(SANDBOX_KEYS));
+        assert_eq!(keys("/properties/sandbox/properties/workspaceVolume/properties"), sorted(WORKSPACE_VOLUME_KEYS));
+        assert_eq!(keys("/properties/security/properties"), sorted(SECURITY_KEYS));
+        assert_eq!(keys("/properties/security/properties/capabilities/properties"), sorted(CAPABILITIES_KEYS));
+        assert!(schema["properties"]["readinessTimeoutSeconds"]["description"].as_str().unwrap().contains("30 s"));
+    }
+}

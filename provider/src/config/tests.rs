@@ -1,0 +1,143 @@
+//! How a config is validated and parsed, from the outside.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn minimal() -> Value {
+    json!({"namespace": "sandboxes", "image": "ghcr.io/acme/agent:1"})
+}
+
+fn paths(problems: &[ConfigProblem]) -> Vec<&str> {
+    problems.iter().map(|p| p.path.as_str()).collect()
+}
+
+#[test]
+fn minimal_config_gets_every_default() {
+    let v = validate(&minimal().to_string());
+    assert!(v.ok, "{v:?}");
+    assert!(v.errors.is_empty() && v.warnings.is_empty());
+    let normalized: Value = serde_json::from_str(v.normalized_config.as_deref().unwrap()).unwrap();
+    assert_eq!(normalized["backend"], "sandbox");
+    assert_eq!(normalized["sandboxApiVersion"], "auto");
+    assert_eq!(normalized["readinessTimeoutSeconds"], 20);
+    assert_eq!(normalized["leaseTtlSeconds"], 3600);
+    assert_eq!(normalized["job"], json!({"backoffLimit": 0, "ttlSecondsAfterFinished": 900}));
+    assert_eq!(normalized["command"], json!(["sleep", "infinity"]));
+    assert_eq!(normalized["security"]["runAsNonRoot"], true);
+    assert_eq!(normalized["security"]["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(normalized["resources"]["limits"]["memory"], "4Gi");
+    let again = validate(&normalized.to_string());
+    assert_eq!(again.normalized_config, v.normalized_config, "normalizing is idempotent");
+}
+
+#[test]
+fn every_problem_is_reported_with_its_path() {
+    let config = json!({
+        "namespace": "Bad_NS",
+        "backend": "vm",
+        "resources": {"limits": {"cpu": "two", "memory": "4Gi"}},
+        "env": {"1BAD": "x", "GOOD": 3},
+        "labels": {"sandbox.paperclip.io/run-id": "x", "team": "not valid!"},
+        "tolerations": [{"operator": "Exists", "value": "x"}, {"effect": "NoExecute", "key": "k", "tolerationSeconds": "soon"}],
+        "job": {"backoffLimit": -1},
+        "readinessTimeoutSeconds": 0,
+        "security": {"runAsUser": 0}
+    });
+    let v = validate(&config.to_string());
+    assert!(!v.ok);
+    assert!(v.normalized_config.is_none());
+    let got = paths(&v.errors);
+    for expected in [
+        "/namespace",
+        "/backend",
+        "/image",
+        "/resources/limits/cpu",
+        "/env/1BAD",
+        "/env/GOOD",
+        "/labels/sandbox.paperclip.io~1run-id",
+        "/labels/team",
+        "/tolerations/0/value",
+        "/tolerations/1/tolerationSeconds",
+        "/job/backoffLimit",
+        "/readinessTimeoutSeconds",
+        "/security/runAsUser",
+    ] {
+        assert!(got.contains(&expected), "missing {expected} in {got:?}");
+    }
+}
+
+#[test]
+fn unknown_keys_are_warnings_with_paths() {
+    let mut config = minimal();
+    config["imagePullPolicyy"] = json!("Always");
+    config["job"] = json!({"backofLimit": 2});
+    config["security"] = json!({"capabilities": {"drop": ["ALL"], "keep": []}});
+    let v = validate(&config.to_string());
+    assert!(v.ok, "{v:?}");
+    assert_eq!(paths(&v.warnings), vec!["/imagePullPolicyy", "/job/backofLimit", "/security/capabilities/keep"]);
+}
+
+#[test]
+fn loosening_defaults_is_explicit_and_warned() {
+    let mut config = minimal();
+    config["security"] = json!({
+        "runAsNonRoot": false, "runAsUser": 0, "allowPrivilegeEscalation": true,
+        "capabilities": {"drop": [], "add": ["NET_ADMIN"]}, "seccompProfile": "Unconfined",
+        "readOnlyRootFilesystem": false, "automountServiceAccountToken": true
+    });
+    let v = validate(&config.to_string());
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.warnings.len(), 8, "{:?}", v.warnings);
+    assert!(v.warnings.iter().all(|w| w.message.starts_with("loosens a hardened default")));
+    let parsed = parse(&config.to_string()).unwrap();
+    assert!(!parsed.security.run_as_non_root);
+    assert_eq!(parsed.security.capabilities.add, vec!["NET_ADMIN"]);
+}
+
+#[test]
+fn long_readiness_timeout_warns_about_the_host_budget() {
+    let mut config = minimal();
+    config["readinessTimeoutSeconds"] = json!(60);
+    let v = validate(&config.to_string());
+    assert!(v.ok);
+    assert_eq!(paths(&v.warnings), vec!["/readinessTimeoutSeconds"]);
+    assert!(v.warnings[0].message.contains("30 s"));
+}
+
+#[test]
+fn parse_reports_the_first_problem_as_invalid_config() {
+    let err = parse(r#"{"image": "x"}"#).unwrap_err();
+    match err {
+        ProviderError::InvalidConfig(d) => assert_eq!(d.path, "/namespace"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(parse("not json"), Err(ProviderError::InvalidConfig(_))));
+    assert!(matches!(parse("[1]"), Err(ProviderError::InvalidConfig(_))));
+}
+
+#[test]
+fn full_config_parses() {
+    let config = json!({
+        "namespace": "team-a", "backend": "job", "sandboxApiVersion": "v1alpha1", "image": "busybox:1.36",
+        "imagePullPolicy": "IfNotPresent", "command": ["/bin/sh"], "args": ["-c", "sleep 1d"], "workingDir": "/work",
+        "resources": {"requests": {"cpu": 1, "memory": "1Gi"}},
+        "env": {"MODE": "fast"}, "nodeSelector": {"pool": "sandboxes"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "sandbox", "effect": "NoSchedule"}],
+        "runtimeClassName": "gvisor", "serviceAccountName": "sandbox", "imagePullSecrets": ["regcred"],
+        "labels": {"team": "a"}, "annotations": {"example.com/owner": "team a"}, "namePrefix": "sbx-",
+        "leaseTtlSeconds": 600, "readinessTimeoutSeconds": 15, "job": {"backoffLimit": 1, "ttlSecondsAfterFinished": 60},
+        "sandbox": {"workspaceVolume": {"size": "10Gi", "storageClassName": "fast"}}
+    });
+    let v = validate(&config.to_string());
+    assert!(v.ok, "{v:?}");
+    assert_eq!(paths(&v.warnings), vec!["/sandbox/workspaceVolume"], "workspace volume is ignored for jobs");
+    let c = parse(&config.to_string()).unwrap();
+    assert_eq!(c.backend, Backend::Job);
+    assert_eq!(c.sandbox_api_version, SandboxApiVersion::V1alpha1);
+    assert_eq!(c.resources.requests["cpu"], "1");
+    assert!(c.resources.limits.is_empty(), "explicit resources replace the defaults");
+    assert_eq!(c.tolerations[0].effect.as_deref(), Some("NoSchedule"));
+    assert_eq!(c.job.backoff_limit, 1);
+    assert_eq!(c.name_prefix, "sbx-");
+}
