@@ -13,6 +13,7 @@ use provider_host::error::HostError;
 use provider_host::policy::Policy;
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use sandbox_contract::quote;
 
 /// The component `make component` builds.
 pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/release/kubernetes_provider.wasm";
@@ -237,7 +238,7 @@ fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
         .map(|item| {
             let (name, value) = item.split_once('=').with_context(|| {
                 let shown = if secret { item.split('=').next().unwrap_or_default() } else { item.as_str() };
-                format!("environment entry {shown:?} is not NAME=VALUE")
+                format!("environment entry {} is not NAME=VALUE", quote(shown))
             })?;
             Ok(EnvVar { name: name.to_string(), value: value.to_string(), secret })
         })

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use sandbox_contract::quote;
 
 use crate::config::Backend;
 
@@ -108,10 +109,12 @@ pub fn label_value(raw: &str) -> String {
 /// Why an id cannot name an object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "acquisition id {id:?} cannot name a Kubernetes object: with the name prefix {prefix:?} it must be 1 to {max} \
+    "acquisition id {} cannot name a Kubernetes object: with the name prefix {} it must be 1 to {max} \
      characters of lowercase letters, digits and '-', starting and ending with a letter or digit. The provider \
      refuses such ids instead of rewriting them, so two ids never share a sandbox; use an id of that form \
-     (for example a lowercase ULID or UUID)"
+     (for example a lowercase ULID or UUID)",
+    quote(.id),
+    quote(.prefix)
 )]
 pub struct UnsafeId {
     pub id: String,
@@ -209,8 +212,9 @@ pub struct LeaseId {
 /// Why a lease id is not one of this provider's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "provider lease id {0:?} was not made by the Kubernetes provider (expected k8s:<sandbox|job>:<namespace>:<name>[:pvc]); \
-     the lease belongs to another provider or was corrupted"
+    "provider lease id {} was not made by the Kubernetes provider (expected k8s:<sandbox|job>:<namespace>:<name>[:pvc]); \
+     the lease belongs to another provider or was corrupted",
+    quote(.0)
 )]
 pub struct BadLeaseId(pub String);
 
@@ -309,6 +313,14 @@ mod tests {
             assert_eq!(err.id, id);
             assert!(err.to_string().contains("refuses such ids"), "{err}");
         }
+    }
+
+    #[test]
+    fn long_ids_are_quoted_by_a_short_prefix() {
+        let id = "a".repeat(100_000);
+        crate::testkit::assert_quotes_a_prefix(&workload_name("pc-", &id).unwrap_err().to_string(), &id);
+        let lease_id = format!("k8s:job:ns:{id}");
+        crate::testkit::assert_quotes_a_prefix(&LeaseId::parse(&lease_id).unwrap_err().to_string(), &lease_id);
     }
 
     #[test]

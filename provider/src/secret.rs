@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
+use sandbox_contract::quote;
 use serde_json::{Value, json};
 
 use crate::acquire::EnvVar;
@@ -56,14 +57,14 @@ pub fn plan_env(
     for var in request {
         if !is_env_name(&var.name) {
             return Err(ProviderError::rejected(format!(
-                "env var name {:?} is not accepted: names must match [A-Za-z_][A-Za-z0-9_]*; rename it in the host",
-                var.name
+                "env var name {} is not accepted: names must match [A-Za-z_][A-Za-z0-9_]*; rename it in the host",
+                quote(&var.name)
             )));
         }
         if seen.contains(&var.name.as_str()) {
             return Err(ProviderError::rejected(format!(
                 "env var {} appears more than once in the request; send each name once",
-                var.name
+                quote(&var.name)
             )));
         }
         seen.push(&var.name);
@@ -148,6 +149,13 @@ mod tests {
         let err = plan_env(&BTreeMap::new(), &[var("A", "s3cr3t", true), var("A", "other", true)], "x").unwrap_err();
         assert!(err.message().contains("more than once"));
         assert!(!err.message().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn a_long_bad_name_is_quoted_by_a_short_prefix() {
+        let name = "-".repeat(100_000);
+        let err = plan_env(&BTreeMap::new(), &[var(&name, "v", false)], "x").unwrap_err();
+        crate::testkit::assert_quotes_a_prefix(err.message(), &name);
     }
 
     #[test]

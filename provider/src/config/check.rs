@@ -12,6 +12,8 @@ use super::{
     HOST_BUDGET_SAFE_SECONDS, JOB_KEYS, JobSettings, RESOURCES_KEYS, Resources, SANDBOX_KEYS, SandboxApiVersion,
     SandboxSettings, Security, TOLERATION_KEYS, TOP_KEYS, Toleration, WORKSPACE_VOLUME_KEYS, WorkspaceVolume,
 };
+use sandbox_contract::quote;
+
 use crate::naming::{RESERVED_PREFIX, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 
 /// Label keys the provider or Kubernetes controllers own; config labels may not set them.
@@ -98,7 +100,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
 
     match c.string(top, "", "namespace") {
         Some(ns) if is_dns1123_label(&ns) => config.namespace = ns,
-        Some(ns) => c.error("/namespace", format!("{ns:?} is not a namespace name (a DNS-1123 label)")),
+        Some(ns) => c.error("/namespace", format!("{} is not a namespace name (a DNS-1123 label)", quote(&ns))),
         None if !top.contains_key("namespace") || top["namespace"].is_null() => {
             c.error("/namespace", "is required: the namespace sandboxes are created in");
         }
@@ -116,7 +118,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     }
     match c.string(top, "", "image") {
         Some(image) if image.is_empty() || image.len() > 1024 || image.chars().any(char::is_whitespace) => {
-            c.error("/image", format!("{image:?} is not an image reference (non-empty, no spaces)"));
+            c.error("/image", format!("{} is not an image reference (non-empty, no spaces)", quote(&image)));
         }
         Some(image) => config.image = image,
         None if top.get("image").is_none_or(Value::is_null) => {
@@ -133,7 +135,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     }
     match c.string(top, "", "workingDir") {
         Some(dir) if dir.starts_with('/') => config.working_dir = dir,
-        Some(dir) => c.error("/workingDir", format!("{dir:?} must be an absolute path")),
+        Some(dir) => c.error("/workingDir", format!("{} must be an absolute path", quote(&dir))),
         None => {}
     }
     if let Some(resources) = Checker::field(top, "resources")
@@ -157,7 +159,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
             if !is_qualified_name(k) {
                 c.error(&ptr("/nodeSelector", k), "is not a label key");
             } else if !is_label_value(v) {
-                c.error(&ptr("/nodeSelector", k), format!("{v:?} is not a label value"));
+                c.error(&ptr("/nodeSelector", k), format!("{} is not a label value", quote(v)));
             }
         }
         config.node_selector = selector;
@@ -170,14 +172,16 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     {
         match c.string(top, "", key) {
             Some(name) if is_dns1123_subdomain(&name) => *slot = Some(name),
-            Some(name) => c.error(&ptr("", key), format!("{name:?} is not an object name (a DNS-1123 subdomain)")),
+            Some(name) => {
+                c.error(&ptr("", key), format!("{} is not an object name (a DNS-1123 subdomain)", quote(&name)))
+            }
             None => {}
         }
     }
     if let Some(secrets) = c.string_list(top, "", "imagePullSecrets") {
         for (i, name) in secrets.iter().enumerate() {
             if !is_dns1123_subdomain(name) {
-                c.error(&format!("/imagePullSecrets/{i}"), format!("{name:?} is not a Secret name"));
+                c.error(&format!("/imagePullSecrets/{i}"), format!("{} is not a Secret name", quote(name)));
             }
         }
         config.image_pull_secrets = secrets;
@@ -190,7 +194,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
             } else if reserved_label_key(k) {
                 c.error(&at, "is reserved for the provider or a Kubernetes controller; choose another key");
             } else if !is_label_value(v) {
-                c.error(&at, format!("{v:?} is not a label value (at most 63 of A-Z a-z 0-9 - _ .)"));
+                c.error(&at, format!("{} is not a label value (at most 63 of A-Z a-z 0-9 - _ .)", quote(v)));
             }
         }
         config.labels = labels;
@@ -214,7 +218,9 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         {
             config.name_prefix = p;
         }
-        Some(p) => c.error("/namePrefix", format!("{p:?} must be 1 to 20 of a-z 0-9 -, starting with a letter")),
+        Some(p) => {
+            c.error("/namePrefix", format!("{} must be 1 to 20 of a-z 0-9 -, starting with a letter", quote(&p)))
+        }
         None => {}
     }
     if let Some(ttl) = c.integer(top, "", "leaseTtlSeconds", 60, 7 * 24 * 3600) {
@@ -274,7 +280,7 @@ fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
         if let Some(k) = &key
             && !is_qualified_name(k)
         {
-            c.error(&ptr(&path, "key"), format!("{k:?} is not a taint key"));
+            c.error(&ptr(&path, "key"), format!("{} is not a taint key", quote(k)));
         }
         let operator = c.one_of(map, &path, "operator", &["Equal", "Exists"]);
         let value = c.string(map, &path, "value").filter(|v| !v.is_empty());
@@ -282,7 +288,7 @@ fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
             if operator.as_deref() == Some("Exists") {
                 c.error(&ptr(&path, "value"), "must be empty when operator is Exists");
             } else if !is_label_value(v) {
-                c.error(&ptr(&path, "value"), format!("{v:?} is not a taint value"));
+                c.error(&ptr(&path, "value"), format!("{} is not a taint value", quote(v)));
             }
         }
         if key.is_none() && operator.as_deref() != Some("Exists") {
@@ -307,7 +313,7 @@ fn check_workspace_volume(c: &mut Checker, value: &Value) -> Option<WorkspaceVol
     let size = match c.string(map, path, "size") {
         Some(s) if is_quantity(&s) => Some(s),
         Some(s) => {
-            c.error(&ptr(path, "size"), format!("{s:?} is not a quantity (such as \"10Gi\")"));
+            c.error(&ptr(path, "size"), format!("{} is not a quantity (such as \"10Gi\")", quote(&s)));
             None
         }
         None => {
@@ -318,7 +324,7 @@ fn check_workspace_volume(c: &mut Checker, value: &Value) -> Option<WorkspaceVol
     let class = match c.string(map, path, "storageClassName") {
         Some(s) if is_dns1123_subdomain(&s) => Some(s),
         Some(s) => {
-            c.error(&ptr(path, "storageClassName"), format!("{s:?} is not a StorageClass name"));
+            c.error(&ptr(path, "storageClassName"), format!("{} is not a StorageClass name", quote(&s)));
             None
         }
         None => None,

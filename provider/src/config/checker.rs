@@ -4,13 +4,17 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use sandbox_contract::quote;
+use sandbox_contract::quote::shorten;
+
 use super::ConfigProblem;
 use super::check::is_quantity;
 use crate::naming::is_qualified_name;
 
-/// Appends `key` to a JSON pointer, escaping `~` and `/` (RFC 6901).
+/// Appends `key` to a JSON pointer, escaping `~` and `/` (RFC 6901). A key longer than a
+/// message quotes is cut the same way, so a huge key cannot flood the problem's path.
 pub(super) fn ptr(path: &str, key: &str) -> String {
-    format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
+    format!("{path}/{}", shorten(key).replace('~', "~0").replace('/', "~1"))
 }
 
 /// Collects problems while walking a config.
@@ -172,7 +176,10 @@ impl Checker {
             if is_quantity(&text) {
                 out.insert(name.clone(), text);
             } else {
-                self.error(&at, format!("{text:?} is not a Kubernetes quantity (such as \"500m\", \"2\", \"4Gi\")"));
+                self.error(
+                    &at,
+                    format!("{} is not a Kubernetes quantity (such as \"500m\", \"2\", \"4Gi\")", quote(&text)),
+                );
             }
         }
         Some(out)
@@ -189,7 +196,7 @@ impl Checker {
         if allowed.contains(&s.as_str()) {
             Some(s)
         } else {
-            self.error(&ptr(path, key), format!("must be one of {}, not {s:?}", allowed.join(", ")));
+            self.error(&ptr(path, key), format!("must be one of {}, not {}", allowed.join(", "), quote(&s)));
             None
         }
     }

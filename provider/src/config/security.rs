@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use sandbox_contract::quote;
+
 use super::checker::{Checker, ptr};
 use super::{CAPABILITIES_KEYS, SECURITY_KEYS, SeccompProfile, Security};
 
@@ -53,7 +55,7 @@ pub(super) fn check_security(c: &mut Checker, value: &Value, security: &mut Secu
                         if cap.is_empty() || !cap.chars().all(|ch| ch.is_ascii_uppercase() || ch == '_') {
                             c.error(
                                 &format!("{caps_path}/{key}/{i}"),
-                                format!("{cap:?} is not a capability name (NET_BIND_SERVICE, ALL)"),
+                                format!("{} is not a capability name (NET_BIND_SERVICE, ALL)", quote(cap)),
                             );
                         }
                     }

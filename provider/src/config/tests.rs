@@ -141,3 +141,30 @@ fn full_config_parses() {
     assert_eq!(c.job.backoff_limit, 1);
     assert_eq!(c.name_prefix, "sbx-");
 }
+
+#[test]
+fn long_values_are_quoted_by_a_short_prefix() {
+    let long = "n".repeat(100_000);
+    let mut config = minimal();
+    config["namespace"] = json!(long);
+    config["backend"] = json!(long);
+    config["workingDir"] = json!(long);
+    config["labels"] = json!({"team": long});
+    config["resources"] = json!({"limits": {"cpu": long}});
+    config["security"] = json!({"capabilities": {"add": [long]}});
+    let v = validate(&config.to_string());
+    for path in [
+        "/namespace",
+        "/backend",
+        "/workingDir",
+        "/labels/team",
+        "/resources/limits/cpu",
+        "/security/capabilities/add/0",
+    ] {
+        let problem = v.errors.iter().find(|p| p.path == path).unwrap_or_else(|| panic!("no error at {path}"));
+        crate::testkit::assert_quotes_a_prefix(&problem.message, &long);
+    }
+    let unknown = json!({long.clone(): 1});
+    let v = validate(&json!({"namespace": "ns", "image": "busybox", "job": unknown}).to_string());
+    assert_eq!(paths(&v.warnings), vec![format!("/job/{}…", "n".repeat(64))], "a long key is cut in the path");
+}
