@@ -16,6 +16,7 @@ use crate::api_versions;
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
 use crate::config::{self, Backend, Config};
 use crate::errors::{FromKube, ProviderError};
+use crate::input_limits;
 use crate::job_manifest::{self, JobParams};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
@@ -217,11 +218,13 @@ fn plan<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, request: &AcquireRe
             })?,
         ),
     };
+    input_limits::check_object(&format!("{kind} {}/{name}", config.namespace), &workload)?;
     let secret = if env.secret_data.is_empty() {
         None
     } else {
         let manifest =
             secret::secret_manifest(&secret_name, &config.namespace, &labels, &annotations, &env.secret_data)?;
+        input_limits::check_object(&format!("Secret {}/{secret_name}", config.namespace), &manifest)?;
         Some((secret_name, manifest, env.secret_data))
     };
     let lease_id = LeaseId {

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::acquire::EnvVar;
 use crate::config::is_env_name;
 use crate::errors::ProviderError;
+use crate::input_limits::{ENV_VARS, PLAIN_ENV, env_entry_len};
 use crate::pod_spec::HOME_DIR;
 
 /// The container env and the Secret data it refers to.
@@ -39,7 +40,8 @@ enum Source {
 }
 
 /// Merges `HOME`, the config's env and the request's env (later wins on a name) into the
-/// container env; secret values become references to `secret_name`.
+/// container env; secret values become references to `secret_name`. The merged env is held to
+/// the same limits as each part.
 pub fn plan_env(
     config_env: &BTreeMap<String, String>,
     request: &[EnvVar],
@@ -70,6 +72,12 @@ pub fn plan_env(
         seen.push(&var.name);
         put(&var.name, if var.secret { Source::Secret(var.value.clone()) } else { Source::Plain(var.value.clone()) });
     }
+    ENV_VARS.check(|| "HOME, the config's and the request's env together".into(), entries.len())?;
+    let plain = entries.iter().fold(0usize, |n, (name, source)| match source {
+        Source::Plain(value) => n.saturating_add(env_entry_len(name, value)),
+        Source::Secret(_) => n,
+    });
+    PLAIN_ENV.check(|| "plain env names and values of the config and the request together".into(), plain)?;
     let mut pod_env = Vec::with_capacity(entries.len());
     let mut secret_data = BTreeMap::new();
     for (name, source) in entries {

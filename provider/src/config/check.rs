@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::checker::{Checker, ptr, type_name};
 use super::security::check_security;
+use super::sizes;
 use super::{
     Backend, Config, DEFAULT_COMMAND, DEFAULT_LEASE_TTL_SECONDS, DEFAULT_READINESS_TIMEOUT_SECONDS,
     HOST_BUDGET_SAFE_SECONDS, JOB_KEYS, JobSettings, RESOURCES_KEYS, Resources, SANDBOX_KEYS, SandboxApiVersion,
@@ -14,6 +15,7 @@ use super::{
 };
 use sandbox_contract::quote;
 
+use crate::input_limits::{IMAGE_REF, WORKING_DIR};
 use crate::naming::{RESERVED_PREFIX, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 
 /// Label keys the provider or Kubernetes controllers own; config labels may not set them.
@@ -62,6 +64,9 @@ pub fn is_env_name(s: &str) -> bool {
 /// Walks a config: the config when it has no errors, and every problem found.
 pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     let mut c = Checker::default();
+    if !sizes::text(&mut c, text) {
+        return (None, c);
+    }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -117,10 +122,13 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         };
     }
     match c.string(top, "", "image") {
-        Some(image) if image.is_empty() || image.len() > 1024 || image.chars().any(char::is_whitespace) => {
-            c.error("/image", format!("{} is not an image reference (non-empty, no spaces)", quote(&image)));
-        }
-        Some(image) => config.image = image,
+        Some(image) => match IMAGE_REF.check(|| "the reference".into(), image.len()) {
+            Err(e) => c.error("/image", e.to_string()),
+            Ok(()) if image.is_empty() || image.chars().any(char::is_whitespace) => {
+                c.error("/image", format!("{} is not an image reference (non-empty, no spaces)", quote(&image)));
+            }
+            Ok(()) => config.image = image,
+        },
         None if top.get("image").is_none_or(Value::is_null) => {
             c.error("/image", "is required: the container image of the sandbox");
         }
@@ -133,10 +141,13 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     if let Some(args) = c.string_list(top, "", "args") {
         config.args = args;
     }
-    match c.string(top, "", "workingDir") {
-        Some(dir) if dir.starts_with('/') => config.working_dir = dir,
-        Some(dir) => c.error("/workingDir", format!("{} must be an absolute path", quote(&dir))),
-        None => {}
+    sizes::command(&mut c, &config.command, &config.args);
+    if let Some(dir) = c.string(top, "", "workingDir") {
+        match WORKING_DIR.check(|| "the path".into(), dir.len()) {
+            Err(e) => c.error("/workingDir", e.to_string()),
+            Ok(()) if dir.starts_with('/') => config.working_dir = dir,
+            Ok(()) => c.error("/workingDir", format!("{} must be an absolute path", quote(&dir))),
+        }
     }
     if let Some(resources) = Checker::field(top, "resources")
         && let Some(map) = c.object(resources, "/resources", RESOURCES_KEYS)
@@ -152,6 +163,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
                 c.error(&ptr("/env", name), "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
             }
         }
+        sizes::env(&mut c, &env);
         config.env = env;
     }
     if let Some(selector) = c.string_map(top, "", "nodeSelector") {
@@ -208,6 +220,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
                 c.error(&at, "is reserved for the provider or agent-sandbox; choose another key");
             }
         }
+        sizes::annotations(&mut c, &annotations);
         config.annotations = annotations;
     }
     match c.string(top, "", "namePrefix") {

@@ -3,13 +3,14 @@
 //!
 //! Validation walks the JSON by hand instead of deriving `Deserialize`, so one pass reports
 //! every problem with its exact path instead of stopping at the first: `checker` walks JSON,
-//! `check` holds the rules per field, `security` the hardened pod defaults, and `schema` the
-//! JSON Schema that `describe` publishes.
+//! `check` holds the rules per field, `sizes` the size limits, `security` the hardened pod
+//! defaults, and `schema` the JSON Schema that `describe` publishes.
 
 mod check;
 mod checker;
 mod schema;
 mod security;
+mod sizes;
 #[cfg(test)]
 mod tests;
 
@@ -251,9 +252,10 @@ pub fn parse(text: &str) -> Result<Config, ProviderError> {
     match check::check(text) {
         (Some(config), _) => Ok(config),
         (None, checker) => Err(match checker.errors.into_iter().next() {
-            Some(p) => {
-                ProviderError::invalid_config(p.path, format!("{}; run validate-config for every problem", p.message))
-            }
+            Some(p) => ProviderError::invalid_config(
+                p.path,
+                format!("{}; run validate-config for every problem", p.message.trim_end_matches('.')),
+            ),
             None => ProviderError::internal("config check failed without naming a problem"),
         }),
     }

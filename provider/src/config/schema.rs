@@ -3,21 +3,35 @@
 use serde_json::{Value, json};
 
 use super::{DEFAULT_LEASE_TTL_SECONDS, DEFAULT_READINESS_TIMEOUT_SECONDS};
+use crate::input_limits::{
+    COMMAND_BYTES, COMMAND_WORDS, CONFIG_ANNOTATIONS, CONFIG_TEXT, DNS1123_LABEL_MAX_LEN, DNS1123_SUBDOMAIN_MAX_LEN,
+    ENV_NAME, ENV_VARS, EXEC_STRING, IMAGE_REF, LABEL_VALUE_MAX_LEN, Unit, WORKING_DIR, show,
+};
 
-/// The JSON Schema (draft 2020-12) of the config, for `describe`.
+/// The JSON Schema (draft 2020-12) of the config, for `describe`. It states the size limits of
+/// [`crate::input_limits`] where JSON Schema can (`maxLength`, `maxItems`, `maxProperties`) and
+/// the totals in the descriptions.
 pub fn schema() -> Value {
-    let string_map = |description: &str| json!({"type": "object", "additionalProperties": {"type": "string"}, "description": description});
+    let key_max = DNS1123_SUBDOMAIN_MAX_LEN + 1 + LABEL_VALUE_MAX_LEN;
+    let label_map = |description: &str| json!({"type": "object", "propertyNames": {"maxLength": key_max}, "additionalProperties": {"type": "string", "maxLength": LABEL_VALUE_MAX_LEN}, "description": description});
     let quantity_map = |description: &str| json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}, "description": description});
-    let string_list =
-        |description: &str| json!({"type": "array", "items": {"type": "string"}, "description": description});
+    let bytes = |n: usize| show(n, Unit::Bytes);
+    let command_limits = format!(
+        "The command and args together: at most {} words and {}; each word at most {}.",
+        COMMAND_WORDS.max,
+        bytes(COMMAND_BYTES.max),
+        bytes(EXEC_STRING.max)
+    );
+    let command_list = |description: &str| json!({"type": "array", "maxItems": COMMAND_WORDS.max, "items": {"type": "string", "maxLength": EXEC_STRING.max}, "description": format!("{description} {command_limits}")});
+    let name_list = |description: &str| json!({"type": "array", "items": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN}, "description": description});
     let tolerations = json!({
         "type": "array",
         "items": {
             "type": "object",
             "properties": {
-                "key": {"type": "string"},
+                "key": {"type": "string", "maxLength": key_max},
                 "operator": {"enum": ["Equal", "Exists"]},
-                "value": {"type": "string"},
+                "value": {"type": "string", "maxLength": LABEL_VALUE_MAX_LEN},
                 "effect": {"enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]},
                 "tolerationSeconds": {"type": "integer"}
             }
@@ -37,7 +51,7 @@ pub fn schema() -> Value {
                 "type": "object",
                 "required": ["size"],
                 "description": "A persistent workspace claim; reusable leases need it (release suspends the Sandbox and keeps the disk).",
-                "properties": {"size": {"type": "string"}, "storageClassName": {"type": "string"}}
+                "properties": {"size": {"type": "string"}, "storageClassName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN}}
             }
         }
     });
@@ -62,32 +76,58 @@ pub fn schema() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "Kubernetes sandbox provider config",
-        "description": "Unknown keys are reported as warnings and ignored. Every default is filled in by validate-config.",
+        "description": format!(
+            "Unknown keys are reported as warnings and ignored. Every default is filled in by validate-config. The config's \
+             JSON text is at most {}. maxLength counts characters; the provider's limits count UTF-8 bytes.",
+            bytes(CONFIG_TEXT.max)
+        ),
         "type": "object",
         "required": ["namespace", "image"],
         "properties": {
-            "namespace": {"type": "string", "description": "Namespace the sandboxes are created in (must exist)."},
+            "namespace": {"type": "string", "maxLength": DNS1123_LABEL_MAX_LEN, "description": "Namespace the sandboxes are created in (must exist)."},
             "backend": {"enum": ["sandbox", "job"], "default": "sandbox", "description": "sandbox: an agent-sandbox Sandbox (agents.x-k8s.io); job: a batch/v1 Job."},
             "sandboxApiVersion": {"enum": ["auto", "v1beta1", "v1alpha1"], "default": "auto", "description": "auto discovers what the cluster serves and prefers v1beta1."},
-            "image": {"type": "string", "description": "Container image of the sandbox."},
+            "image": {"type": "string", "maxLength": IMAGE_REF.max, "description": "Container image of the sandbox."},
             "imagePullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
-            "command": string_list("Container command; default [\"sleep\", \"infinity\"] keeps the sandbox alive; [] uses the image's entrypoint."),
-            "args": string_list("Container arguments."),
-            "workingDir": {"type": "string", "default": "/workspace", "description": "Absolute working directory."},
+            "command": command_list("Container command; default [\"sleep\", \"infinity\"] keeps the sandbox alive; [] uses the image's entrypoint."),
+            "args": command_list("Container arguments."),
+            "workingDir": {"type": "string", "maxLength": WORKING_DIR.max, "default": "/workspace", "description": "Absolute working directory."},
             "resources": {
                 "type": "object",
                 "description": "Requests and limits; when absent: requests cpu 250m, memory 512Mi; limits cpu 2, memory 4Gi.",
                 "properties": {"requests": quantity_map("Resource requests."), "limits": quantity_map("Resource limits.")}
             },
-            "env": string_map("Non-secret environment variables; the request's env wins on the same name."),
-            "nodeSelector": string_map("Node labels the pod must match."),
+            "env": {
+                "type": "object",
+                "maxProperties": ENV_VARS.max - 1,
+                "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "maxLength": ENV_NAME.max},
+                "additionalProperties": {"type": "string", "maxLength": EXEC_STRING.max},
+                "description": format!(
+                    "Non-secret environment variables; the request's env wins on the same name. With HOME and the \
+                     request's env at most {} variables; each NAME=value at most {}; names and values together at \
+                     most {}.",
+                    ENV_VARS.max,
+                    bytes(EXEC_STRING.max),
+                    bytes(crate::input_limits::PLAIN_ENV.max)
+                )
+            },
+            "nodeSelector": label_map("Node labels the pod must match."),
             "tolerations": tolerations,
-            "runtimeClassName": {"type": "string", "description": "RuntimeClass (gVisor, Kata) for stronger isolation."},
-            "serviceAccountName": {"type": "string"},
-            "imagePullSecrets": string_list("Names of Secrets in the namespace for pulling the image."),
-            "labels": string_map("Extra labels on every object (keys under sandbox.paperclip.io/ are reserved)."),
-            "annotations": string_map("Extra annotations on every object and the pod."),
-            "namePrefix": {"type": "string", "default": "pc-", "description": "Object names are this prefix plus the acquisition id, unchanged."},
+            "runtimeClassName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN, "description": "RuntimeClass (gVisor, Kata) for stronger isolation."},
+            "serviceAccountName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN},
+            "imagePullSecrets": name_list("Names of Secrets in the namespace for pulling the image."),
+            "labels": label_map("Extra labels on every object (keys under sandbox.paperclip.io/ are reserved)."),
+            "annotations": {
+                "type": "object",
+                "propertyNames": {"maxLength": key_max},
+                "additionalProperties": {"type": "string"},
+                "description": format!(
+                    "Extra annotations on every object and the pod; keys and values together at most {} (Kubernetes' \
+                     256 KiB per object, less what the provider adds).",
+                    bytes(CONFIG_ANNOTATIONS.max)
+                )
+            },
+            "namePrefix": {"type": "string", "minLength": 1, "maxLength": 20, "default": "pc-", "description": "Object names are this prefix plus the acquisition id, unchanged."},
             "leaseTtlSeconds": {"type": "integer", "minimum": 60, "maximum": 604800, "default": DEFAULT_LEASE_TTL_SECONDS, "description": "Longest life of a lease without renewal; the cluster deletes the sandbox then, whatever happens to the host."},
             "readinessTimeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 600, "default": DEFAULT_READINESS_TIMEOUT_SECONDS, "description": "One deadline over a whole acquire (or a resume's wait). The default 20 s stays well inside a host's default 30 s call budget, leaving room for clean-up after a failure; above 25 s, raise the host's timeout too."},
             "job": job,
@@ -125,5 +165,23 @@ mod tests {
         assert_eq!(keys("/properties/security/properties"), sorted(SECURITY_KEYS));
         assert_eq!(keys("/properties/security/properties/capabilities/properties"), sorted(CAPABILITIES_KEYS));
         assert!(schema["properties"]["readinessTimeoutSeconds"]["description"].as_str().unwrap().contains("30 s"));
+    }
+
+    #[test]
+    fn schema_states_the_size_limits() {
+        let schema = schema();
+        let at =
+            |pointer: &str| schema.pointer(pointer).cloned().unwrap_or_else(|| panic!("no {pointer} in the schema"));
+        assert_eq!(at("/properties/namespace/maxLength"), DNS1123_LABEL_MAX_LEN);
+        assert_eq!(at("/properties/image/maxLength"), IMAGE_REF.max);
+        assert_eq!(at("/properties/env/maxProperties"), ENV_VARS.max - 1, "HOME is one of them");
+        assert_eq!(at("/properties/env/propertyNames/maxLength"), ENV_NAME.max);
+        assert_eq!(at("/properties/command/maxItems"), COMMAND_WORDS.max);
+        assert_eq!(at("/properties/args/items/maxLength"), EXEC_STRING.max);
+        assert_eq!(at("/properties/workingDir/maxLength"), WORKING_DIR.max);
+        assert_eq!(at("/properties/labels/additionalProperties/maxLength"), LABEL_VALUE_MAX_LEN);
+        assert_eq!(at("/properties/imagePullSecrets/items/maxLength"), DNS1123_SUBDOMAIN_MAX_LEN);
+        assert!(at("/properties/annotations/description").as_str().unwrap().contains("252 KiB"));
+        assert!(at("/description").as_str().unwrap().contains("512 KiB"));
     }
 }

@@ -144,11 +144,11 @@ fn full_config_parses() {
 
 #[test]
 fn long_values_are_quoted_by_a_short_prefix() {
-    let long = "n".repeat(100_000);
+    let long = "n".repeat(50_000);
     let mut config = minimal();
     config["namespace"] = json!(long);
     config["backend"] = json!(long);
-    config["workingDir"] = json!(long);
+    config["workingDir"] = json!(long[..4000]);
     config["labels"] = json!({"team": long});
     config["resources"] = json!({"limits": {"cpu": long}});
     config["security"] = json!({"capabilities": {"add": [long]}});
@@ -162,7 +162,8 @@ fn long_values_are_quoted_by_a_short_prefix() {
         "/security/capabilities/add/0",
     ] {
         let problem = v.errors.iter().find(|p| p.path == path).unwrap_or_else(|| panic!("no error at {path}"));
-        crate::testkit::assert_quotes_a_prefix(&problem.message, &long);
+        let value = if path == "/workingDir" { &long[..4000] } else { long.as_str() };
+        crate::testkit::assert_quotes_a_prefix(&problem.message, value);
     }
     let unknown = json!({long.clone(): 1});
     let v = validate(&json!({"namespace": "ns", "image": "busybox", "job": unknown}).to_string());
