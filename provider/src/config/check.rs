@@ -274,7 +274,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         c.warn("/sandbox/workspaceVolume", "applies to the sandbox backend only; ignored for backend job");
     }
 
-    if c.errors.is_empty() { (Some(config), c) } else { (None, c) }
+    if c.error_count() == 0 { (Some(config), c) } else { (None, c) }
 }
 
 fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
@@ -288,7 +288,7 @@ fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
         let Some(map) = c.object(item, &path, TOLERATION_KEYS) else {
             continue;
         };
-        let errors_before = c.errors.len();
+        let errors_before = c.error_count();
         let key = c.string(map, &path, "key").filter(|k| !k.is_empty());
         if let Some(k) = &key
             && !is_qualified_name(k)
@@ -313,7 +313,7 @@ fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
         if seconds.is_some() && effect.as_deref() != Some("NoExecute") {
             c.error(&ptr(&path, "tolerationSeconds"), "applies only with effect NoExecute");
         }
-        if c.errors.len() == errors_before {
+        if c.error_count() == errors_before {
             out.push(Toleration { key, operator, value, effect, toleration_seconds: seconds });
         }
     }

@@ -17,20 +17,57 @@ pub(super) fn ptr(path: &str, key: &str) -> String {
     format!("{path}/{}", shorten(key).replace('~', "~0").replace('/', "~1"))
 }
 
+/// How many errors, and how many warnings, validation lists; the rest are counted. A config
+/// within the size limits can still hold tens of thousands of bad keys, and an answer listing
+/// each would be megabytes long.
+pub(super) const MAX_LISTED_PROBLEMS: usize = 50;
+
 /// Collects problems while walking a config.
 #[derive(Default)]
 pub(super) struct Checker {
-    pub(super) errors: Vec<ConfigProblem>,
-    pub(super) warnings: Vec<ConfigProblem>,
+    errors: Vec<ConfigProblem>,
+    warnings: Vec<ConfigProblem>,
+    unlisted_errors: usize,
+    unlisted_warnings: usize,
+}
+
+/// Records a problem, or counts it once [`MAX_LISTED_PROBLEMS`] are listed.
+fn record(list: &mut Vec<ConfigProblem>, unlisted: &mut usize, path: &str, message: impl Into<String>) {
+    if list.len() < MAX_LISTED_PROBLEMS {
+        list.push(ConfigProblem { path: path.to_string(), message: message.into() });
+    } else {
+        *unlisted += 1;
+    }
+}
+
+/// The listed problems, and one more saying how many were not listed.
+fn listed(mut list: Vec<ConfigProblem>, unlisted: usize, what: &str) -> Vec<ConfigProblem> {
+    if unlisted > 0 {
+        list.push(ConfigProblem {
+            path: String::new(),
+            message: format!("{unlisted} more {what} not listed; fix the ones above and validate again"),
+        });
+    }
+    list
 }
 
 impl Checker {
     pub(super) fn error(&mut self, path: &str, message: impl Into<String>) {
-        self.errors.push(ConfigProblem { path: path.to_string(), message: message.into() });
+        record(&mut self.errors, &mut self.unlisted_errors, path, message);
     }
 
     pub(super) fn warn(&mut self, path: &str, message: impl Into<String>) {
-        self.warnings.push(ConfigProblem { path: path.to_string(), message: message.into() });
+        record(&mut self.warnings, &mut self.unlisted_warnings, path, message);
+    }
+
+    /// Every error found, listed or not.
+    pub(super) fn error_count(&self) -> usize {
+        self.errors.len() + self.unlisted_errors
+    }
+
+    /// The errors and the warnings, each list bounded (see [`MAX_LISTED_PROBLEMS`]).
+    pub(super) fn into_problems(self) -> (Vec<ConfigProblem>, Vec<ConfigProblem>) {
+        (listed(self.errors, self.unlisted_errors, "errors"), listed(self.warnings, self.unlisted_warnings, "warnings"))
     }
 
     /// `value` as an object, warning about keys outside `known`.

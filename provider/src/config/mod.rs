@@ -239,19 +239,21 @@ pub(crate) const SECURITY_KEYS: &[&str] = &[
 ];
 pub(crate) const CAPABILITIES_KEYS: &[&str] = &["drop", "add"];
 
-/// Validates a config: every problem with its path, warnings for unknown keys and loosened
-/// defaults, and the normalized config when there are no errors.
+/// Validates a config: every problem with its path (the first 50 errors and warnings, and how
+/// many more), warnings for unknown keys and loosened defaults, and the normalized config when
+/// there are no errors.
 pub fn validate(text: &str) -> Validation {
     let (config, checker) = check::check(text);
     let normalized_config = config.as_ref().and_then(|c| serde_json::to_string(c).ok());
-    Validation { ok: config.is_some(), warnings: checker.warnings, errors: checker.errors, normalized_config }
+    let (errors, warnings) = checker.into_problems();
+    Validation { ok: config.is_some(), warnings, errors, normalized_config }
 }
 
 /// Parses a config for a lifecycle call; the first problem is the error.
 pub fn parse(text: &str) -> Result<Config, ProviderError> {
     match check::check(text) {
         (Some(config), _) => Ok(config),
-        (None, checker) => Err(match checker.errors.into_iter().next() {
+        (None, checker) => Err(match checker.into_problems().0.into_iter().next() {
             Some(p) => ProviderError::invalid_config(
                 p.path,
                 format!("{}; run validate-config for every problem", p.message.trim_end_matches('.')),

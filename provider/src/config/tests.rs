@@ -169,3 +169,20 @@ fn long_values_are_quoted_by_a_short_prefix() {
     let v = validate(&json!({"namespace": "ns", "image": "busybox", "job": unknown}).to_string());
     assert_eq!(paths(&v.warnings), vec![format!("/job/{}…", "n".repeat(64))], "a long key is cut in the path");
 }
+
+#[test]
+fn a_config_with_thousands_of_problems_lists_a_bounded_number() {
+    let env: serde_json::Map<String, Value> = (0..10_000).map(|i| (format!("{i}-BAD"), json!("x"))).collect();
+    let unknown: serde_json::Map<String, Value> = (0..10_000).map(|i| (format!("unknown{i}"), json!(1))).collect();
+    let mut config = minimal();
+    config["env"] = Value::Object(env);
+    config["job"] = Value::Object(unknown);
+    let v = validate(&config.to_string());
+    assert!(!v.ok);
+    assert!(v.errors.len() <= 51, "{} errors listed", v.errors.len());
+    assert!(v.warnings.len() <= 51, "{} warnings listed", v.warnings.len());
+    let last = v.errors.last().unwrap();
+    assert!(last.message.contains("more errors"), "{last:?}");
+    let listed = serde_json::to_string(&v).unwrap();
+    assert!(listed.len() < 20_000, "validate-config answered {} bytes", listed.len());
+}
