@@ -15,6 +15,7 @@ use super::{
 };
 use sandbox_contract::quote;
 
+use crate::image_ref;
 use crate::input_limits::{IMAGE_REF, WORKING_DIR};
 use crate::naming::{RESERVED_PREFIX, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 
@@ -124,10 +125,13 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     match c.string(top, "", "image") {
         Some(image) => match IMAGE_REF.check(|| "the reference".into(), image.len()) {
             Err(e) => c.error("/image", e.to_string()),
-            Ok(()) if image.is_empty() || image.chars().any(char::is_whitespace) => {
-                c.error("/image", format!("{} is not an image reference (non-empty, no spaces)", quote(&image)));
-            }
-            Ok(()) => config.image = image,
+            Ok(()) => match image_ref::parse(&image) {
+                Err(e) => c.error(
+                    "/image",
+                    format!("{} {e}. The kubelet would refuse to pull it (InvalidImageName).", quote(&image)),
+                ),
+                Ok(_) => config.image = image,
+            },
         },
         None if top.get("image").is_none_or(Value::is_null) => {
             c.error("/image", "is required: the container image of the sandbox");

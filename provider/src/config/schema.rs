@@ -87,7 +87,7 @@ pub fn schema() -> Value {
             "namespace": {"type": "string", "maxLength": DNS1123_LABEL_MAX_LEN, "description": "Namespace the sandboxes are created in (must exist)."},
             "backend": {"enum": ["sandbox", "job"], "default": "sandbox", "description": "sandbox: an agent-sandbox Sandbox (agents.x-k8s.io); job: a batch/v1 Job."},
             "sandboxApiVersion": {"enum": ["auto", "v1beta1", "v1alpha1"], "default": "auto", "description": "auto discovers what the cluster serves and prefers v1beta1."},
-            "image": {"type": "string", "maxLength": IMAGE_REF.max, "description": "Container image of the sandbox."},
+            "image": {"type": "string", "minLength": 1, "maxLength": IMAGE_REF.max, "description": "Container image of the sandbox: a reference as the kubelet parses it ([registry[:port]/]path[:tag][@sha256:digest], lowercase path)."},
             "imagePullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
             "command": command_list("Container command; default [\"sleep\", \"infinity\"] keeps the sandbox alive; [] uses the image's entrypoint."),
             "args": command_list("Container arguments."),

@@ -186,3 +186,38 @@ fn a_config_with_thousands_of_problems_lists_a_bounded_number() {
     let listed = serde_json::to_string(&v).unwrap();
     assert!(listed.len() < 20_000, "validate-config answered {} bytes", listed.len());
 }
+
+#[test]
+fn images_are_checked_as_the_kubelet_parses_them() {
+    let digest = format!("sha256:{}", "a".repeat(64));
+    for ok in [
+        "busybox".to_string(),
+        "busybox:1.36".into(),
+        "ghcr.io/acme/agent:1".into(),
+        "localhost:5000/team/agent".into(),
+        "[fc00::1]:5000/agent:v2".into(),
+        format!("registry.example/agent@{digest}"),
+        format!("agent:1.2@{digest}"),
+    ] {
+        let mut config = minimal();
+        config["image"] = json!(ok);
+        let v = validate(&config.to_string());
+        assert!(v.ok, "{ok}: {:?}", v.errors);
+    }
+    for (bad, why) in [
+        ("busybox\0", "'\\0'"),
+        ("bü\u{fc}sybox", "'ü'"),
+        ("../etc/passwd", "path component"),
+        ("Busybox", "lowercase"),
+        ("busybox:", "tag"),
+        ("busybox:-1", "tag"),
+        ("busybox@sha256:abc", "digest"),
+        ("busybox@md5:0123456789abcdef0123456789abcdef", "md5"),
+    ] {
+        let mut config = minimal();
+        config["image"] = json!(bad);
+        let v = validate(&config.to_string());
+        let problem = v.errors.iter().find(|p| p.path == "/image").unwrap_or_else(|| panic!("{bad:?} was accepted"));
+        assert!(problem.message.contains(why), "{bad:?}: {}", problem.message);
+    }
+}
