@@ -232,14 +232,21 @@ pub struct AcquireArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `--env` or `--secret-env` entries as env vars. A secret entry without `=` is not shown in
+/// the error: it may be the value itself.
 fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
     items
         .iter()
         .map(|item| {
-            let (name, value) = item.split_once('=').with_context(|| {
-                let shown = if secret { item.split('=').next().unwrap_or_default() } else { item.as_str() };
-                format!("environment entry {} is not NAME=VALUE", quote(shown))
-            })?;
+            let Some((name, value)) = item.split_once('=') else {
+                if secret {
+                    bail!(
+                        "a --secret-env entry is not NAME=VALUE (it is not shown: it may be the secret value); give the \
+                         name, '=' and the value"
+                    );
+                }
+                bail!("--env entry {} is not NAME=VALUE; give the name, '=' and the value", quote(item));
+            };
             Ok(EnvVar { name: name.to_string(), value: value.to_string(), secret })
         })
         .collect()

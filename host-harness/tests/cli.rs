@@ -258,7 +258,7 @@ fn refused(out: &std::process::Output) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_env_entry_without_a_value_is_quoted_by_a_short_prefix() {
+async fn an_env_entry_without_equals_is_quoted_by_a_short_prefix() {
     let cli = ProviderCli::start("env-quote").await;
     let entry = "E".repeat(100_000);
     let out = cli
@@ -268,5 +268,19 @@ async fn an_env_entry_without_a_value_is_quoted_by_a_short_prefix() {
     let stderr = refused(&out);
     assert!(stderr.len() < 1_000, "a {} byte message: {stderr}", stderr.len());
     assert!(stderr.contains("not NAME=VALUE") && stderr.contains("(100000 bytes)"), "{stderr}");
+    assert_eq!(cli.provider_writes(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_env_entry_without_equals_is_never_shown() {
+    let cli = ProviderCli::start("secret-env").await;
+    let out = cli
+        .run(&["acquire", "--acquisition-id", "cli-s", "--run-id", "run-1", "--secret-env", "hunter2-cli-secret"])
+        .output_blocking()
+        .expect("acquire");
+    let stderr = refused(&out);
+    let shown = format!("{stderr}{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!shown.contains("hunter2"), "the value was shown: {shown}");
+    assert!(stderr.contains("--secret-env") && stderr.contains("NAME=VALUE"), "{stderr}");
     assert_eq!(cli.provider_writes(), Vec::<String>::new());
 }
