@@ -252,19 +252,32 @@ fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
         .collect()
 }
 
-/// `acquire`
+/// Epoch millis `seconds` from now; an error naming `option` when no time stamp reaches that far.
+fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    i64::try_from(seconds).ok().and_then(|s| s.checked_mul(1000)).and_then(|ms| now_ms.checked_add(ms)).with_context(
+        || {
+            format!(
+                "{option} {seconds} is further from now than any time stamp can hold; ask for at most the config's \
+                 leaseTtlSeconds, where the provider caps a lease anyway"
+            )
+        },
+    )
+}
+
+/// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_json(&args.config, "config")?;
-    let s = session(&target, Some(&config)).await?;
     let mut env = parse_env(&args.env, false)?;
     env.extend(parse_env(&args.secret_env, true)?);
-    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
+    let s = session(&target, Some(&config)).await?;
     let request = AcquireRequest {
         config,
         run_id: args.run_id,
         acquisition_id: args.acquisition_id,
         agent_id: args.agent_id,
-        requested_expires_at: args.expires_in.map(|s| now_ms + (s as i64) * 1000),
+        requested_expires_at,
         env,
         reusable: args.reusable,
     };
@@ -335,11 +348,11 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
     })
 }
 
-/// `renew`
+/// `renew`; its arguments are checked before the cluster is reached.
 pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
+    let at = expiry_from_now("--expires-in", expires_in)?;
     let s = session(&target, Some(&r.config)).await?;
-    let at = jiff::Timestamp::now().as_millisecond() + (expires_in as i64) * 1000;
     let outcome = match s.host.renew(r, at).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),

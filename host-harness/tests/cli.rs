@@ -284,3 +284,31 @@ async fn a_secret_env_entry_without_equals_is_never_shown() {
     assert!(stderr.contains("--secret-env") && stderr.contains("NAME=VALUE"), "{stderr}");
     assert_eq!(cli.provider_writes(), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_beyond_any_time_is_a_clear_error_not_a_panic() {
+    let cli = ProviderCli::start("expires-in").await;
+    let huge = u64::MAX.to_string();
+    for expires_in in ["9223372036854775807", huge.as_str()] {
+        let out = cli
+            .run(&["acquire", "--acquisition-id", "cli-e", "--run-id", "run-1", "--expires-in", expires_in])
+            .output_blocking()
+            .expect("acquire");
+        let stderr = refused(&out);
+        assert!(stderr.contains("--expires-in") && stderr.contains(expires_in), "{stderr}");
+    }
+    let lease = cli.dir.join("lease.json");
+    let stored = json!({
+        "provider-lease-id": "k8s:job:default:pc-cli-e", "backend": "job", "namespace": "default",
+        "api-version": "batch/v1", "workload-uid": "u-1", "metadata": "{}"
+    });
+    std::fs::write(&lease, stored.to_string()).expect("lease");
+    let lease_arg = lease.to_string_lossy().to_string();
+    let out = cli
+        .run(&["renew", "--lease", &lease_arg, "--expires-in", "9223372036854775807"])
+        .output_blocking()
+        .expect("renew");
+    let stderr = refused(&out);
+    assert!(stderr.contains("--expires-in"), "{stderr}");
+    assert_eq!(cli.provider_writes(), Vec::<String>::new());
+}

@@ -12,6 +12,7 @@ pub mod config;
 pub mod describe;
 pub mod destroy;
 pub mod errors;
+pub mod expiry;
 pub mod image_ref;
 pub mod input_limits;
 pub mod job_manifest;
