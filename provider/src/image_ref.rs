@@ -48,51 +48,64 @@ pub struct ImageRef {
     pub domain: String,
     /// The repository path, with `library/` for a one-part Docker Hub name.
     pub path: String,
+    /// The tag, when the reference has one.
     pub tag: Option<String>,
-    /// `algorithm:hex`.
+    /// The digest, `algorithm:hex`, when the reference has one.
     pub digest: Option<String>,
 }
 
 /// Why a reference would be refused, precisely enough to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageRefError {
+    /// Nothing at all.
     #[error("is empty; name an image such as busybox:1.36")]
     Empty,
+    /// A character no part of a reference may hold (NUL, a space, non-ASCII), at byte `at`.
     #[error(
         "has '{}' at byte {at}: an image reference is ASCII letters, digits and . _ - / : @ + [ ]",
         ch.escape_debug()
     )]
     Character { ch: char, at: usize },
+    /// 64 lowercase hex digits alone: an image id.
     #[error("is 64 hex digits, which is an image id, not a name; name the repository (with @sha256:<id> to pin it)")]
     Identifier,
+    /// An uppercase letter in the repository, as the kubelet sees it after normalising.
     #[error("has the repository {} with an uppercase letter; repository paths are lowercase", quote(.remote))]
     Uppercase { remote: String },
+    /// A registry that is no host name or address, or a bad port.
     #[error(
         "has the registry {}, which is not a host name, an IPv4 address or an [IPv6] address, with an optional \
          :port",
         quote(.domain)
     )]
     Domain { domain: String },
+    /// A part of the repository path between '/'s outside the path-component grammar.
     #[error(
         "has the path component {}, which is not lowercase letters and digits separated by one '.', one or two '_', \
          or dashes",
         quote(.component)
     )]
     PathComponent { component: String },
+    /// A repository path over [`PATH_MAX_LEN`] bytes, after normalising.
     #[error("has a repository path of {len} bytes ({}); at most {PATH_MAX_LEN} are accepted", quote(.path))]
     PathTooLong { path: String, len: usize },
+    /// A tag outside the tag grammar.
     #[error(
         "has the tag {}, which is not 1 to {TAG_MAX_LEN} letters, digits, '_', '.' and '-' starting with a letter, \
          digit or '_'",
         quote(.tag)
     )]
     Tag { tag: String },
+    /// A digest outside the digest grammar.
     #[error("has the digest {}, which is not <algorithm>:<at least 32 hex digits>", quote(.digest))]
     Digest { digest: String },
+    /// A digest algorithm go-digest does not register.
     #[error("has a digest of algorithm {}, which is not supported; use sha256, sha384 or sha512", quote(.algorithm))]
     DigestAlgorithm { algorithm: String },
+    /// A digest of the wrong length for its algorithm.
     #[error("has a {algorithm} digest of {len} hex digits; {algorithm} has {expected}")]
     DigestLength { algorithm: &'static str, len: usize, expected: usize },
+    /// A digest in uppercase hex.
     #[error("has a digest in uppercase hex digits; write them in lowercase")]
     DigestCase,
 }

@@ -302,7 +302,7 @@ pub fn check_request(request: &AcquireRequest) -> Result<(), ProviderError> {
     let (mut plain, mut secret) = (0usize, 0usize);
     for var in &request.env {
         ENV_NAME.check(|| format!("env var name {}", quote(&var.name)), var.name.len())?;
-        EXEC_STRING.check(|| format!("env var {}", var.name), env_entry_len(&var.name, &var.value))?;
+        EXEC_STRING.check(|| format!("env var {}", quote(&var.name)), env_entry_len(&var.name, &var.value))?;
         if var.secret {
             secret = secret.saturating_add(var.value.len());
             SECRET_ENV.check(|| "secret env values together".into(), secret)?;
