@@ -221,3 +221,62 @@ fn images_are_checked_as_the_kubelet_parses_them() {
         assert!(problem.message.contains(why), "{bad:?}: {}", problem.message);
     }
 }
+
+#[test]
+fn no_config_panics() {
+    let full = json!({
+        "namespace": "team-a", "backend": "job", "sandboxApiVersion": "v1alpha1", "image": "busybox:1.36",
+        "imagePullPolicy": "IfNotPresent", "command": ["/bin/sh"], "args": ["-c"], "workingDir": "/work",
+        "resources": {"requests": {"cpu": 1}}, "env": {"MODE": "fast"}, "nodeSelector": {"pool": "a"},
+        "tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute", "tolerationSeconds": 5}],
+        "runtimeClassName": "gvisor", "serviceAccountName": "sa", "imagePullSecrets": ["regcred"],
+        "labels": {"team": "a"}, "annotations": {"example.com/o": "x"}, "namePrefix": "sbx-",
+        "leaseTtlSeconds": 600, "readinessTimeoutSeconds": 15, "job": {"backoffLimit": 1, "ttlSecondsAfterFinished": 60},
+        "sandbox": {"workspaceVolume": {"size": "10Gi", "storageClassName": "fast"}},
+        "security": {"runAsUser": 1, "capabilities": {"drop": ["ALL"], "add": []}, "seccompProfile": "Unconfined"}
+    });
+    let text = full.to_string();
+    for cut in text.char_indices().map(|(i, _)| i) {
+        let _ = validate(&text[..cut]);
+    }
+    let odd = [
+        json!(null),
+        json!(true),
+        json!(-1),
+        json!(i64::MIN),
+        json!(u64::MAX),
+        json!(1e300),
+        json!(-0.5),
+        json!(""),
+        json!("\u{0}ü\u{202e}/~1"),
+        json!([]),
+        json!([null, 1, "x", {}]),
+        json!({}),
+        json!({"": null, "~/": [1]}),
+    ];
+    let paths: Vec<String> = {
+        fn walk(v: &Value, at: String, out: &mut Vec<String>) {
+            out.push(at.clone());
+            match v {
+                Value::Object(m) => m.iter().for_each(|(k, v)| walk(v, format!("{at}/{k}"), out)),
+                Value::Array(a) => a.iter().enumerate().for_each(|(i, v)| walk(v, format!("{at}/{i}"), out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(&full, String::new(), &mut out);
+        out
+    };
+    for path in &paths {
+        for value in &odd {
+            let mut config = full.clone();
+            if path.is_empty() {
+                config = value.clone();
+            } else if let Some(slot) = config.pointer_mut(path) {
+                *slot = value.clone();
+            }
+            let _ = validate(&config.to_string());
+            let _ = parse(&config.to_string());
+        }
+    }
+}
