@@ -14,6 +14,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod quote;
+
+pub use quote::{Quoted, quote};
+
 /// What stands in for a secret value wherever one would otherwise be shown.
 pub const REDACTED: &str = "[redacted]";
 

@@ -12,6 +12,7 @@ use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
 use provider_host::error::HostError;
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use sandbox_contract::quote;
 
 use crate::policy_cmd::PolicyArgs;
 
@@ -220,32 +221,52 @@ pub struct AcquireArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `--env` or `--secret-env` entries as env vars. A secret entry without `=` is not shown in
+/// the error: it may be the value itself.
 fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
     items
         .iter()
         .map(|item| {
-            let (name, value) = item.split_once('=').with_context(|| {
-                let shown = if secret { item.split('=').next().unwrap_or_default() } else { item.as_str() };
-                format!("environment entry {shown:?} is not NAME=VALUE")
-            })?;
+            let Some((name, value)) = item.split_once('=') else {
+                if secret {
+                    bail!(
+                        "a --secret-env entry is not NAME=VALUE (it is not shown: it may be the secret value); give the \
+                         name, '=' and the value"
+                    );
+                }
+                bail!("--env entry {} is not NAME=VALUE; give the name, '=' and the value", quote(item));
+            };
             Ok(EnvVar { name: name.to_string(), value: value.to_string(), secret })
         })
         .collect()
 }
 
-/// `acquire`
+/// Epoch millis `seconds` from now; an error naming `option` when no time stamp reaches that far.
+fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    i64::try_from(seconds).ok().and_then(|s| s.checked_mul(1000)).and_then(|ms| now_ms.checked_add(ms)).with_context(
+        || {
+            format!(
+                "{option} {seconds} is further from now than any time stamp can hold; ask for at most the config's \
+                 leaseTtlSeconds, where the provider caps a lease anyway"
+            )
+        },
+    )
+}
+
+/// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_json(&args.config, "config")?;
-    let s = session(&target).await?;
     let mut env = parse_env(&args.env, false)?;
     env.extend(parse_env(&args.secret_env, true)?);
-    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
+    let s = session(&target).await?;
     let request = AcquireRequest {
         config,
         run_id: args.run_id,
         acquisition_id: args.acquisition_id,
         agent_id: args.agent_id,
-        requested_expires_at: args.expires_in.map(|s| now_ms + (s as i64) * 1000),
+        requested_expires_at,
         env,
         reusable: args.reusable,
     };
@@ -316,11 +337,11 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
     })
 }
 
-/// `renew`
+/// `renew`; its arguments are checked before the cluster is reached.
 pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
+    let at = expiry_from_now("--expires-in", expires_in)?;
     let s = session(&target).await?;
-    let at = jiff::Timestamp::now().as_millisecond() + (expires_in as i64) * 1000;
     let outcome = match s.host.renew(r, at).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),

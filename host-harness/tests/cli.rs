@@ -152,33 +152,74 @@ fn component() -> PathBuf {
     path
 }
 
-/// The cluster runs in this process: commands block a worker thread, so another must serve.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn provider_commands_round_trip_a_lease_through_files() {
-    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
-    let dir = temp_dir("lease");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::PROVIDER_USER).expect("kubeconfig"))
-        .expect("write");
-    let config = dir.join("config.json");
-    std::fs::write(&config, json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}).to_string())
-        .expect("config");
-    let lease = dir.join("lease.json");
-    let cache = dir.join("cache");
-    let lease_arg = lease.to_string_lossy().to_string();
-    let run = |args: &[&str]| {
+/// An embedded cluster in this process and the files the provider commands take.
+struct ProviderCli {
+    cluster: EmbeddedCluster,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    config: PathBuf,
+    cache: PathBuf,
+}
+
+impl ProviderCli {
+    /// A cluster, its kubeconfig for the provider's identity, and a Job backend config.
+    async fn start(tag: &str) -> Self {
+        let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
+        let dir = temp_dir(tag);
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::PROVIDER_USER).expect("kubeconfig"))
+            .expect("write");
+        let config = dir.join("config.json");
+        std::fs::write(&config, json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}).to_string())
+            .expect("config");
+        let cache = dir.join("cache");
+        Self { cluster, dir, kubeconfig, config, cache }
+    }
+
+    /// `sandbox-host ARGS` against the cluster, with the config; without backtraces, so its
+    /// output is what a person sees.
+    fn run(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
+        cmd.env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
         cmd.args(args)
             .arg("--component")
             .arg(component())
             .arg("--kubeconfig")
-            .arg(&kubeconfig)
+            .arg(&self.kubeconfig)
             .arg("--cache-dir")
-            .arg(&cache)
+            .arg(&self.cache)
             .arg("--config")
-            .arg(&config);
+            .arg(&self.config);
         cmd
-    };
+    }
+
+    /// Requests of the provider's identity that change the cluster.
+    fn provider_writes(&self) -> Vec<String> {
+        self.cluster
+            .requests()
+            .entries()
+            .into_iter()
+            .filter(|e| {
+                e.user == embedded_cluster::PROVIDER_USER && !matches!(e.verb.as_str(), "get" | "list" | "watch")
+            })
+            .map(|e| format!("{} {}", e.verb, e.resource))
+            .collect()
+    }
+}
+
+impl Drop for ProviderCli {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The cluster runs in this process: commands block a worker thread, so another must serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_commands_round_trip_a_lease_through_files() {
+    let cli = ProviderCli::start("lease").await;
+    let lease = cli.dir.join("lease.json");
+    let lease_arg = lease.to_string_lossy().to_string();
+    let run = |args: &[&str]| cli.run(args);
 
     let out = run(&[
         "acquire",
@@ -207,7 +248,69 @@ async fn provider_commands_round_trip_a_lease_through_files() {
     assert_eq!(out.status.code(), Some(3), "expired is exit code 3: {}", String::from_utf8_lossy(&out.stdout));
     let out = run(&["validate-config"]).output_blocking().expect("validate-config");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Asserts that a command failed as a refusal (exit code 1) and returns its stderr.
+fn refused(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "a refusal, not a crash: {stderr}");
+    stderr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_entry_without_equals_is_quoted_by_a_short_prefix() {
+    let cli = ProviderCli::start("env-quote").await;
+    let entry = "E".repeat(100_000);
+    let out = cli
+        .run(&["acquire", "--acquisition-id", "cli-q", "--run-id", "run-1", "--env", &entry])
+        .output_blocking()
+        .expect("acquire");
+    let stderr = refused(&out);
+    assert!(stderr.len() < 1_000, "a {} byte message: {stderr}", stderr.len());
+    assert!(stderr.contains("not NAME=VALUE") && stderr.contains("(100000 bytes)"), "{stderr}");
+    assert_eq!(cli.provider_writes(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_env_entry_without_equals_is_never_shown() {
+    let cli = ProviderCli::start("secret-env").await;
+    let out = cli
+        .run(&["acquire", "--acquisition-id", "cli-s", "--run-id", "run-1", "--secret-env", "hunter2-cli-secret"])
+        .output_blocking()
+        .expect("acquire");
+    let stderr = refused(&out);
+    let shown = format!("{stderr}{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!shown.contains("hunter2"), "the value was shown: {shown}");
+    assert!(stderr.contains("--secret-env") && stderr.contains("NAME=VALUE"), "{stderr}");
+    assert_eq!(cli.provider_writes(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_beyond_any_time_is_a_clear_error_not_a_panic() {
+    let cli = ProviderCli::start("expires-in").await;
+    let huge = u64::MAX.to_string();
+    for expires_in in ["9223372036854775807", huge.as_str()] {
+        let out = cli
+            .run(&["acquire", "--acquisition-id", "cli-e", "--run-id", "run-1", "--expires-in", expires_in])
+            .output_blocking()
+            .expect("acquire");
+        let stderr = refused(&out);
+        assert!(stderr.contains("--expires-in") && stderr.contains(expires_in), "{stderr}");
+    }
+    let lease = cli.dir.join("lease.json");
+    let stored = json!({
+        "provider-lease-id": "k8s:job:default:pc-cli-e", "backend": "job", "namespace": "default",
+        "api-version": "batch/v1", "workload-uid": "u-1", "metadata": "{}"
+    });
+    std::fs::write(&lease, stored.to_string()).expect("lease");
+    let lease_arg = lease.to_string_lossy().to_string();
+    let out = cli
+        .run(&["renew", "--lease", &lease_arg, "--expires-in", "9223372036854775807"])
+        .output_blocking()
+        .expect("renew");
+    let stderr = refused(&out);
+    assert!(stderr.contains("--expires-in"), "{stderr}");
+    assert_eq!(cli.provider_writes(), Vec::<String>::new());
 }
 
 /// `policy show` and `rbac` need no cluster: they load the component, read what it declares

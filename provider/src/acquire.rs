@@ -16,6 +16,8 @@ use crate::api_versions;
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
 use crate::config::{self, Backend, Config};
 use crate::errors::{FromKube, ProviderError};
+use crate::expiry;
+use crate::input_limits;
 use crate::job_manifest::{self, JobParams};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
@@ -140,15 +142,13 @@ fn plan<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, request: &AcquireRe
     };
 
     let now = clock.now_millis();
-    let ttl_end = now.saturating_add(i64::from(config.lease_ttl_seconds) * 1000);
-    let wanted = request.requested_expires_at.map_or(ttl_end, |r| r.min(ttl_end));
-    let expiry_ms = wanted - wanted.rem_euclid(1000);
-    if expiry_ms <= now {
-        return Err(ProviderError::rejected(format!(
-            "requested-expires-at ({}) is not at least a second in the future; ask for a later expiry.",
-            rfc3339_seconds(request.requested_expires_at.unwrap_or(wanted))
-        )));
-    }
+    let expiry_ms =
+        expiry::lease_expiry(now, config.lease_ttl_seconds, request.requested_expires_at).ok_or_else(|| {
+            ProviderError::rejected(format!(
+                "requested-expires-at ({}) is not at least a second in the future; ask for a later expiry.",
+                rfc3339_seconds(request.requested_expires_at.unwrap_or(now))
+            ))
+        })?;
 
     let secret_name = naming::secret_name(&name);
     let env = secret::plan_env(&config.env, &request.env, &secret_name)?;
@@ -217,11 +217,13 @@ fn plan<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, request: &AcquireRe
             })?,
         ),
     };
+    input_limits::check_object(&format!("{kind} {}/{name}", config.namespace), &workload)?;
     let secret = if env.secret_data.is_empty() {
         None
     } else {
         let manifest =
             secret::secret_manifest(&secret_name, &config.namespace, &labels, &annotations, &env.secret_data)?;
+        input_limits::check_object(&format!("Secret {}/{secret_name}", config.namespace), &manifest)?;
         Some((secret_name, manifest, env.secret_data))
     };
     let lease_id = LeaseId {

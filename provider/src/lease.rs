@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::input_limits::LEASE_METADATA;
+
 /// This provider's lease ids read `k8s:<backend>:<namespace>:<name>[:pvc]`, its API versions
 /// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1` or `batch/v1`, and its metadata is
 /// [`LeaseMetadata`] as JSON.
@@ -37,8 +39,12 @@ const FORMAT: i64 = 1;
 
 impl LeaseMetadata {
     /// Reads metadata without ever failing: a field that is missing or of the wrong type reads
-    /// as absent, and text that is not a JSON object reads as empty metadata.
+    /// as absent, and text that is not a JSON object, or is longer than [`LEASE_METADATA`]
+    /// allows, reads as empty metadata.
     pub fn parse_lenient(text: &str) -> Self {
+        if text.len() > LEASE_METADATA.max {
+            return Self::default();
+        }
         let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
             return Self::default();
         };
@@ -114,6 +120,12 @@ mod tests {
         assert_eq!(partial.run_id, None);
         assert_eq!(partial.name.as_deref(), Some("pc-x"));
         assert!(!partial.adopted);
+    }
+
+    #[test]
+    fn oversized_metadata_is_not_read() {
+        let text = json!({"run-id": "r", "padding": "x".repeat(100_000)}).to_string();
+        assert_eq!(LeaseMetadata::parse_lenient(&text), LeaseMetadata::default());
     }
 
     #[test]

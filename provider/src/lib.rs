@@ -12,7 +12,10 @@ pub mod config;
 pub mod describe;
 pub mod destroy;
 pub mod errors;
+pub mod expiry;
 pub mod host_fit;
+pub mod image_ref;
+pub mod input_limits;
 pub mod job_manifest;
 pub mod kube_api;
 pub mod lease;
@@ -51,7 +54,7 @@ pub use probe::{Diagnostic, ProbeResult, Severity};
 pub use resume::ResumeOutcome;
 
 /// The provider: every lifecycle call of the WIT `provider` interface, over a cluster, a clock
-/// and a log.
+/// and a log. Each call checks its input against [`input_limits`] before it starts.
 pub struct Provider<K: Kube, C: Clock, L: Log> {
     kube: K,
     clock: C,
@@ -86,28 +89,34 @@ impl<K: Kube, C: Clock, L: Log> Provider<K, C, L> {
     }
 
     /// Provisions a sandbox and waits until it is ready; idempotent on the acquisition id.
+    /// A request over a size limit is refused before anything in it is parsed.
     pub fn acquire(&self, request: AcquireRequest) -> Result<Lease, ProviderError> {
+        input_limits::check_request(&request)?;
         acquire::acquire(&self.kube, &self.clock, &self.log, &request)
     }
 
     /// Whether a stored lease can be used again; an error means "could not tell".
     pub fn resume_check(&self, lease: LeaseRef) -> Result<ResumeOutcome, ProviderError> {
+        input_limits::check_lease(&lease.lease)?;
         resume::resume_check(&self.kube, &self.clock, &self.log, &lease)
     }
 
     /// Moves the lease's expiry (epoch millis, capped at now + lease TTL); a gone sandbox is
     /// `expired`, an error means "could not renew".
     pub fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<ResumeOutcome, ProviderError> {
+        input_limits::check_lease(&lease.lease)?;
         renew::renew(&self.kube, &self.clock, &self.log, &lease, expires_at)
     }
 
     /// Ends the run: destroys an ephemeral lease, suspends a reusable one.
     pub fn release(&self, lease: LeaseRef) -> Result<(), ProviderError> {
+        input_limits::check_lease(&lease.lease)?;
         release::release(&self.kube, &self.log, &lease)
     }
 
     /// Deletes everything the lease could own, from its id alone; idempotent.
     pub fn destroy(&self, lease: LeaseRef) -> Result<DestroyReport, ProviderError> {
+        input_limits::check_lease(&lease.lease)?;
         destroy::destroy(&self.kube, &self.log, &lease)
     }
 }

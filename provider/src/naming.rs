@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use sandbox_contract::quote;
 
 use crate::config::Backend;
+use crate::input_limits::{DNS1123_LABEL_MAX_LEN, DNS1123_SUBDOMAIN_MAX_LEN, HOST_ID, LABEL_VALUE_MAX_LEN, LEASE_ID};
 
 /// `app.kubernetes.io/managed-by`: who manages the object.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -37,10 +39,6 @@ pub const RESERVED_PREFIX: &str = "sandbox.paperclip.io/";
 pub const CONTAINER_NAME: &str = "sandbox";
 /// The name of the workspace volume (and of its claim template on the Sandbox backend).
 pub const WORKSPACE_VOLUME: &str = "workspace";
-
-/// Longest object name the provider derives: a DNS-1123 label, because the Sandbox's pod and
-/// Service and the Job's `job-name` label all take the workload's name.
-pub const MAX_NAME_LEN: usize = 63;
 
 /// 64-bit FNV-1a of `bytes`, as 16 lowercase hex digits.
 pub fn fnv1a64_hex(bytes: &[u8]) -> String {
@@ -69,7 +67,7 @@ fn is_lower_alnum(c: char) -> bool {
 /// A DNS-1123 label: 1..=63 of `[a-z0-9-]`, starting and ending alphanumeric.
 pub fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 63
+        && s.len() <= DNS1123_LABEL_MAX_LEN
         && s.chars().all(|c| is_lower_alnum(c) || c == '-')
         && s.starts_with(is_lower_alnum)
         && s.ends_with(is_lower_alnum)
@@ -77,14 +75,14 @@ pub fn is_dns1123_label(s: &str) -> bool {
 
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+    !s.is_empty() && s.len() <= DNS1123_SUBDOMAIN_MAX_LEN && s.split('.').all(is_dns1123_label)
 }
 
 /// A label value: empty, or at most 63 of `[A-Za-z0-9-_.]` starting and ending alphanumeric.
 pub fn is_label_value(s: &str) -> bool {
     let alnum = |c: char| c.is_ascii_alphanumeric();
     s.is_empty()
-        || (s.len() <= 63
+        || (s.len() <= LABEL_VALUE_MAX_LEN
             && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
             && s.starts_with(alnum)
             && s.ends_with(alnum))
@@ -108,10 +106,12 @@ pub fn label_value(raw: &str) -> String {
 /// Why an id cannot name an object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "acquisition id {id:?} cannot name a Kubernetes object: with the name prefix {prefix:?} it must be 1 to {max} \
+    "acquisition id {} cannot name a Kubernetes object: with the name prefix {} it must be 1 to {max} \
      characters of lowercase letters, digits and '-', starting and ending with a letter or digit. The provider \
      refuses such ids instead of rewriting them, so two ids never share a sandbox; use an id of that form \
-     (for example a lowercase ULID or UUID)"
+     (for example a lowercase ULID or UUID)",
+    quote(.id),
+    quote(.prefix)
 )]
 pub struct UnsafeId {
     pub id: String,
@@ -122,7 +122,7 @@ pub struct UnsafeId {
 /// The workload's name: `prefix + acquisition_id`, or a refusal when that is not a DNS-1123
 /// label made of the id unchanged.
 pub fn workload_name(prefix: &str, acquisition_id: &str) -> Result<String, UnsafeId> {
-    let max = MAX_NAME_LEN.saturating_sub(prefix.len());
+    let max = DNS1123_LABEL_MAX_LEN.saturating_sub(prefix.len());
     let id_ok = !acquisition_id.is_empty()
         && acquisition_id.len() <= max
         && acquisition_id.chars().all(|c| is_lower_alnum(c) || c == '-')
@@ -180,14 +180,12 @@ impl Identity {
 }
 
 /// Checks a host id (run id, agent id) that goes into labels (hashed if needed) and
-/// annotations (raw): non-empty, at most 253 characters, no control characters.
+/// annotations (raw): non-empty, within [`HOST_ID`], no control characters.
 pub fn check_host_id(what: &str, id: &str) -> Result<(), String> {
     if id.is_empty() {
         return Err(format!("{what} is empty; the host must send a non-empty id"));
     }
-    if id.len() > 253 {
-        return Err(format!("{what} is {} characters long; at most 253 are accepted", id.len()));
-    }
+    HOST_ID.check(|| what.to_string(), id.len()).map_err(|e| e.to_string())?;
     if id.chars().any(char::is_control) {
         return Err(format!("{what} contains control characters; send a printable id"));
     }
@@ -209,15 +207,20 @@ pub struct LeaseId {
 /// Why a lease id is not one of this provider's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "provider lease id {0:?} was not made by the Kubernetes provider (expected k8s:<sandbox|job>:<namespace>:<name>[:pvc]); \
-     the lease belongs to another provider or was corrupted"
+    "provider lease id {} was not made by the Kubernetes provider (expected k8s:<sandbox|job>:<namespace>:<name>[:pvc]); \
+     the lease belongs to another provider or was corrupted",
+    quote(.0)
 )]
 pub struct BadLeaseId(pub String);
 
 impl LeaseId {
-    /// Parses a lease id strictly: every part must be what acquire would have written.
+    /// Parses a lease id strictly: every part must be what acquire would have written, so
+    /// nothing longer than [`LEASE_ID`] is split at all.
     pub fn parse(text: &str) -> Result<Self, BadLeaseId> {
         let bad = || BadLeaseId(text.to_string());
+        if text.len() > LEASE_ID.max {
+            return Err(bad());
+        }
         let parts: Vec<&str> = text.split(':').collect();
         let (backend, namespace, name, flag) = match parts.as_slice() {
             ["k8s", backend, namespace, name] => (*backend, *namespace, *name, None),
@@ -309,6 +312,14 @@ mod tests {
             assert_eq!(err.id, id);
             assert!(err.to_string().contains("refuses such ids"), "{err}");
         }
+    }
+
+    #[test]
+    fn long_ids_are_quoted_by_a_short_prefix() {
+        let id = "a".repeat(100_000);
+        crate::testkit::assert_quotes_a_prefix(&workload_name("pc-", &id).unwrap_err().to_string(), &id);
+        let lease_id = format!("k8s:job:ns:{id}");
+        crate::testkit::assert_quotes_a_prefix(&LeaseId::parse(&lease_id).unwrap_err().to_string(), &lease_id);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::api_versions;
 use crate::clock::{Clock, parse_rfc3339, rfc3339_seconds};
 use crate::config::{self, Backend};
 use crate::errors::{FromKube, ProviderError};
+use crate::expiry;
 use crate::job_manifest;
 use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};
@@ -102,15 +103,13 @@ fn try_renew<K: Kube>(
     let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
     let config = config::parse(&lease_ref.config)?;
     let now = clock.now_millis();
-    let capped = requested.min(now.saturating_add(i64::from(config.lease_ttl_seconds) * 1000));
-    let expiry = capped - capped.rem_euclid(1000);
-    if expiry <= now {
+    let Some(expiry) = expiry::lease_expiry(now, config.lease_ttl_seconds, Some(requested)) else {
         return Err(ProviderError::rejected(format!(
             "the new expiry ({}) is not at least a second in the future; to end the lease, release or destroy it.",
             rfc3339_seconds(requested)
         ))
         .into());
-    }
+    };
 
     let (resource, kind) = match id.backend {
         Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {

@@ -8,11 +8,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
+use sandbox_contract::quote;
 use serde_json::{Value, json};
 
 use crate::acquire::EnvVar;
 use crate::config::is_env_name;
 use crate::errors::ProviderError;
+use crate::input_limits::{ENV_VARS, PLAIN_ENV, env_entry_len};
 use crate::pod_spec::HOME_DIR;
 
 /// The container env and the Secret data it refers to.
@@ -38,7 +40,8 @@ enum Source {
 }
 
 /// Merges `HOME`, the config's env and the request's env (later wins on a name) into the
-/// container env; secret values become references to `secret_name`.
+/// container env; secret values become references to `secret_name`. The merged env is held to
+/// the same limits as each part.
 pub fn plan_env(
     config_env: &BTreeMap<String, String>,
     request: &[EnvVar],
@@ -56,19 +59,25 @@ pub fn plan_env(
     for var in request {
         if !is_env_name(&var.name) {
             return Err(ProviderError::rejected(format!(
-                "env var name {:?} is not accepted: names must match [A-Za-z_][A-Za-z0-9_]*; rename it in the host",
-                var.name
+                "env var name {} is not accepted: names must match [A-Za-z_][A-Za-z0-9_]*; rename it in the host",
+                quote(&var.name)
             )));
         }
         if seen.contains(&var.name.as_str()) {
             return Err(ProviderError::rejected(format!(
                 "env var {} appears more than once in the request; send each name once",
-                var.name
+                quote(&var.name)
             )));
         }
         seen.push(&var.name);
         put(&var.name, if var.secret { Source::Secret(var.value.clone()) } else { Source::Plain(var.value.clone()) });
     }
+    ENV_VARS.check(|| "HOME, the config's and the request's env together".into(), entries.len())?;
+    let plain = entries.iter().fold(0usize, |n, (name, source)| match source {
+        Source::Plain(value) => n.saturating_add(env_entry_len(name, value)),
+        Source::Secret(_) => n,
+    });
+    PLAIN_ENV.check(|| "plain env names and values of the config and the request together".into(), plain)?;
     let mut pod_env = Vec::with_capacity(entries.len());
     let mut secret_data = BTreeMap::new();
     for (name, source) in entries {
@@ -148,6 +157,13 @@ mod tests {
         let err = plan_env(&BTreeMap::new(), &[var("A", "s3cr3t", true), var("A", "other", true)], "x").unwrap_err();
         assert!(err.message().contains("more than once"));
         assert!(!err.message().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn a_long_bad_name_is_quoted_by_a_short_prefix() {
+        let name = "-".repeat(100_000);
+        let err = plan_env(&BTreeMap::new(), &[var(&name, "v", false)], "x").unwrap_err();
+        crate::testkit::assert_quotes_a_prefix(err.message(), &name);
     }
 
     #[test]

@@ -79,3 +79,10 @@ pub fn request(config: &str, acquisition_id: &str) -> AcquireRequest {
 pub fn stored(lease: &Lease, config: &str) -> LeaseRef {
     LeaseRef { lease: lease.clone(), config: config.to_string() }
 }
+
+/// Asserts that `message` shows `value` by a short prefix and its length, never whole.
+pub fn assert_quotes_a_prefix(message: &str, value: &str) {
+    let head: String = message.chars().take(300).collect();
+    assert!(message.len() < 1_000, "a {} byte message: {head}…", message.len());
+    assert!(message.contains(&format!("({} bytes)", value.len())), "no length of the value in: {head}");
+}
