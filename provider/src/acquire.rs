@@ -463,7 +463,7 @@ fn compensate<K: Kube>(
                     Some(uid) => uid.to_string(),
                     None => continue,
                 },
-                Ok(_) | Err(KubeError::NotFound(_) | KubeError::Gone(_)) => continue,
+                Ok(_) | Err(KubeError::NotFound(_)) => continue,
                 Err(e) => {
                     left.push(format!("{what} ({e})"));
                     continue;
@@ -476,7 +476,7 @@ fn compensate<K: Kube>(
             ..Default::default()
         };
         match kube.delete(&t.resource, Some(namespace), &t.name, &options) {
-            Ok(()) | Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+            Ok(()) | Err(KubeError::NotFound(_)) => {
                 log.info("clean-up after a failed acquire deleted an object", &[("object", &what)]);
             }
             // The precondition failed: another object holds the name now, and it is not ours.
@@ -847,6 +847,26 @@ mod tests {
         );
         assert_eq!(env.clock.monotonic(), Duration::from_secs(20));
         assert_nothing_left(&env);
+    }
+
+    #[test]
+    fn a_410_on_a_read_of_the_sandbox_is_not_a_deleted_sandbox() {
+        let env = Env::new();
+        env.kube.fail_always(Verb::Get, "sandboxes", KubeError::Gone("the resource version is too old".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-24")).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err}");
+        assert!(!err.message().contains("deleted while waiting"), "{err}");
+    }
+
+    #[test]
+    fn a_410_on_a_clean_up_delete_is_not_a_deleted_object() {
+        let env = Env::new();
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        env.kube.fail_always(Verb::Delete, "sandboxes", KubeError::Gone("the resource version is too old".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-25")).unwrap_err();
+        assert!(!err.message().contains("Everything this acquire created was deleted"), "{err}");
+        assert!(err.message().contains("Clean-up could not delete: Sandbox sandboxes/pc-acq-25"), "{err}");
+        assert!(env.kube.object("sandboxes", NS, "pc-acq-25").is_some());
     }
 
     #[test]

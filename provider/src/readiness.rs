@@ -3,9 +3,10 @@
 //! The pods of the workload are watched from the create's resourceVersion (resourceVersions
 //! are cluster-wide, so the pods created after the workload all arrive as events), or from a
 //! fresh list when the workload already existed. A dropped watch resumes from the last version
-//! seen; 410 Gone re-lists. Every pod event is read for fail-fast causes. For a Sandbox, once
-//! its pod is ready, the Sandbox itself is watched until its Ready condition is True at the
-//! current generation. One deadline bounds the whole wait.
+//! seen; 410 Gone inside a watch (or for an expired list continue token) re-lists. On a plain
+//! read 410 proves nothing: only 404 means the workload is gone. Every pod event is read for
+//! fail-fast causes. For a Sandbox, once its pod is ready, the Sandbox itself is watched until
+//! its Ready condition is True at the current generation. One deadline bounds the whole wait.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -339,7 +340,7 @@ fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
 fn check_workload<K: Kube>(kube: &K, target: &Target<'_>) -> Result<(), WaitError> {
     let workload = match kube.get(target.resource, Some(target.namespace), target.name) {
         Ok(w) => w,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => return Err(WaitError::Failed(target.deleted())),
+        Err(KubeError::NotFound(_)) => return Err(WaitError::Failed(target.deleted())),
         Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
     };
     match object::uid(&workload) {
@@ -418,7 +419,7 @@ fn wait_for_sandbox<K: Kube>(
 ) -> Result<Option<PodInfo>, WaitError> {
     let mut sandbox = match kube.get(target.resource, Some(target.namespace), target.name) {
         Ok(s) => s,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => return Err(WaitError::Failed(target.deleted())),
+        Err(KubeError::NotFound(_)) => return Err(WaitError::Failed(target.deleted())),
         Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
     };
     let mut stream = EventStream::new(

@@ -2,8 +2,8 @@
 //!
 //! Three answers: `resumable` (with the lease refreshed), `expired` with a reason a person can
 //! act on, or an error meaning "could not tell". An API failure is never `expired`; only a
-//! workload that is gone (404/410), terminating, finished, expired or replaced by a new object
-//! under the same name is. A pod replaced under the same Sandbox is reported in the lease (new
+//! workload that is gone (404), terminating, finished, expired or replaced by a new object under
+//! the same name is. A 410 outside a watch proves nothing, so it is "could not tell" too. A pod replaced under the same Sandbox is reported in the lease (new
 //! pod uid, the old one in the metadata). A suspended Sandbox of a reusable lease is resumed
 //! and waited for, within the config's readiness timeout.
 
@@ -55,7 +55,7 @@ pub fn resume_check<K: Kube>(
     let what = format!("{kind} {}", id.qualified());
     let workload = match kube.get(&resource, Some(&id.namespace), &id.name) {
         Ok(w) => w,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+        Err(KubeError::NotFound(_)) => {
             return Ok(ResumeOutcome::Expired(format!(
                 "{what} no longer exists: its expiry passed or it was deleted. Acquire a new sandbox."
             )));
@@ -98,7 +98,7 @@ pub fn resume_check<K: Kube>(
                     None,
                 ) {
                     Ok(p) => p,
-                    Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+                    Err(KubeError::NotFound(_)) => {
                         return Ok(ResumeOutcome::Expired(format!("{what} was deleted while resuming it.")));
                     }
                     Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
@@ -231,6 +231,24 @@ mod tests {
         assert_eq!((err.kind(), err.retryable()), ("unavailable", true));
         env.kube.fail(Verb::ServedVersions, "agents.x-k8s.io", 1, KubeError::Transport("reset".into()));
         assert_eq!(provider.resume_check(lease).unwrap_err().kind(), "unavailable");
+    }
+
+    #[test]
+    fn a_410_is_an_error_never_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-4b");
+        env.kube.fail_always(Verb::Get, "sandboxes", KubeError::Gone("the resource version is too old".into()));
+        let err = provider.resume_check(lease.clone()).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err}");
+        env.kube.clear_faults();
+
+        let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+        let reusable = provider.acquire(AcquireRequest { reusable: true, ..request(&config, "r-4c") }).unwrap();
+        let reusable = stored(&reusable, &config);
+        provider.release(reusable.clone()).unwrap();
+        env.kube.fail(Verb::Patch, "sandboxes", 1, KubeError::Gone("the resource version is too old".into()));
+        let err = provider.resume_check(reusable).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err}");
     }
 
     #[test]
