@@ -125,6 +125,8 @@ async fn resume_check_answers() {
         ResumeOutcome::Expired(why) => panic!("a replaced pod is not an expired lease: {why}"),
     }
 
+    // A transient failure is asked again inside resume-check's wait; one whose Retry-After lands
+    // past that wait's deadline is "could not tell" at once.
     h.cluster.faults().add(Rule {
         matches: Match {
             verb: Some("get".into()),
@@ -133,11 +135,30 @@ async fn resume_check_answers() {
             ..Default::default()
         },
         action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
-        times: Some(10),
+        times: Some(2),
         probability: None,
     });
-    let err = h.host.resume_check(r.clone()).await.expect_err("could not tell");
-    assert!(matches!(err, HostError::Provider(_)), "{err}");
+    assert!(matches!(h.host.resume_check(r.clone()).await.expect("resume-check"), ResumeOutcome::Resumable(_)));
+    h.cluster.faults().add(Rule {
+        matches: Match {
+            verb: Some("get".into()),
+            resource: Some("sandboxes".into()),
+            user: Some(PROVIDER_USER.into()),
+            ..Default::default()
+        },
+        action: Action::Error {
+            code: 503,
+            reason: "ServiceUnavailable".into(),
+            message: None,
+            retry_after_seconds: Some(60),
+        },
+        times: None,
+        probability: None,
+    });
+    let started = Instant::now();
+    let err = provider_error(h.host.resume_check(r.clone()).await.expect_err("could not tell"));
+    assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "no wait for a Retry-After past the deadline");
     h.cluster.faults().clear();
 
     let name = lease.provider_lease_id.split(':').nth(3).unwrap_or_default().to_string();

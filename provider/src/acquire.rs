@@ -870,6 +870,20 @@ mod tests {
     }
 
     #[test]
+    fn transient_read_failures_in_the_wait_do_not_fail_the_acquire() {
+        let env = Env::new();
+        // The pod is deleted while starting: the Sandbox is read to see whether it still stands,
+        // and that read fails twice; once the replacement pod is ready the Sandbox is read again.
+        env.kube.schedule_remove(Duration::from_millis(500), "pods", NS, "pc-acq-26");
+        env.kube.fail_times(Verb::Get, "sandboxes", 0, 2, KubeError::Other { code: 500, message: "etcd".into() });
+        env.kube.fail_times(Verb::Get, "sandboxes", 1, 1, KubeError::Timeout("slow".into()));
+        let lease = env.provider().acquire(request(&config("sandbox"), "acq-26")).unwrap();
+        assert_eq!(env.kube.count(Verb::Get, "sandboxes"), 5, "every failed read was asked again");
+        assert_eq!(lease.pod_name.as_deref(), Some("pc-acq-26"));
+        assert!(env.kube.object("sandboxes", NS, "pc-acq-26").is_some());
+    }
+
+    #[test]
     fn a_dropped_watch_resumes_and_a_gone_watch_relists() {
         let env = Env::new();
         env.kube.fail(Verb::WatchNext, "pods", 1, KubeError::Transport("connection reset".into()));

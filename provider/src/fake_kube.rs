@@ -168,6 +168,7 @@ enum Action {
     Pod(Key, PodStep),
     Expire(Key),
     Modify(Key, Change),
+    Remove(Key),
 }
 
 struct Timer {
@@ -196,6 +197,16 @@ const SANDBOX_GROUP: &str = "agents.x-k8s.io";
 
 fn key(group: &str, plural: &str, namespace: Option<&str>, name: &str) -> Key {
     (group.to_string(), plural.to_string(), namespace.unwrap_or("").to_string(), name.to_string())
+}
+
+/// The key of an object the tests name by plural (the group follows from it).
+fn scheduled_key(plural: &str, namespace: &str, name: &str) -> Key {
+    let group = match plural {
+        SANDBOXES => SANDBOX_GROUP,
+        "jobs" => "batch",
+        _ => "",
+    };
+    key(group, plural, Some(namespace), name)
 }
 
 fn not_found(plural: &str, name: &str) -> KubeError {
@@ -434,6 +445,7 @@ impl State {
                 Action::StartPod(owner) => self.start_pod(&owner),
                 Action::Pod(pod, step) => self.pod_step(&pod, step),
                 Action::Expire(sandbox) => self.expire(&sandbox),
+                Action::Remove(k) => self.remove(&k, true),
                 Action::Modify(k, change) => {
                     if let Some(mut object) = self.objects.get(&k).cloned() {
                         change(&mut object);
@@ -880,13 +892,15 @@ impl FakeKube {
         name: &str,
         change: impl FnOnce(&mut Value) + 'static,
     ) {
-        let group = match plural {
-            SANDBOXES => SANDBOX_GROUP,
-            "jobs" => "batch",
-            _ => "",
-        };
-        let k = key(group, plural, Some(namespace), name);
-        self.state.borrow_mut().schedule(after, Action::Modify(k, Box::new(change)));
+        self.state
+            .borrow_mut()
+            .schedule(after, Action::Modify(scheduled_key(plural, namespace, name), Box::new(change)));
+    }
+
+    /// Deletes an object `after` from now (a DELETED event, dependents garbage-collected), as a
+    /// person or a concurrent client would.
+    pub fn schedule_remove(&self, after: Duration, plural: &str, namespace: &str, name: &str) {
+        self.state.borrow_mut().schedule(after, Action::Remove(scheduled_key(plural, namespace, name)));
     }
 
     /// Removes every fault.

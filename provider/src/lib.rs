@@ -25,6 +25,7 @@ pub mod redact;
 pub mod release;
 pub mod renew;
 pub mod resume;
+pub mod retry;
 pub mod sandbox_manifest;
 pub mod secret;
 pub mod workload_state;

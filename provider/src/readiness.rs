@@ -6,7 +6,8 @@
 //! seen; 410 Gone inside a watch (or for an expired list continue token) re-lists. On a plain
 //! read 410 proves nothing: only 404 means the workload is gone. Every pod event is read for
 //! fail-fast causes. For a Sandbox, once its pod is ready, the Sandbox itself is watched until
-//! its Ready condition is True at the current generation. One deadline bounds the whole wait.
+//! its Ready condition is True at the current generation. One deadline bounds the whole wait;
+//! transient failures of its reads and watches are retried until then (see `retry`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,20 +17,17 @@ use serde_json::Value;
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
-use crate::errors::{FromKube, ProviderError};
+use crate::errors::ProviderError;
 use crate::kube_api::{Kube, KubeError, ListOptions, ResourceType, Watch, WatchEvent, WatchOptions};
 use crate::log::Log;
 use crate::naming::fnv1a32_hex;
 use crate::object;
+use crate::retry::{GaveUp, Retrier, retry};
 use crate::workload_state::{
     Cause, Failure, JOB_NAME_LABEL, JobState, POD_NAME_ANNOTATION, PodInfo, PodState, SANDBOX_NAME_HASH_LABEL,
     SandboxState, job_state, pod_state, sandbox_state,
 };
 
-/// First pause after a watch could not be (re)opened; doubles up to [`BACKOFF_CAP`].
-const BACKOFF_START: Duration = Duration::from_millis(50);
-/// Longest pause between reconnects.
-const BACKOFF_CAP: Duration = Duration::from_secs(1);
 /// Page size of a re-list.
 const LIST_PAGE: u32 = 500;
 
@@ -113,15 +111,6 @@ pub enum Change {
     Relisted(Vec<Value>),
 }
 
-/// Errors after which a watch is reopened from the last version seen.
-fn transient(error: &KubeError) -> bool {
-    match error {
-        KubeError::Transport(_) | KubeError::Timeout(_) | KubeError::Unavailable { .. } => true,
-        KubeError::Other { code, .. } => *code == 429 || *code >= 500,
-        _ => false,
-    }
-}
-
 /// A watch that survives disconnects: resumes from the last resourceVersion, re-lists on 410.
 pub struct EventStream<'k, K: Kube> {
     kube: &'k K,
@@ -131,7 +120,7 @@ pub struct EventStream<'k, K: Kube> {
     field_selector: Option<String>,
     watch: Option<K::Watch>,
     cursor: Option<String>,
-    failures: u32,
+    retrier: Retrier,
 }
 
 impl<'k, K: Kube> EventStream<'k, K> {
@@ -151,7 +140,7 @@ impl<'k, K: Kube> EventStream<'k, K> {
             field_selector,
             watch: None,
             cursor: None,
-            failures: 0,
+            retrier: Retrier::new(),
         }
     }
 
@@ -166,7 +155,7 @@ impl<'k, K: Kube> EventStream<'k, K> {
     }
 
     /// Lists the current state (every page) and restarts the watch after it.
-    pub fn relist(&mut self) -> Result<Vec<Value>, ProviderError> {
+    pub fn relist(&mut self, clock: &dyn Clock, deadline: Deadline) -> Result<Vec<Value>, ProviderError> {
         self.watch = None;
         let mut items = Vec::new();
         let mut token: Option<String> = None;
@@ -185,8 +174,15 @@ impl<'k, K: Kube> EventStream<'k, K> {
                     token = None;
                     continue;
                 }
-                Err(e) => return Err(ProviderError::from_kube(&e, &format!("list {}", self.what()))),
-                Ok(list) => list,
+                Err(e) => {
+                    let what = self.what();
+                    self.retrier.failed(clock, deadline, e).map_err(|g| g.into_error(&format!("list {what}")))?;
+                    continue;
+                }
+                Ok(list) => {
+                    self.retrier.succeeded();
+                    list
+                }
             };
             items.extend(object::list_items(&list));
             let rv = object::str_at(&list, "/metadata/resourceVersion").map(str::to_string);
@@ -198,12 +194,6 @@ impl<'k, K: Kube> EventStream<'k, K> {
                 }
             }
         }
-    }
-
-    fn back_off(&mut self, clock: &dyn Clock, deadline: Deadline) {
-        let pause = BACKOFF_START.saturating_mul(1 << self.failures.min(5)).min(BACKOFF_CAP);
-        self.failures += 1;
-        clock.sleep(pause.min(deadline.remaining(clock)));
     }
 
     /// The next change, or `None` once the deadline has passed.
@@ -220,7 +210,7 @@ impl<'k, K: Kube> EventStream<'k, K> {
             }
             let Some(watch) = self.watch.as_mut() else {
                 let Some(cursor) = self.cursor.clone() else {
-                    return Ok(Some(Change::Relisted(self.relist()?)));
+                    return Ok(Some(Change::Relisted(self.relist(clock, deadline)?)));
                 };
                 let options = WatchOptions {
                     label_selector: self.label_selector.clone(),
@@ -230,16 +220,18 @@ impl<'k, K: Kube> EventStream<'k, K> {
                     allow_bookmarks: true,
                 };
                 match self.kube.watch(&self.resource, Some(&self.namespace), &options) {
+                    // An open watch is not progress yet: a watch that keeps ending before its
+                    // first event keeps backing off.
                     Ok(w) => self.watch = Some(w),
                     Err(KubeError::Gone(_)) => {
                         log.debug("watch start is too old (410); re-listing", &[("resource", &self.resource.plural)]);
-                        return Ok(Some(Change::Relisted(self.relist()?)));
+                        return Ok(Some(Change::Relisted(self.relist(clock, deadline)?)));
                     }
-                    Err(e) if transient(&e) => {
-                        log.debug("could not open the watch; retrying", &[("error", &e.to_string())]);
-                        self.back_off(clock, deadline);
+                    Err(e) => {
+                        log.debug("could not open the watch", &[("error", &e.to_string())]);
+                        let what = self.what();
+                        self.retrier.failed(clock, deadline, e).map_err(|g| g.into_error(&format!("watch {what}")))?;
                     }
-                    Err(e) => return Err(ProviderError::from_kube(&e, &format!("watch {}", self.what()))),
                 }
                 continue;
             };
@@ -247,7 +239,7 @@ impl<'k, K: Kube> EventStream<'k, K> {
             match watch.next(Duration::from_millis(u64::from(wait_ms))) {
                 Ok(None) => {}
                 Ok(Some(event)) => {
-                    self.failures = 0;
+                    self.retrier.succeeded();
                     let (change, rv) = match event {
                         WatchEvent::Bookmark(rv) => (None, Some(rv)),
                         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
@@ -268,17 +260,17 @@ impl<'k, K: Kube> EventStream<'k, K> {
                 }
                 Err(KubeError::Gone(_)) => {
                     log.debug("watch expired (410); re-listing", &[("resource", &self.resource.plural)]);
-                    return Ok(Some(Change::Relisted(self.relist()?)));
+                    return Ok(Some(Change::Relisted(self.relist(clock, deadline)?)));
                 }
-                Err(e) if transient(&e) => {
+                Err(e) => {
                     log.debug(
                         "watch dropped; resuming from the last version seen",
                         &[("error", &e.to_string()), ("resourceVersion", self.cursor.as_deref().unwrap_or(""))],
                     );
                     self.watch = None;
-                    self.back_off(clock, deadline);
+                    let what = self.what();
+                    self.retrier.failed(clock, deadline, e).map_err(|g| g.into_error(&format!("watch {what}")))?;
                 }
-                Err(e) => return Err(ProviderError::from_kube(&e, &format!("watch {}", self.what()))),
             }
         }
     }
@@ -336,13 +328,28 @@ fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
     }
 }
 
+/// Reads the workload, retrying transient failures until the deadline; 404 is `deleted`.
+fn read_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    target: &Target<'_>,
+    deadline: Deadline,
+) -> Result<Value, WaitError> {
+    match retry(clock, deadline, || kube.get(target.resource, Some(target.namespace), target.name)) {
+        Ok(w) => Ok(w),
+        Err(GaveUp::Final(KubeError::NotFound(_))) => Err(WaitError::Failed(target.deleted())),
+        Err(g) => Err(WaitError::Api(g.into_error(&format!("get {}", target.describe())))),
+    }
+}
+
 /// After a pod of the workload disappeared: is the workload itself still there and alive?
-fn check_workload<K: Kube>(kube: &K, target: &Target<'_>) -> Result<(), WaitError> {
-    let workload = match kube.get(target.resource, Some(target.namespace), target.name) {
-        Ok(w) => w,
-        Err(KubeError::NotFound(_)) => return Err(WaitError::Failed(target.deleted())),
-        Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
-    };
+fn check_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    target: &Target<'_>,
+    deadline: Deadline,
+) -> Result<(), WaitError> {
+    let workload = read_workload(kube, clock, target, deadline)?;
     match object::uid(&workload) {
         Some(found) if !target.uid.is_empty() && found != target.uid => {
             return Err(WaitError::Failed(target.replaced(found)));
@@ -399,7 +406,7 @@ fn wait_for_pod<K: Kube>(
                     owned.remove(name);
                 }
                 if owned_by(&pod, target.uid) {
-                    check_workload(kube, target)?;
+                    check_workload(kube, clock, target, deadline)?;
                 }
             }
             Some(Change::Relisted(items)) => *owned = own(target, items),
@@ -417,11 +424,7 @@ fn wait_for_sandbox<K: Kube>(
     pod: PodInfo,
     deadline: Deadline,
 ) -> Result<Option<PodInfo>, WaitError> {
-    let mut sandbox = match kube.get(target.resource, Some(target.namespace), target.name) {
-        Ok(s) => s,
-        Err(KubeError::NotFound(_)) => return Err(WaitError::Failed(target.deleted())),
-        Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
-    };
+    let mut sandbox = read_workload(kube, clock, target, deadline)?;
     let mut stream = EventStream::new(
         kube,
         target.resource.clone(),
@@ -484,7 +487,7 @@ pub fn wait_ready<K: Kube>(
     let mut owned = BTreeMap::new();
     match start {
         Start::After(rv) => pods.resume_from(&rv),
-        Start::List => owned = own(target, pods.relist().map_err(WaitError::Api)?),
+        Start::List => owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?),
     }
     loop {
         let pod = wait_for_pod(kube, clock, log, target, &mut pods, &mut owned, deadline)?;
@@ -494,7 +497,7 @@ pub fn wait_ready<K: Kube>(
                 if let Some(pod) = wait_for_sandbox(kube, clock, log, target, pod, deadline)? {
                     return Ok(pod);
                 }
-                owned = own(target, pods.relist().map_err(WaitError::Api)?);
+                owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?);
             }
         }
     }
@@ -651,6 +654,63 @@ mod tests {
         wait(&kube, &clock, &uid, 10).unwrap();
         assert_eq!(kube.count(Verb::Watch, "sandboxes"), 3);
         assert_eq!(clock.monotonic(), Duration::from_secs(1), "back-off (50 + 100 ms) stayed inside the wait");
+    }
+
+    #[test]
+    fn transient_failures_of_reads_inside_the_wait_are_retried() {
+        let errors = [
+            KubeError::Other { code: 500, message: "etcdserver: leader changed".into() },
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: None },
+            KubeError::Timeout("slow".into()),
+            KubeError::Transport("connection reset".into()),
+            KubeError::Gone("the resource version is too old".into()),
+        ];
+        for error in errors {
+            let (kube, clock, uid) = scripted();
+            kube.schedule_modify(Duration::from_secs(1), "sandboxes", NS, "sb", |s| {
+                s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+            });
+            kube.fail_times(Verb::List, "pods", 0, 2, error.clone());
+            kube.fail_times(Verb::Get, "sandboxes", 0, 2, error.clone());
+            let pod = wait(&kube, &clock, &uid, 10).unwrap_or_else(|e| panic!("{error:?}: {e:?}"));
+            assert_eq!(pod.name, "sb");
+            assert_eq!(kube.count(Verb::List, "pods"), 3, "{error:?}");
+            assert_eq!(kube.count(Verb::Get, "sandboxes"), 3, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_inside_the_deadline_and_ends_the_wait_beyond_it() {
+        let ready = |s: &mut Value| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        };
+        let (kube, clock, uid) = scripted();
+        kube.modify("sandboxes", NS, "sb", ready);
+        kube.fail(
+            Verb::Get,
+            "sandboxes",
+            1,
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: Some(3) },
+        );
+        wait(&kube, &clock, &uid, 10).unwrap();
+        assert_eq!(clock.monotonic(), Duration::from_secs(3), "asked again only after Retry-After");
+
+        let (kube, clock, uid) = scripted();
+        kube.modify("sandboxes", NS, "sb", ready);
+        kube.fail(
+            Verb::Get,
+            "sandboxes",
+            1,
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: Some(30) },
+        );
+        match wait(&kube, &clock, &uid, 10) {
+            Err(WaitError::Api(e)) => {
+                assert_eq!((e.kind(), e.retryable()), ("unavailable", true));
+                assert!(e.message().contains("Retry in 30 s"), "{}", e.message());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), Duration::ZERO, "no wait for an answer that cannot come in time");
     }
 
     #[test]

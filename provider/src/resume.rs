@@ -21,6 +21,7 @@ use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
 use crate::readiness::{self, Start, Target, WaitError};
+use crate::retry::{GaveUp, retry};
 use crate::sandbox_manifest;
 use crate::workload_state::{JobState, SandboxState, expiry_of, job_state, sandbox_state};
 
@@ -53,14 +54,14 @@ pub fn resume_check<K: Kube>(
         Backend::Job => (api_versions::jobs(), "Job", None),
     };
     let what = format!("{kind} {}", id.qualified());
-    let workload = match kube.get(&resource, Some(&id.namespace), &id.name) {
+    let workload = match retry(clock, deadline, || kube.get(&resource, Some(&id.namespace), &id.name)) {
         Ok(w) => w,
-        Err(KubeError::NotFound(_)) => {
+        Err(GaveUp::Final(KubeError::NotFound(_))) => {
             return Ok(ResumeOutcome::Expired(format!(
                 "{what} no longer exists: its expiry passed or it was deleted. Acquire a new sandbox."
             )));
         }
-        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
+        Err(g) => return Err(g.into_error(&format!("get {what}"))),
     };
     let uid = object::uid(&workload).unwrap_or("").to_string();
     if !lease.workload_uid.is_empty() && uid != lease.workload_uid {
@@ -221,16 +222,25 @@ mod tests {
     fn an_api_failure_is_an_error_never_expired() {
         let env = Env::new();
         let (provider, lease) = acquired(&env, &config("sandbox"), "r-4");
-        env.kube.fail(
+        env.kube.fail_always(
             Verb::Get,
             "sandboxes",
-            1,
             KubeError::Unavailable { message: "etcd".into(), retry_after_seconds: Some(2) },
         );
         let err = provider.resume_check(lease.clone()).unwrap_err();
         assert_eq!((err.kind(), err.retryable()), ("unavailable", true));
+        env.kube.clear_faults();
         env.kube.fail(Verb::ServedVersions, "agents.x-k8s.io", 1, KubeError::Transport("reset".into()));
         assert_eq!(provider.resume_check(lease).unwrap_err().kind(), "unavailable");
+    }
+
+    #[test]
+    fn a_transient_read_failure_is_asked_again_not_answered() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-4d");
+        env.kube.fail(Verb::Get, "sandboxes", 1, KubeError::Other { code: 500, message: "etcd".into() });
+        env.kube.fail(Verb::List, "pods", 1, KubeError::Timeout("slow".into()));
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Resumable(_)));
     }
 
     #[test]
