@@ -1,10 +1,12 @@
 //! Acquire: provision a sandbox and wait until it is ready, idempotently on the acquisition id.
 //!
-//! Everything that can be refused is checked before the first create (config, ids, env,
-//! expiry, served API version), so a refusal leaves nothing behind. A create that meets an
-//! object of the same name (409) adopts it only when its labels prove it is this acquisition's
-//! and its spec fingerprint matches. Any failure after the first create deletes what this call
-//! created or adopted, with its own short budget, and returns the original error.
+//! Everything that can be refused is checked before the first write (config, ids, env,
+//! expiry, served API version), so a refusal leaves nothing behind. Then two writes, ordered so
+//! that no object ever exists without an owner or an expiry: the workload, which carries the
+//! leak guard, and the per-lease Secret with an ownerReference to it (see `adoption`: a 409
+//! adopts only this acquisition's own objects). Any failure after the first write undoes what
+//! this call created or adopted, with its own short budget, and returns the original error
+//! with what clean-up did (see `compensation`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,15 +14,17 @@ use std::time::Duration;
 pub use sandbox_contract::{AcquireRequest, EnvVar};
 use serde_json::{Value, json};
 
+use crate::adoption::{self, Origin};
 use crate::api_versions;
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
+use crate::compensation::{self, Scope, Touched};
 use crate::config::{self, Backend, Config};
-use crate::errors::{FromKube, ProviderError};
+use crate::errors::ProviderError;
 use crate::job_manifest::{self, JobParams};
-use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
+use crate::kube_api::{Kube, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
 use crate::log::Log;
-use crate::naming::{self, ANNOTATION_ACQUISITION_ID, ANNOTATION_SPEC_HASH, Identity, LABEL_ACQUISITION_ID, LeaseId};
+use crate::naming::{self, ANNOTATION_SPEC_HASH, Identity, LeaseId};
 use crate::object;
 use crate::pod_spec::{self, PodInputs};
 use crate::readiness::{self, Start, Target, WaitError};
@@ -29,72 +33,28 @@ use crate::sandbox_manifest::{self, SandboxParams};
 use crate::secret;
 use crate::workload_state::expiry_of;
 
-/// How long clean-up after a failed acquire may take, on top of the acquire's own deadline.
-pub const COMPENSATION_BUDGET: Duration = Duration::from_secs(5);
-
-/// Everything decided before the first create.
-struct Plan {
-    config: Config,
-    identity: Identity,
-    name: String,
-    lease_id: LeaseId,
-    resource: ResourceType,
-    kind: &'static str,
-    workload: Value,
-    secret: Option<(String, Value, BTreeMap<String, String>)>,
-    spec_hash: String,
-    expiry_ms: i64,
-    reusable: bool,
+/// Everything decided before the first write.
+pub(crate) struct Plan {
+    pub(crate) config: Config,
+    pub(crate) identity: Identity,
+    pub(crate) name: String,
+    pub(crate) lease_id: LeaseId,
+    pub(crate) resource: ResourceType,
+    pub(crate) kind: &'static str,
+    pub(crate) workload: Value,
+    /// The Secret's name, manifest (without its owner, known only after the workload's create)
+    /// and values.
+    pub(crate) secret: Option<(String, Value, BTreeMap<String, String>)>,
+    pub(crate) spec_hash: String,
+    pub(crate) expiry_ms: i64,
+    pub(crate) reusable: bool,
 }
 
 impl Plan {
-    fn describe(&self) -> String {
+    /// `Sandbox ns/name`, for messages.
+    pub(crate) fn describe(&self) -> String {
         format!("{} {}/{}", self.kind, self.config.namespace, self.name)
     }
-}
-
-/// An object this call created or adopted, to delete if the acquire fails.
-struct Touched {
-    kind: &'static str,
-    resource: ResourceType,
-    name: String,
-    /// `None` when a create's answer was lost: the object may or may not exist.
-    uid: Option<String>,
-    /// Made by an earlier attempt of this acquisition. Until the workload is adopted too, it
-    /// may serve that attempt's live sandbox, so it is neither changed nor cleaned up.
-    adopted: bool,
-}
-
-/// Whether a create failure leaves open that the object was created (the answer was lost).
-fn maybe_created(error: &KubeError) -> bool {
-    match error {
-        KubeError::Transport(_) | KubeError::Timeout(_) | KubeError::Unavailable { .. } => true,
-        KubeError::Other { code, .. } => *code >= 500,
-        _ => false,
-    }
-}
-
-/// Whether an object's labels prove it belongs to this acquisition. Only keys under the
-/// provider's own prefix count: a host may restamp `app.kubernetes.io/managed-by` with its own
-/// value on every create.
-fn proves_acquisition(object: &Value, identity: &Identity) -> bool {
-    object::label(object, LABEL_ACQUISITION_ID) == Some(naming::label_value(&identity.acquisition_id).as_str())
-        && object::annotation(object, ANNOTATION_ACQUISITION_ID).is_none_or(|raw| raw == identity.acquisition_id)
-}
-
-fn not_ours(kind: &str, namespace: &str, name: &str, found: &Value) -> ProviderError {
-    let show = |v: Option<&str>| v.map_or_else(|| "absent".to_string(), |s| format!("{s:?}"));
-    ProviderError::conflict(
-        format!(
-            "{kind} {namespace}/{name} already exists and is not this acquisition's (its label \
-             {LABEL_ACQUISITION_ID} is {}, annotation {ANNOTATION_ACQUISITION_ID} is {}). Object names come from \
-             the acquisition id, so another acquisition or a person made it: delete that object, or acquire with \
-             another acquisition id.",
-            show(object::label(found, LABEL_ACQUISITION_ID)),
-            show(object::annotation(found, ANNOTATION_ACQUISITION_ID)),
-        ),
-        false,
-    )
 }
 
 /// A fingerprint of everything an adopted workload must share with this request (the pod
@@ -233,127 +193,6 @@ fn plan<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, request: &AcquireRe
     Ok(Plan { config, identity, name, lease_id, resource, kind, workload, secret, spec_hash, expiry_ms, reusable })
 }
 
-/// Creates the Secret, or finds the one an earlier attempt of this acquisition made. It is
-/// pushed to `touched` before the create, so a lost answer is still cleaned up.
-fn create_secret<K: Kube>(
-    kube: &K,
-    plan: &Plan,
-    name: &str,
-    manifest: &Value,
-    touched: &mut Vec<Touched>,
-) -> Result<(), ProviderError> {
-    let ns = plan.config.namespace.as_str();
-    let resource = api_versions::secrets();
-    touched.push(Touched {
-        kind: "Secret",
-        resource: resource.clone(),
-        name: name.to_string(),
-        uid: None,
-        adopted: false,
-    });
-    let (uid, adopted) = match kube.create(&resource, Some(ns), manifest) {
-        Ok(created) => (object::uid(&created).map(str::to_string), false),
-        Err(KubeError::AlreadyExists(_)) => {
-            let existing = kube
-                .get(&resource, Some(ns), name)
-                .map_err(|e| ProviderError::from_kube(&e, &format!("get Secret {ns}/{name}")))?;
-            if !proves_acquisition(&existing, &plan.identity) {
-                touched.pop();
-                return Err(not_ours("Secret", ns, name, &existing));
-            }
-            (object::uid(&existing).map(str::to_string), true)
-        }
-        Err(e) => {
-            if !maybe_created(&e) {
-                touched.pop();
-            }
-            return Err(ProviderError::from_kube(&e, &format!("create Secret {ns}/{name}")));
-        }
-    };
-    if let Some(last) = touched.last_mut() {
-        last.uid = uid;
-        last.adopted = adopted;
-    }
-    Ok(())
-}
-
-/// Forgets adopted objects: the workload was refused, so they may belong to a live sandbox of
-/// an earlier attempt and must not be cleaned up by this one.
-fn refuse(touched: &mut Vec<Touched>, error: ProviderError) -> ProviderError {
-    touched.retain(|t| !t.adopted);
-    error
-}
-
-/// Creates the workload, or adopts the one an earlier attempt made. Returns the object and
-/// whether it was created by this call.
-fn create_workload<K: Kube>(kube: &K, plan: &Plan, touched: &mut Vec<Touched>) -> Result<(Value, bool), ProviderError> {
-    let ns = plan.config.namespace.as_str();
-    touched.push(Touched {
-        kind: plan.kind,
-        resource: plan.resource.clone(),
-        name: plan.name.clone(),
-        uid: None,
-        adopted: false,
-    });
-    let (workload, created) = match kube.create(&plan.resource, Some(ns), &plan.workload) {
-        Ok(created) => (created, true),
-        Err(KubeError::AlreadyExists(_)) => {
-            // Not made by this call: never cleaned up unless adopted below.
-            touched.pop();
-            let existing = match kube.get(&plan.resource, Some(ns), &plan.name) {
-                Ok(existing) => existing,
-                Err(e) => {
-                    return Err(refuse(touched, ProviderError::from_kube(&e, &format!("get {}", plan.describe()))));
-                }
-            };
-            if !proves_acquisition(&existing, &plan.identity) {
-                return Err(refuse(touched, not_ours(plan.kind, ns, &plan.name, &existing)));
-            }
-            if object::annotation(&existing, ANNOTATION_SPEC_HASH) != Some(plan.spec_hash.as_str()) {
-                let error = ProviderError::conflict(
-                    format!(
-                        "{} was made by an earlier attempt of acquisition {:?} with a different spec (the config or the \
-                         env changed between attempts). Destroy lease {} and acquire with a new acquisition id.",
-                        plan.describe(),
-                        plan.identity.acquisition_id,
-                        plan.lease_id
-                    ),
-                    false,
-                );
-                return Err(refuse(touched, error));
-            }
-            if object::is_terminating(&existing) {
-                let error = ProviderError::conflict(
-                    format!(
-                        "{} from an earlier attempt of this acquisition is being deleted; retry in a few seconds.",
-                        plan.describe()
-                    ),
-                    true,
-                );
-                return Err(refuse(touched, error));
-            }
-            touched.push(Touched {
-                kind: plan.kind,
-                resource: plan.resource.clone(),
-                name: plan.name.clone(),
-                uid: None,
-                adopted: true,
-            });
-            (existing, false)
-        }
-        Err(e) => {
-            if !maybe_created(&e) {
-                touched.pop();
-            }
-            return Err(ProviderError::from_kube(&e, &format!("create {}", plan.describe())));
-        }
-    };
-    if let Some(last) = touched.last_mut() {
-        last.uid = object::uid(&workload).map(str::to_string);
-    }
-    Ok((workload, created))
-}
-
 /// The writes and the wait; on error, `touched` says what to clean up.
 fn provision<K: Kube>(
     kube: &K,
@@ -364,31 +203,17 @@ fn provision<K: Kube>(
     touched: &mut Vec<Touched>,
 ) -> Result<Lease, ProviderError> {
     let ns = plan.config.namespace.as_str();
-    if let Some((name, manifest, _)) = &plan.secret {
-        create_secret(kube, plan, name, manifest, touched)?;
-    }
-    let (workload, created) = create_workload(kube, plan, touched)?;
-    let uid = object::uid(&workload)
-        .ok_or_else(|| ProviderError::internal(format!("the API server returned {} without a uid", plan.describe())))?
-        .to_string();
-    if let Some((name, _, data)) = &plan.secret {
-        // The workload is this acquisition's now: own the Secret, and if an earlier attempt made
-        // it, bring its values up to date (the host may have rotated one since).
-        let adopted = touched.iter().any(|t| t.kind == "Secret" && t.adopted);
-        let mut patch = secret::owner_patch(&plan.resource.api_version(), plan.kind, &plan.name, &uid);
-        if adopted {
-            patch["stringData"] = json!(data);
-        }
-        kube.patch(&api_versions::secrets(), Some(ns), name, PatchType::Merge, &patch, None)
-            .map_err(|e| ProviderError::from_kube(&e, &format!("set the owner of Secret {ns}/{name}")))?;
-    }
+    let workload = adoption::put_workload(kube, clock, plan, deadline, touched)?;
+    adoption::put_secret(kube, clock, plan, &workload, deadline, touched)?;
+    let uid = workload.uid.as_str();
+    let created = workload.origin == Origin::Created;
     log.info(
         if created { "workload created; waiting for readiness" } else { "adopted the workload of an earlier attempt" },
-        &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", &uid)],
+        &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", uid)],
     );
 
-    let start = match (created, object::resource_version(&workload)) {
-        (true, Some(rv)) => Start::After(rv.to_string()),
+    let start = match (workload.origin, object::resource_version(&workload.object)) {
+        (Origin::Created, Some(rv)) => Start::After(rv.to_string()),
         _ => Start::List,
     };
     let target = Target {
@@ -396,7 +221,8 @@ fn provision<K: Kube>(
         namespace: ns,
         name: &plan.name,
         resource: &plan.resource,
-        uid: &uid,
+        uid,
+        secret: plan.secret.as_ref().map(|(name, _, _)| name.as_str()),
         job_retries: plan.config.job.backoff_limit > 0,
     };
     let pod = readiness::wait_ready(kube, clock, log, &target, start, deadline).map_err(|e| match e {
@@ -410,7 +236,7 @@ fn provision<K: Kube>(
         )),
     })?;
 
-    let expires_at = if created { plan.expiry_ms } else { expiry_of(&workload).unwrap_or(plan.expiry_ms) };
+    let expires_at = if created { plan.expiry_ms } else { expiry_of(&workload.object).unwrap_or(plan.expiry_ms) };
     let metadata = LeaseMetadata {
         run_id: Some(plan.identity.run_id.clone()),
         acquisition_id: Some(plan.identity.acquisition_id.clone()),
@@ -428,7 +254,7 @@ fn provision<K: Kube>(
         backend: plan.config.backend,
         namespace: ns.to_string(),
         api_version: plan.resource.api_version(),
-        workload_uid: uid,
+        workload_uid: workload.uid.clone(),
         pod_name: Some(pod.name),
         pod_uid: Some(pod.uid).filter(|u| !u.is_empty()),
         pod_ip: pod.ip,
@@ -436,55 +262,6 @@ fn provision<K: Kube>(
         reusable: plan.reusable,
         metadata: metadata.to_json(),
     })
-}
-
-/// Deletes what a failed acquire created or adopted, newest first, within its own budget.
-/// Returns what could not be deleted.
-fn compensate<K: Kube>(
-    kube: &K,
-    clock: &dyn Clock,
-    log: &dyn Log,
-    namespace: &str,
-    identity: &Identity,
-    touched: &[Touched],
-) -> Vec<String> {
-    let budget = Deadline::after(clock, COMPENSATION_BUDGET);
-    let mut left = Vec::new();
-    for t in touched.iter().rev() {
-        let what = format!("{} {namespace}/{}", t.kind, t.name);
-        if budget.passed(clock) {
-            left.push(format!("{what} (clean-up budget spent)"));
-            continue;
-        }
-        let uid = match &t.uid {
-            Some(uid) => uid.clone(),
-            None => match kube.get(&t.resource, Some(namespace), &t.name) {
-                Ok(found) if proves_acquisition(&found, identity) => match object::uid(&found) {
-                    Some(uid) => uid.to_string(),
-                    None => continue,
-                },
-                Ok(_) | Err(KubeError::NotFound(_)) => continue,
-                Err(e) => {
-                    left.push(format!("{what} ({e})"));
-                    continue;
-                }
-            },
-        };
-        let options = DeleteOptions {
-            propagation: Some(Propagation::Background),
-            precondition_uid: Some(uid),
-            ..Default::default()
-        };
-        match kube.delete(&t.resource, Some(namespace), &t.name, &options) {
-            Ok(()) | Err(KubeError::NotFound(_)) => {
-                log.info("clean-up after a failed acquire deleted an object", &[("object", &what)]);
-            }
-            // The precondition failed: another object holds the name now, and it is not ours.
-            Err(KubeError::Conflict(_)) => {}
-            Err(e) => left.push(format!("{what} ({e})")),
-        }
-    }
-    left
 }
 
 /// Acquires a sandbox (see the module docs). Secret values of the request are scrubbed from
@@ -507,6 +284,14 @@ pub fn acquire<K: Kube>(
     result.map_err(|e| redactor.scrub_error(e))
 }
 
+/// The one deadline of an acquire's writes and wait: the config's readiness timeout, counted
+/// from the call's start. Clean-up after a failure gets [`compensation::COMPENSATION_BUDGET`]
+/// on top.
+fn acquire_deadline(clock: &dyn Clock, started: Duration, config: &Config) -> Deadline {
+    let budget = Duration::from_secs(u64::from(config.readiness_timeout_seconds));
+    Deadline::after(clock, budget.saturating_sub(clock.monotonic().saturating_sub(started)))
+}
+
 fn acquire_unredacted<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
@@ -515,28 +300,21 @@ fn acquire_unredacted<K: Kube>(
 ) -> Result<Lease, ProviderError> {
     let started = clock.monotonic();
     let plan = plan(kube, clock, log, request)?;
-    let budget = Duration::from_secs(u64::from(plan.config.readiness_timeout_seconds));
-    let deadline = Deadline::after(clock, budget.saturating_sub(clock.monotonic().saturating_sub(started)));
+    let deadline = acquire_deadline(clock, started, &plan.config);
     let mut touched = Vec::new();
     match provision(kube, clock, log, &plan, deadline, &mut touched) {
         Ok(lease) => Ok(lease),
         Err(error) if touched.is_empty() => Err(error),
         Err(error) => {
-            let left = compensate(kube, clock, log, &plan.config.namespace, &plan.identity, &touched);
-            if left.is_empty() {
-                Err(error.map_message(|m| format!("{m} Everything this acquire created was deleted.")))
-            } else {
-                log.warn("clean-up after a failed acquire left objects behind", &[("objects", &left.join("; "))]);
-                Err(error.map_message(|m| {
-                    format!(
-                        "{m} Clean-up could not delete: {}; the cluster deletes them at the lease's expiry ({}), or \
-                         destroy lease {} to remove them now.",
-                        left.join("; "),
-                        rfc3339_seconds(plan.expiry_ms),
-                        plan.lease_id
-                    )
-                }))
-            }
+            let lease_id = plan.lease_id.to_string();
+            let scope = Scope {
+                namespace: &plan.config.namespace,
+                identity: &plan.identity,
+                job_ttl_seconds: plan.config.job.ttl_seconds_after_finished,
+                lease_id: &lease_id,
+            };
+            let cleaned = compensation::compensate(kube, clock, log, &scope, &touched);
+            Err(error.map_message(|m| format!("{m} {cleaned}")))
         }
     }
 }
@@ -548,18 +326,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::api_versions::SandboxVersion;
     use crate::fake_kube::{PodBehaviour, Verb};
-    use crate::testkit::{Env, NOW, NS, SECRET_VALUE, config, config_with, request};
-
-    fn assert_nothing_left(env: &Env) {
-        assert!(env.kube.names_in(NS).is_empty(), "left behind: {:?}", env.kube.names_in(NS));
-    }
-
-    fn assert_no_secret(env: &Env, text: &str) {
-        assert!(!text.contains(SECRET_VALUE), "secret leaked into: {text}");
-        assert!(!env.log_text().contains(SECRET_VALUE), "secret leaked into the log: {}", env.log_text());
-    }
+    use crate::kube_api::KubeError;
+    use crate::naming::LABEL_ACQUISITION_ID;
+    use crate::testkit::{
+        Env, NOW, NS, SECRET_VALUE, assert_no_secret, assert_nothing_left, config, config_with, request,
+    };
 
     #[test]
     fn sandbox_acquire_watches_until_ready_and_returns_the_lease() {
@@ -673,129 +445,6 @@ mod tests {
     }
 
     #[test]
-    fn a_retried_acquire_adopts_its_own_sandbox() {
-        let env = Env::new();
-        let provider = env.provider();
-        let first = provider.acquire(request(&config("sandbox"), "acq-6")).unwrap();
-        let second = provider.acquire(request(&config("sandbox"), "acq-6")).unwrap();
-        assert_eq!(second.provider_lease_id, first.provider_lease_id);
-        assert_eq!(second.workload_uid, first.workload_uid);
-        assert_eq!(second.pod_uid, first.pod_uid);
-        assert_eq!(second.expires_at, first.expires_at, "the adopted object's own expiry");
-        assert!(LeaseMetadata::parse_lenient(&second.metadata).adopted);
-        assert_eq!(env.kube.names_in(NS), vec!["pods/pc-acq-6", "sandboxes/pc-acq-6", "secrets/pc-acq-6-env"]);
-    }
-
-    #[test]
-    fn adoption_does_not_depend_on_the_managed_by_label_a_host_may_restamp() {
-        let env = Env::new();
-        let provider = env.provider();
-        let first = provider.acquire(request(&config("sandbox"), "acq-6c")).unwrap();
-        for (plural, name) in [("sandboxes", "pc-acq-6c"), ("secrets", "pc-acq-6c-env")] {
-            env.kube.modify(plural, NS, name, |o| {
-                o["metadata"]["labels"][naming::LABEL_MANAGED_BY] = json!("paperclip-sandbox-host");
-            });
-        }
-        let second = provider.acquire(request(&config("sandbox"), "acq-6c")).unwrap();
-        assert_eq!(second.workload_uid, first.workload_uid);
-    }
-
-    #[test]
-    fn a_retried_job_acquire_adopts_its_own_job() {
-        let env = Env::new();
-        let provider = env.provider();
-        let first = provider.acquire(request(&config("job"), "acq-7")).unwrap();
-        let second = provider.acquire(request(&config("job"), "acq-7")).unwrap();
-        assert_eq!(second.workload_uid, first.workload_uid);
-        assert_eq!(second.pod_name, first.pod_name);
-    }
-
-    #[test]
-    fn a_retry_after_a_crash_between_creates_adopts_the_secret_and_refreshes_it() {
-        let env = Env::new();
-        let identity = Identity { run_id: "run-1".into(), acquisition_id: "acq-6b".into(), agent_id: None };
-        env.kube.put(
-            &api_versions::secrets(),
-            NS,
-            json!({"metadata": {"name": "pc-acq-6b-env", "labels": identity.labels()}, "data": {"API_KEY": "b2xk"}}),
-        );
-        let lease = env.provider().acquire(request(&config("sandbox"), "acq-6b")).unwrap();
-        let secret = env.kube.object("secrets", NS, "pc-acq-6b-env").unwrap();
-        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], json!(lease.workload_uid));
-        assert_ne!(secret["data"]["API_KEY"], "b2xk", "the rotated value replaced the stale one");
-    }
-
-    #[test]
-    fn adoption_is_refused_for_a_foreign_object_and_it_is_left_alone() {
-        let env = Env::new();
-        env.kube.put(
-            &SandboxVersion::V1beta1.resource(),
-            NS,
-            json!({"metadata": {"name": "pc-acq-8", "labels": {"team": "other"}}, "spec": {}}),
-        );
-        let err = env.provider().acquire(request(&config("sandbox"), "acq-8")).unwrap_err();
-        assert_eq!(err.kind(), "conflict");
-        assert!(
-            err.message().contains("Sandbox sandboxes/pc-acq-8 already exists and is not this acquisition's"),
-            "{err}"
-        );
-        assert_eq!(env.kube.names_in(NS), vec!["sandboxes/pc-acq-8"], "our Secret was cleaned up, theirs kept");
-    }
-
-    #[test]
-    fn adoption_is_refused_when_the_spec_changed_between_attempts() {
-        let env = Env::new();
-        let provider = env.provider();
-        provider.acquire(request(&config("sandbox"), "acq-9")).unwrap();
-        let changed = config_with("sandbox", json!({"image": "ghcr.io/acme/agent:2"}));
-        let err = provider.acquire(request(&changed, "acq-9")).unwrap_err();
-        assert_eq!(err.kind(), "conflict");
-        assert!(err.message().contains("different spec"), "{err}");
-        assert!(env.kube.object("sandboxes", NS, "pc-acq-9").is_some(), "the first attempt's sandbox is kept");
-        let secret = env.kube.object("secrets", NS, "pc-acq-9-env").expect("the first attempt's Secret is kept");
-        assert!(secret["metadata"]["ownerReferences"].is_array());
-    }
-
-    #[test]
-    fn a_failure_after_the_first_create_cleans_up_and_returns_the_original_error() {
-        let env = Env::new();
-        env.kube.fail(Verb::Patch, "secrets", 1, KubeError::Invalid("ownerReferences: bad".into()));
-        let err = env.provider().acquire(request(&config("sandbox"), "acq-10")).unwrap_err();
-        assert_eq!(err.kind(), "rejected");
-        assert!(err.message().starts_with("set the owner of Secret sandboxes/pc-acq-10-env was rejected"), "{err}");
-        assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
-        assert_nothing_left(&env);
-    }
-
-    #[test]
-    fn a_refused_workload_create_removes_the_secret() {
-        let env = Env::new();
-        env.kube.fail(Verb::Create, "jobs", 1, KubeError::Forbidden("jobs is not allowed by policy".into()));
-        let err = env.provider().acquire(request(&config("job"), "acq-11")).unwrap_err();
-        assert_eq!(err.kind(), "forbidden");
-        assert_nothing_left(&env);
-    }
-
-    #[test]
-    fn a_lost_create_answer_is_still_cleaned_up() {
-        let env = Env::new();
-        // The Sandbox is created, but its answer is lost: clean-up must still find and delete it
-        // (after checking its labels), and the Secret made before it.
-        env.kube.lose_create_answer("sandboxes", 1, KubeError::Timeout("no answer".into()));
-        let err = env.provider().acquire(request(&config("sandbox"), "acq-12")).unwrap_err();
-        assert_eq!(err.kind(), "timeout");
-        assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
-        assert_nothing_left(&env);
-
-        let env = Env::new();
-        env.kube.fail(Verb::Create, "secrets", 1, KubeError::Timeout("no answer".into()));
-        let err = env.provider().acquire(request(&config("sandbox"), "acq-12")).unwrap_err();
-        assert_eq!(err.kind(), "timeout");
-        assert!(env.kube.calls().iter().any(|c| c.verb == Verb::Get && c.name.as_deref() == Some("pc-acq-12-env")));
-        assert_nothing_left(&env);
-    }
-
-    #[test]
     fn fail_fast_causes_are_classified_and_cleaned_up() {
         let cases = [
             (PodBehaviour::ImagePull, "image-pull", false, "cannot pull"),
@@ -859,17 +508,6 @@ mod tests {
     }
 
     #[test]
-    fn a_410_on_a_clean_up_delete_is_not_a_deleted_object() {
-        let env = Env::new();
-        env.kube.set_behaviour(PodBehaviour::NeverReady);
-        env.kube.fail_always(Verb::Delete, "sandboxes", KubeError::Gone("the resource version is too old".into()));
-        let err = env.provider().acquire(request(&config("sandbox"), "acq-25")).unwrap_err();
-        assert!(!err.message().contains("Everything this acquire created was deleted"), "{err}");
-        assert!(err.message().contains("Clean-up could not delete: Sandbox sandboxes/pc-acq-25"), "{err}");
-        assert!(env.kube.object("sandboxes", NS, "pc-acq-25").is_some());
-    }
-
-    #[test]
     fn transient_read_failures_in_the_wait_do_not_fail_the_acquire() {
         let env = Env::new();
         // The pod is deleted while starting: the Sandbox is read to see whether it still stands,
@@ -881,6 +519,46 @@ mod tests {
         assert_eq!(env.kube.count(Verb::Get, "sandboxes"), 5, "every failed read was asked again");
         assert_eq!(lease.pod_name.as_deref(), Some("pc-acq-26"));
         assert!(env.kube.object("sandboxes", NS, "pc-acq-26").is_some());
+    }
+
+    #[test]
+    fn acquire_is_two_writes_workload_first_and_the_secret_is_owned_from_its_create() {
+        for (backend, plural, kind) in [("sandbox", "sandboxes", "Sandbox"), ("job", "jobs", "Job")] {
+            let env = Env::new();
+            let lease = env.provider().acquire(request(&config(backend), "acq-27")).unwrap();
+            let writes: Vec<(Verb, String)> = env
+                .kube
+                .calls()
+                .into_iter()
+                .filter(|c| matches!(c.verb, Verb::Create | Verb::Patch | Verb::Delete))
+                .map(|c| (c.verb, c.plural))
+                .collect();
+            assert_eq!(writes, vec![(Verb::Create, plural.to_string()), (Verb::Create, "secrets".to_string())]);
+            let secret = env.kube.object("secrets", NS, "pc-acq-27-env").unwrap();
+            assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], json!(lease.workload_uid), "{backend}");
+            assert_eq!(secret["metadata"]["ownerReferences"][0]["kind"], kind);
+        }
+    }
+
+    #[test]
+    fn a_pod_waiting_for_the_leases_own_secret_is_still_starting() {
+        let env = Env::new();
+        let provider = env.provider();
+        let first = provider.acquire(request(&config("sandbox"), "acq-30")).unwrap();
+        // The Secret is gone (an attempt stopped between its two creates, say) and the pod
+        // restarts: the kubelet holds it in CreateContainerConfigError until the Secret exists.
+        env.kube.remove("secrets", NS, "pc-acq-30-env");
+        env.kube.remove("pods", NS, "pc-acq-30");
+        for _ in 0..2 {
+            env.clock.advance(Duration::from_secs(2));
+            env.kube.settle();
+        }
+        let pod = env.kube.object("pods", NS, "pc-acq-30").unwrap();
+        assert_eq!(pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"], "CreateContainerConfigError");
+        let second = provider.acquire(request(&config("sandbox"), "acq-30")).unwrap();
+        assert_eq!(second.workload_uid, first.workload_uid);
+        let secret = env.kube.object("secrets", NS, "pc-acq-30-env").unwrap();
+        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], json!(first.workload_uid));
     }
 
     #[test]

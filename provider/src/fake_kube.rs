@@ -3,8 +3,9 @@
 //! injection. It behaves like an API server where the provider can tell: resourceVersions
 //! (cluster-wide), uids, generations, 404/409/410, label and field selectors, pagination,
 //! merge patches, delete preconditions, finalizers, background garbage collection, and watches
-//! from a resourceVersion. Time only moves when the provider waits (a watch or a back-off), so
-//! tests of a 20 s deadline run in microseconds.
+//! from a resourceVersion. Like a kubelet, it holds a pod whose env needs a missing Secret in
+//! `CreateContainerConfigError` and starts it once the Secret exists. Time only moves when the
+//! provider waits (a watch or a back-off), so tests of a 20 s deadline run in microseconds.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -193,6 +194,8 @@ struct State {
 }
 
 const SANDBOXES: &str = "sandboxes";
+/// How often the simulated kubelet looks again at a pod that waits for its Secret.
+const KUBELET_SYNC: Duration = Duration::from_secs(1);
 const SANDBOX_GROUP: &str = "agents.x-k8s.io";
 
 fn key(group: &str, plural: &str, namespace: Option<&str>, name: &str) -> Key {
@@ -618,15 +621,24 @@ impl State {
             "state": {"terminated": {"exitCode": code, "reason": reason}}}])
         };
         match step {
-            PodStep::Ready => {
-                self.seq += 1;
-                pod["status"]["phase"] = json!("Running");
-                pod["status"]["podIP"] = json!(format!("10.0.0.{}", self.seq % 250 + 1));
-                pod["status"]["conditions"] =
-                    json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]);
-                pod["status"]["containerStatuses"] =
-                    json!([{"name": "sandbox", "ready": true, "restartCount": 0, "state": {"running": {}}}]);
-            }
+            PodStep::Ready => match self.missing_secret(&pod, &pod_key.2) {
+                Some(missing) => {
+                    pod["status"]["containerStatuses"] = json!([{"name": "sandbox", "ready": false, "restartCount": 0,
+                        "state": {"waiting": {"reason": "CreateContainerConfigError",
+                                              "message": format!("secret \"{missing}\" not found")}}}]);
+                    // Like a kubelet, look again at the next sync: the Secret may appear.
+                    self.schedule(KUBELET_SYNC, Action::Pod(pod_key.clone(), PodStep::Ready));
+                }
+                None => {
+                    self.seq += 1;
+                    pod["status"]["phase"] = json!("Running");
+                    pod["status"]["podIP"] = json!(format!("10.0.0.{}", self.seq % 250 + 1));
+                    pod["status"]["conditions"] =
+                        json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]);
+                    pod["status"]["containerStatuses"] =
+                        json!([{"name": "sandbox", "ready": true, "restartCount": 0, "state": {"running": {}}}]);
+                }
+            },
             PodStep::ImagePull => pod["status"]["containerStatuses"] = waiting("ErrImagePull"),
             PodStep::ConfigError => pod["status"]["containerStatuses"] = waiting("CreateContainerConfigError"),
             PodStep::CrashLoop => {
@@ -646,6 +658,20 @@ impl State {
         }
         let pod = self.update(pod_key, pod);
         self.sync_owner(&pod);
+    }
+
+    /// The first Secret the pod's env needs that does not exist.
+    fn missing_secret(&self, pod: &Value, namespace: &str) -> Option<String> {
+        let containers = pod.pointer("/spec/containers").and_then(Value::as_array)?;
+        containers
+            .iter()
+            .filter_map(|c| c.get("env").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|e| e.pointer("/valueFrom/secretKeyRef"))
+            .filter(|r| r.get("optional") != Some(&json!(true)))
+            .filter_map(|r| r.get("name").and_then(Value::as_str))
+            .find(|name| !self.objects.contains_key(&key("", "secrets", Some(namespace), name)))
+            .map(str::to_string)
     }
 
     fn owner_key_of(&self, pod: &Value) -> Option<Key> {

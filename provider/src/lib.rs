@@ -6,8 +6,10 @@
 //! `kubernetes-provider`.
 
 pub mod acquire;
+mod adoption;
 pub mod api_versions;
 pub mod clock;
+pub mod compensation;
 pub mod config;
 pub mod describe;
 pub mod destroy;

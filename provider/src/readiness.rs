@@ -40,6 +40,9 @@ pub struct Target<'a> {
     pub resource: &'a ResourceType,
     /// The workload's uid: pods of another object and a replaced workload are not this lease's.
     pub uid: &'a str,
+    /// The lease's own Secret when the caller creates it right after the workload (acquire): a
+    /// pod that waits for it is starting, not failed. `None` when nobody is about to create it.
+    pub secret: Option<&'a str>,
     /// The Job retries a failed pod (backoffLimit > 0), so a failed pod is not final.
     pub job_retries: bool,
 }
@@ -295,7 +298,7 @@ fn own(target: &Target<'_>, pods: Vec<Value>) -> BTreeMap<String, Value> {
 }
 
 fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
-    let states: Vec<(&str, PodState)> = pods.iter().map(|(n, p)| (n.as_str(), pod_state(p))).collect();
+    let states: Vec<(&str, PodState)> = pods.iter().map(|(n, p)| (n.as_str(), pod_state(p, target.secret))).collect();
     let ended =
         |s: &PodState| matches!(s, PodState::Failed(f) if matches!(f.cause, Cause::PodFailed | Cause::PodSucceeded));
     let retried = |s: &PodState| target.backend == Backend::Job && target.job_retries && ended(s);
@@ -546,6 +549,7 @@ mod tests {
             name: "sb",
             resource: &resource,
             uid,
+            secret: None,
             job_retries: false,
         };
         let deadline = Deadline::after(clock, Duration::from_secs(seconds));

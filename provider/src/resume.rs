@@ -126,6 +126,8 @@ pub fn resume_check<K: Kube>(
         name: &id.name,
         resource: &resource,
         uid: &uid,
+        // The lease's Secret was made at acquire: if it is missing now, nobody will create it.
+        secret: None,
         job_retries: backoff_limit > 0,
     };
     let pod = match readiness::wait_ready(kube, clock, log, &target, start, deadline) {

@@ -79,3 +79,14 @@ pub fn request(config: &str, acquisition_id: &str) -> AcquireRequest {
 pub fn stored(lease: &Lease, config: &str) -> LeaseRef {
     LeaseRef { lease: lease.clone(), config: config.to_string() }
 }
+
+/// Fails when anything is left in the namespace.
+pub fn assert_nothing_left(env: &Env) {
+    assert!(env.kube.names_in(NS).is_empty(), "left behind: {:?}", env.kube.names_in(NS));
+}
+
+/// Fails when the secret value shows in `text` or in the log.
+pub fn assert_no_secret(env: &Env, text: &str) {
+    assert!(!text.contains(SECRET_VALUE), "secret leaked into: {text}");
+    assert!(!env.log_text().contains(SECRET_VALUE), "secret leaked into the log: {}", env.log_text());
+}

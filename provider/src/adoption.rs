@@ -1,0 +1,374 @@
+//! The two writes of an acquire, each idempotent on the acquisition id: create the workload (or
+//! adopt the one an earlier or concurrent attempt made), then create its Secret with an
+//! ownerReference to it (or adopt, or replace, the one such an attempt made).
+//!
+//! The workload goes first because it carries the leak guard; the Secret then never exists
+//! without an owner, so garbage collection removes it whatever happens to this call. A 409
+//! adopts only what the labels prove is this acquisition's and, for the workload, what the spec
+//! fingerprint matches; anything else is a named conflict and is left alone. Each object is
+//! recorded for clean-up before its create, so a lost answer is still cleaned up.
+
+use serde_json::{Value, json};
+
+use crate::acquire::Plan;
+use crate::api_versions;
+use crate::clock::{Clock, Deadline};
+use crate::compensation::{Role, Touched};
+use crate::errors::{FromKube, ProviderError};
+use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType};
+use crate::naming::{self, ANNOTATION_ACQUISITION_ID, ANNOTATION_SPEC_HASH, Identity, LABEL_ACQUISITION_ID};
+use crate::object;
+use crate::retry::{GaveUp, retry};
+use crate::secret;
+use crate::workload_state::expiry_of;
+
+/// How many times the Secret's create is tried when a stale Secret of this acquisition is in
+/// the way or vanishes between the 409 and the read.
+const SECRET_ATTEMPTS: usize = 3;
+
+/// Where the workload came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// This call created it.
+    Created,
+    /// An earlier or concurrent attempt of this acquisition made it.
+    Adopted,
+}
+
+/// The workload this acquire works on.
+pub struct Workload {
+    pub object: Value,
+    pub uid: String,
+    pub origin: Origin,
+}
+
+/// Whether an object's labels prove it belongs to this acquisition. Only keys under the
+/// provider's own prefix count: a host may restamp `app.kubernetes.io/managed-by` with its own
+/// value on every create.
+pub fn proves_acquisition(object: &Value, identity: &Identity) -> bool {
+    object::label(object, LABEL_ACQUISITION_ID) == Some(naming::label_value(&identity.acquisition_id).as_str())
+        && object::annotation(object, ANNOTATION_ACQUISITION_ID).is_none_or(|raw| raw == identity.acquisition_id)
+}
+
+fn not_ours(kind: &str, namespace: &str, name: &str, found: &Value) -> ProviderError {
+    let show = |v: Option<&str>| v.map_or_else(|| "absent".to_string(), |s| format!("{s:?}"));
+    ProviderError::conflict(
+        format!(
+            "{kind} {namespace}/{name} already exists and is not this acquisition's (its label \
+             {LABEL_ACQUISITION_ID} is {}, annotation {ANNOTATION_ACQUISITION_ID} is {}). Object names come from \
+             the acquisition id, so another acquisition or a person made it: delete that object, or acquire with \
+             another acquisition id.",
+            show(object::label(found, LABEL_ACQUISITION_ID)),
+            show(object::annotation(found, ANNOTATION_ACQUISITION_ID)),
+        ),
+        false,
+    )
+}
+
+/// Whether a create failure leaves open that the object was created (the answer was lost).
+fn maybe_created(error: &KubeError) -> bool {
+    match error {
+        KubeError::Transport(_) | KubeError::Timeout(_) | KubeError::Unavailable { .. } => true,
+        KubeError::Other { code, .. } => *code >= 500,
+        _ => false,
+    }
+}
+
+/// A concurrent attempt removed an object between two calls of this one: retrying converges.
+fn vanished(what: &str) -> ProviderError {
+    ProviderError::conflict(
+        format!(
+            "{what} was deleted while this acquire was adopting it (a concurrent attempt of this acquisition \
+             gave up and cleaned up, or someone deleted it). Retry acquire: it creates a new one."
+        ),
+        true,
+    )
+}
+
+/// Creates the workload, or adopts the one an earlier or concurrent attempt made.
+pub fn put_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    plan: &Plan,
+    deadline: Deadline,
+    touched: &mut Vec<Touched>,
+) -> Result<Workload, ProviderError> {
+    let ns = plan.config.namespace.as_str();
+    let backend = plan.config.backend;
+    let record = |uid: Option<String>, expires_at: i64| Touched {
+        role: Role::Workload { backend, expires_at },
+        resource: plan.resource.clone(),
+        name: plan.name.clone(),
+        uid,
+    };
+    touched.push(record(None, plan.expiry_ms));
+    let existing = match kube.create(&plan.resource, Some(ns), &plan.workload) {
+        Ok(created) => {
+            let uid = object::uid(&created).ok_or_else(|| {
+                ProviderError::internal(format!("the API server returned {} without a uid", plan.describe()))
+            })?;
+            if let Some(last) = touched.last_mut() {
+                last.uid = Some(uid.to_string());
+            }
+            return Ok(Workload { uid: uid.to_string(), object: created, origin: Origin::Created });
+        }
+        Err(KubeError::AlreadyExists(_)) => {
+            // Not made by this call: never cleaned up unless adopted below.
+            touched.pop();
+            match retry(clock, deadline, || kube.get(&plan.resource, Some(ns), &plan.name)) {
+                Ok(existing) => existing,
+                Err(GaveUp::Final(KubeError::NotFound(_))) => return Err(vanished(&plan.describe())),
+                Err(g) => return Err(g.into_error(&format!("get {}", plan.describe()))),
+            }
+        }
+        Err(e) => {
+            if !maybe_created(&e) {
+                touched.pop();
+            }
+            return Err(ProviderError::from_kube(&e, &format!("create {}", plan.describe())));
+        }
+    };
+    if !proves_acquisition(&existing, &plan.identity) {
+        return Err(not_ours(plan.kind, ns, &plan.name, &existing));
+    }
+    if object::annotation(&existing, ANNOTATION_SPEC_HASH) != Some(plan.spec_hash.as_str()) {
+        return Err(ProviderError::conflict(
+            format!(
+                "{} was made by an earlier attempt of acquisition {:?} with a different spec (the config or the env \
+                 changed between attempts). Destroy lease {} and acquire with a new acquisition id.",
+                plan.describe(),
+                plan.identity.acquisition_id,
+                plan.lease_id
+            ),
+            false,
+        ));
+    }
+    if object::is_terminating(&existing) {
+        return Err(ProviderError::conflict(
+            format!(
+                "{} from an earlier attempt of this acquisition is being deleted; retry in a few seconds.",
+                plan.describe()
+            ),
+            true,
+        ));
+    }
+    let uid = object::uid(&existing)
+        .ok_or_else(|| ProviderError::internal(format!("the API server returned {} without a uid", plan.describe())))?
+        .to_string();
+    touched.push(record(Some(uid.clone()), expiry_of(&existing).unwrap_or(plan.expiry_ms)));
+    Ok(Workload { object: existing, uid, origin: Origin::Adopted })
+}
+
+/// Whether any ownerReference of `object` names `uid`.
+fn owned_by(object: &Value, uid: &str) -> bool {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid)))
+}
+
+/// The kind of the Secret's owner, if it has one.
+fn owner_kind(object: &Value) -> Option<&str> {
+    object.pointer("/metadata/ownerReferences/0/kind").and_then(Value::as_str)
+}
+
+/// Creates the per-lease Secret owned by `workload`, or adopts the one an earlier or concurrent
+/// attempt made for it (bringing its values up to date: the host may have rotated one). A
+/// Secret of this acquisition made for an earlier workload under this name (its owner is gone,
+/// so garbage collection is about to delete it) or left without an owner is replaced.
+pub fn put_secret<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    plan: &Plan,
+    workload: &Workload,
+    deadline: Deadline,
+    touched: &mut Vec<Touched>,
+) -> Result<(), ProviderError> {
+    let Some((name, manifest, data)) = &plan.secret else {
+        return Ok(());
+    };
+    let ns = plan.config.namespace.as_str();
+    let what = format!("Secret {ns}/{name}");
+    let resource = api_versions::secrets();
+    let owner = secret::owner_patch(&plan.resource.api_version(), plan.kind, &plan.name, &workload.uid);
+    let mut owned = manifest.clone();
+    owned["metadata"]["ownerReferences"] = owner["metadata"]["ownerReferences"].clone();
+    let touch = |touched: &mut Vec<Touched>, uid: Option<String>| {
+        touched.push(Touched { role: Role::Secret, resource: resource.clone(), name: name.clone(), uid });
+    };
+    for _ in 0..SECRET_ATTEMPTS {
+        touch(touched, None);
+        let existing = match kube.create(&resource, Some(ns), &owned) {
+            Ok(created) => {
+                if let Some(last) = touched.last_mut() {
+                    last.uid = object::uid(&created).map(str::to_string);
+                }
+                return Ok(());
+            }
+            Err(KubeError::AlreadyExists(_)) => {
+                touched.pop();
+                match retry(clock, deadline, || kube.get(&resource, Some(ns), name)) {
+                    Ok(existing) => existing,
+                    Err(GaveUp::Final(KubeError::NotFound(_))) => continue,
+                    Err(g) => return Err(g.into_error(&format!("get {what}"))),
+                }
+            }
+            Err(e) => {
+                if !maybe_created(&e) {
+                    touched.pop();
+                }
+                return Err(ProviderError::from_kube(&e, &format!("create {what}")));
+            }
+        };
+        if !proves_acquisition(&existing, &plan.identity) {
+            return Err(not_ours("Secret", ns, name, &existing));
+        }
+        if owned_by(&existing, &workload.uid) {
+            match kube.patch(&resource, Some(ns), name, PatchType::Merge, &json!({"stringData": data}), None) {
+                Ok(_) => {
+                    touch(touched, object::uid(&existing).map(str::to_string));
+                    return Ok(());
+                }
+                Err(KubeError::NotFound(_)) => continue,
+                Err(e) => return Err(ProviderError::from_kube(&e, &format!("update the values of {what}"))),
+            }
+        }
+        if let Some(kind) = owner_kind(&existing).filter(|k| *k != plan.kind) {
+            return Err(ProviderError::conflict(
+                format!(
+                    "{what} belongs to a {kind} of acquisition {:?} (an attempt with another backend). Destroy that \
+                     lease, or acquire with another acquisition id.",
+                    plan.identity.acquisition_id
+                ),
+                false,
+            ));
+        }
+        let stale =
+            DeleteOptions { precondition_uid: object::uid(&existing).map(str::to_string), ..Default::default() };
+        match kube.delete(&resource, Some(ns), name, &stale) {
+            Ok(()) | Err(KubeError::NotFound(_) | KubeError::Conflict(_)) => {}
+            Err(e) => return Err(ProviderError::from_kube(&e, &format!("replace the stale {what}"))),
+        }
+    }
+    Err(ProviderError::conflict(
+        format!("{what} kept changing while this acquire wrote it (concurrent attempts of this acquisition); retry."),
+        true,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api_versions::SandboxVersion;
+    use crate::fake_kube::Verb;
+    use crate::lease::LeaseMetadata;
+    use crate::testkit::{Env, NS, assert_nothing_left, config, config_with, request};
+
+    #[test]
+    fn a_retried_acquire_adopts_its_own_sandbox() {
+        let env = Env::new();
+        let provider = env.provider();
+        let first = provider.acquire(request(&config("sandbox"), "acq-6")).unwrap();
+        let second = provider.acquire(request(&config("sandbox"), "acq-6")).unwrap();
+        assert_eq!(second.provider_lease_id, first.provider_lease_id);
+        assert_eq!(second.workload_uid, first.workload_uid);
+        assert_eq!(second.pod_uid, first.pod_uid);
+        assert_eq!(second.expires_at, first.expires_at, "the adopted object's own expiry");
+        assert!(LeaseMetadata::parse_lenient(&second.metadata).adopted);
+        assert_eq!(env.kube.names_in(NS), vec!["pods/pc-acq-6", "sandboxes/pc-acq-6", "secrets/pc-acq-6-env"]);
+    }
+
+    #[test]
+    fn adoption_does_not_depend_on_the_managed_by_label_a_host_may_restamp() {
+        let env = Env::new();
+        let provider = env.provider();
+        let first = provider.acquire(request(&config("sandbox"), "acq-6c")).unwrap();
+        for (plural, name) in [("sandboxes", "pc-acq-6c"), ("secrets", "pc-acq-6c-env")] {
+            env.kube.modify(plural, NS, name, |o| {
+                o["metadata"]["labels"][naming::LABEL_MANAGED_BY] = json!("paperclip-sandbox-host");
+            });
+        }
+        let second = provider.acquire(request(&config("sandbox"), "acq-6c")).unwrap();
+        assert_eq!(second.workload_uid, first.workload_uid);
+    }
+
+    #[test]
+    fn a_retried_job_acquire_adopts_its_own_job() {
+        let env = Env::new();
+        let provider = env.provider();
+        let first = provider.acquire(request(&config("job"), "acq-7")).unwrap();
+        let second = provider.acquire(request(&config("job"), "acq-7")).unwrap();
+        assert_eq!(second.workload_uid, first.workload_uid);
+        assert_eq!(second.pod_name, first.pod_name);
+    }
+
+    #[test]
+    fn a_stale_secret_of_this_acquisition_is_replaced_by_one_owned_by_the_workload() {
+        let identity = Identity { run_id: "run-1".into(), acquisition_id: "acq-6b".into(), agent_id: None };
+        // Left without an owner (by an older provider), and owned by an earlier workload that is
+        // gone (garbage collection is about to delete it): both are replaced.
+        let owners = [
+            json!(null),
+            json!([{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "name": "pc-acq-6b", "uid": "uid-gone"}]),
+        ];
+        for owner in owners {
+            let env = Env::new();
+            let stale = env.kube.put(
+                &api_versions::secrets(),
+                NS,
+                json!({"metadata": {"name": "pc-acq-6b-env", "labels": identity.labels(), "ownerReferences": owner},
+                       "data": {"API_KEY": "b2xk"}}),
+            );
+            let lease = env.provider().acquire(request(&config("sandbox"), "acq-6b")).unwrap();
+            let secret = env.kube.object("secrets", NS, "pc-acq-6b-env").unwrap();
+            assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], json!(lease.workload_uid));
+            assert_ne!(secret["metadata"]["uid"], stale["metadata"]["uid"], "a new Secret");
+            assert_ne!(secret["data"]["API_KEY"], "b2xk", "the current value replaced the stale one");
+        }
+    }
+
+    #[test]
+    fn adoption_is_refused_for_a_foreign_object_and_it_is_left_alone() {
+        let env = Env::new();
+        env.kube.put(
+            &SandboxVersion::V1beta1.resource(),
+            NS,
+            json!({"metadata": {"name": "pc-acq-8", "labels": {"team": "other"}}, "spec": {}}),
+        );
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-8")).unwrap_err();
+        assert_eq!(err.kind(), "conflict");
+        assert!(
+            err.message().contains("Sandbox sandboxes/pc-acq-8 already exists and is not this acquisition's"),
+            "{err}"
+        );
+        assert_eq!(env.kube.names_in(NS), vec!["sandboxes/pc-acq-8"], "theirs kept, nothing of ours written");
+    }
+
+    #[test]
+    fn adoption_is_refused_when_the_spec_changed_between_attempts() {
+        let env = Env::new();
+        let provider = env.provider();
+        provider.acquire(request(&config("sandbox"), "acq-9")).unwrap();
+        let changed = config_with("sandbox", json!({"image": "ghcr.io/acme/agent:2"}));
+        let err = provider.acquire(request(&changed, "acq-9")).unwrap_err();
+        assert_eq!(err.kind(), "conflict");
+        assert!(err.message().contains("different spec"), "{err}");
+        assert!(env.kube.object("sandboxes", NS, "pc-acq-9").is_some(), "the first attempt's sandbox is kept");
+        let secret = env.kube.object("secrets", NS, "pc-acq-9-env").expect("the first attempt's Secret is kept");
+        assert!(secret["metadata"]["ownerReferences"].is_array());
+    }
+
+    #[test]
+    fn a_refused_workload_create_writes_nothing_else() {
+        for (backend, plural) in [("sandbox", "sandboxes"), ("job", "jobs")] {
+            let env = Env::new();
+            env.kube.fail(Verb::Create, plural, 1, KubeError::Forbidden(format!("{plural} is not allowed by policy")));
+            let err = env.provider().acquire(request(&config(backend), "acq-11")).unwrap_err();
+            assert_eq!(err.kind(), "forbidden");
+            assert_eq!(env.kube.count(Verb::Create, "secrets"), 0, "{backend}: no Secret without its owner");
+            assert_nothing_left(&env);
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Clean-up after a failed acquire: undo what the call created or adopted, newest first, within
+//! its own budget, and say truthfully what is left and what the cluster does with it.
+//!
+//! Acquire orders its writes so that no object ever exists without an owner or an expiry: the
+//! workload carries its leak guard from its create (a Sandbox `shutdownTime` with
+//! `shutdownPolicy: Delete`, a Job `activeDeadlineSeconds`), and the per-lease Secret is created
+//! with an ownerReference to the workload. Whatever clean-up cannot delete therefore still goes
+//! by itself, and the message says how and when. Deletes carry a uid precondition, so an object
+//! that replaced ours under the same name is never touched; transient failures are retried
+//! within [`COMPENSATION_BUDGET`].
+
+use std::time::Duration;
+
+use crate::adoption::proves_acquisition;
+use crate::clock::{Clock, Deadline, rfc3339_seconds};
+use crate::config::Backend;
+use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
+use crate::log::Log;
+use crate::naming::Identity;
+use crate::object;
+use crate::retry::{GaveUp, Retrier};
+
+/// How long clean-up after a failed acquire may take, on top of the acquire's own deadline.
+pub const COMPENSATION_BUDGET: Duration = Duration::from_secs(5);
+
+/// What an object is to the lease; it decides what the cluster does with it if clean-up cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The Sandbox or Job, which the cluster removes by itself at `expires_at` (epoch millis).
+    Workload { backend: Backend, expires_at: i64 },
+    /// The per-lease Secret, owned by the workload.
+    Secret,
+}
+
+impl Role {
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Workload { backend: Backend::Sandbox, .. } => "Sandbox",
+            Self::Workload { backend: Backend::Job, .. } => "Job",
+            Self::Secret => "Secret",
+        }
+    }
+}
+
+/// An object a failed acquire must delete.
+#[derive(Debug, Clone)]
+pub struct Touched {
+    pub role: Role,
+    pub resource: ResourceType,
+    pub name: String,
+    /// `None` when a create's answer was lost: the object may or may not exist.
+    pub uid: Option<String>,
+}
+
+/// What clean-up needs to know about the acquire besides the objects.
+pub struct Scope<'a> {
+    pub namespace: &'a str,
+    /// Proves that an object whose create answer was lost is this acquisition's.
+    pub identity: &'a Identity,
+    /// The Job's `ttlSecondsAfterFinished`, for the message.
+    pub job_ttl_seconds: i32,
+    /// The lease id a host can destroy.
+    pub lease_id: &'a str,
+}
+
+/// How undoing one object ended.
+enum Outcome {
+    Done,
+    /// Nothing of ours was there (gone, or replaced by an object that is not ours).
+    Absent,
+    Failed(String),
+}
+
+/// Undoes `touched` (in creation order), newest first. Returns the sentences that end the
+/// acquire's error message: what was undone, or what is left and what becomes of it.
+pub fn compensate<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    scope: &Scope<'_>,
+    touched: &[Touched],
+) -> String {
+    let budget = Deadline::after(clock, COMPENSATION_BUDGET);
+    let mut results: Vec<(&Touched, Outcome)> = Vec::new();
+    for t in touched.iter().rev() {
+        let outcome = if budget.passed(clock) {
+            Outcome::Failed("clean-up budget spent".to_string())
+        } else {
+            undo(kube, clock, budget, scope, t)
+        };
+        if let Outcome::Done = outcome {
+            let what = format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
+            log.info("clean-up after a failed acquire deleted an object", &[("object", &what)]);
+        }
+        results.push((t, outcome));
+    }
+    let text = report(scope, &results);
+    if results.iter().any(|(_, o)| matches!(o, Outcome::Failed(_))) {
+        log.warn("clean-up after a failed acquire left objects behind", &[("report", &text)]);
+    }
+    text
+}
+
+fn undo<K: Kube>(kube: &K, clock: &dyn Clock, budget: Deadline, scope: &Scope<'_>, t: &Touched) -> Outcome {
+    let ns = Some(scope.namespace);
+    let mut retrier = Retrier::new();
+    let uid = match &t.uid {
+        Some(uid) => uid.clone(),
+        None => match retrier.call(clock, budget, || kube.get(&t.resource, ns, &t.name)) {
+            Ok(found) if proves_acquisition(&found, scope.identity) => match object::uid(&found) {
+                Some(uid) => uid.to_string(),
+                None => return Outcome::Absent,
+            },
+            Ok(_) | Err(GaveUp::Final(KubeError::NotFound(_))) => return Outcome::Absent,
+            Err(g) => return Outcome::Failed(last_error(&g)),
+        },
+    };
+    let options =
+        DeleteOptions { propagation: Some(Propagation::Background), precondition_uid: Some(uid), ..Default::default() };
+    match retrier.call(clock, budget, || kube.delete(&t.resource, ns, &t.name, &options)) {
+        Ok(()) => Outcome::Done,
+        // Gone, or the precondition failed: another object holds the name now, and it is not ours.
+        Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::Conflict(_))) => Outcome::Absent,
+        Err(g) => Outcome::Failed(last_error(&g)),
+    }
+}
+
+fn last_error(gave_up: &GaveUp) -> String {
+    match gave_up {
+        GaveUp::Final(e) | GaveUp::Deadline(e) => e.to_string(),
+    }
+}
+
+/// The sentences for the error message (see [`compensate`]).
+fn report(scope: &Scope<'_>, results: &[(&Touched, Outcome)]) -> String {
+    let what = |t: &Touched| format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
+    let workload = results.iter().find(|(t, _)| matches!(t.role, Role::Workload { .. }));
+    let workload_deleted = workload.is_some_and(|(_, o)| !matches!(o, Outcome::Failed(_)));
+    let mut left = Vec::new();
+    let mut fates = Vec::new();
+    // In creation order: the workload, then what it owns.
+    for (t, outcome) in results.iter().rev() {
+        if let Outcome::Failed(error) = outcome {
+            left.push(format!("{} ({error})", what(t)));
+            fates.push(fate(scope, t, workload.map(|(w, _)| *w), workload_deleted));
+        }
+    }
+    if left.is_empty() {
+        return "Everything this acquire created was deleted.".to_string();
+    }
+    format!(
+        "Clean-up could not delete: {}. {}. Destroy lease {} to remove them now.",
+        left.join("; "),
+        capitalise(&fates.join("; ")),
+        scope.lease_id
+    )
+}
+
+/// What the cluster does with an object clean-up could not delete.
+fn fate(scope: &Scope<'_>, t: &Touched, workload: Option<&Touched>, workload_deleted: bool) -> String {
+    let what = format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
+    match t.role {
+        Role::Workload { backend: Backend::Sandbox, expires_at } => format!(
+            "the cluster deletes {what} at its shutdownTime {} (shutdownPolicy Delete), with its pod",
+            rfc3339_seconds(expires_at)
+        ),
+        Role::Workload { backend: Backend::Job, expires_at } => format!(
+            "the cluster terminates {what} at its activeDeadlineSeconds ({}) and deletes it \
+             ttlSecondsAfterFinished ({} s) later, with its pod",
+            rfc3339_seconds(expires_at),
+            scope.job_ttl_seconds
+        ),
+        Role::Secret => {
+            let owner = workload.map_or_else(
+                || "its owner".to_string(),
+                |w| format!("its owner {} {}/{}", w.role.kind(), scope.namespace, w.name),
+            );
+            if workload_deleted {
+                format!("garbage collection deletes {what} now that {owner} is deleted")
+            } else {
+                format!("garbage collection deletes {what} with {owner}")
+            }
+        }
+    }
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_kube::{PodBehaviour, Verb};
+    use crate::testkit::{Env, NOW, NS, assert_no_secret, assert_nothing_left, config, request};
+
+    #[test]
+    fn a_failure_after_the_first_create_cleans_up_and_returns_the_original_error() {
+        let env = Env::new();
+        env.kube.fail(Verb::Create, "secrets", 1, KubeError::Invalid("ownerReferences: bad".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-10")).unwrap_err();
+        assert_eq!(err.kind(), "rejected");
+        assert!(err.message().starts_with("create Secret sandboxes/pc-acq-10-env was rejected"), "{err}");
+        assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
+        assert_nothing_left(&env);
+    }
+
+    #[test]
+    fn a_lost_create_answer_is_still_cleaned_up() {
+        let env = Env::new();
+        // The Sandbox is created, but its answer is lost: clean-up must still find and delete it
+        // (after checking its labels).
+        env.kube.lose_create_answer("sandboxes", 1, KubeError::Timeout("no answer".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-12")).unwrap_err();
+        assert_eq!(err.kind(), "timeout");
+        assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
+        assert_nothing_left(&env);
+
+        let env = Env::new();
+        env.kube.fail(Verb::Create, "secrets", 1, KubeError::Timeout("no answer".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-12")).unwrap_err();
+        assert_eq!(err.kind(), "timeout");
+        assert!(env.kube.calls().iter().any(|c| c.verb == Verb::Get && c.name.as_deref() == Some("pc-acq-12-env")));
+        assert_nothing_left(&env);
+    }
+
+    #[test]
+    fn a_410_on_a_clean_up_delete_is_not_a_deleted_object() {
+        let env = Env::new();
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        env.kube.fail_always(Verb::Delete, "sandboxes", KubeError::Gone("the resource version is too old".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-25")).unwrap_err();
+        assert!(!err.message().contains("Everything this acquire created was deleted"), "{err}");
+        assert!(err.message().contains("Clean-up could not delete: Sandbox sandboxes/pc-acq-25"), "{err}");
+        assert!(env.kube.object("sandboxes", NS, "pc-acq-25").is_some());
+    }
+
+    #[test]
+    fn what_clean_up_cannot_delete_is_named_with_what_the_cluster_does_with_it() {
+        let unavailable = || KubeError::Unavailable { message: "etcd".into(), retry_after_seconds: None };
+        let expiry = rfc3339_seconds(NOW + 3_600_000);
+        let cases = [
+            ("sandbox", "sandboxes", vec!["Sandbox sandboxes/pc-acq-28", "shutdownPolicy Delete", expiry.as_str()]),
+            (
+                "job",
+                "jobs",
+                vec!["Job sandboxes/pc-acq-28", "activeDeadlineSeconds", "ttlSecondsAfterFinished (900 s)"],
+            ),
+        ];
+        for (backend, plural, texts) in cases {
+            let env = Env::new();
+            env.kube.set_behaviour(PodBehaviour::NeverReady);
+            env.kube.fail_always(Verb::Delete, plural, unavailable());
+            env.kube.fail_always(Verb::Delete, "secrets", unavailable());
+            let err = env.provider().acquire(request(&config(backend), "acq-28")).unwrap_err();
+            assert_eq!((err.kind(), err.retryable()), ("timeout", true), "{backend}: {err}");
+            for text in texts.iter().chain(&["Secret sandboxes/pc-acq-28-env", "garbage collection"]) {
+                assert!(err.message().contains(text), "{backend}: {text:?} missing in: {err}");
+            }
+            assert!(!err.message().contains("deletes them at the lease's expiry"), "{err}");
+            assert!(
+                env.clock.monotonic() <= Duration::from_secs(20) + COMPENSATION_BUDGET,
+                "{backend}: clean-up kept to its budget ({:?})",
+                env.clock.monotonic()
+            );
+            assert_no_secret(&env, &err.to_string());
+        }
+    }
+
+    #[test]
+    fn clean_up_retries_transient_delete_failures() {
+        let env = Env::new();
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        env.kube.fail_times(Verb::Delete, "sandboxes", 0, 3, KubeError::Other { code: 500, message: "etcd".into() });
+        env.kube.fail(Verb::Delete, "secrets", 1, KubeError::Timeout("slow".into()));
+        let err = env.provider().acquire(request(&config("sandbox"), "acq-29")).unwrap_err();
+        assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
+        assert_nothing_left(&env);
+    }
+}
