@@ -1,16 +1,20 @@
 //! What goes wrong, through the built component: foreign objects, faults mid-acquire, terminal
-//! pod states, every resume-check answer, and the host's policy.
+//! pod states, concurrent attempts of one acquisition, every resume-check answer, and the
+//! host's policy.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use embedded_cluster::behaviour::Behaviour;
+use embedded_cluster::behaviour::{Behaviour, START_DELAY};
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use provider_e2e::*;
 use provider_host::HostError;
-use provider_host::records::{ProviderError, ResumeOutcome};
+use provider_host::records::{Lease, ProviderError, ResumeOutcome};
 use serde_json::json;
 
 fn provider_error(e: HostError) -> ProviderError {
@@ -74,6 +78,82 @@ async fn a_failure_mid_acquire_leaves_nothing_behind() {
     let err = provider_error(err);
     assert!(!err.message().contains(SECRET_VALUE));
     nothing_left(&h, "pc-half-1").await;
+}
+
+/// Acquires one acquisition id `n` times at once, the starts spread over a second so that the
+/// attempts' deadlines differ as they do between real callers.
+async fn herd(h: &Arc<Harness>, cfg: &str, acquisition: &str, n: u64) -> Vec<Result<Lease, HostError>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let (h, req) = (h.clone(), request(cfg, acquisition));
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(1000 * i / n)).await;
+                h.host.acquire(req).await
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.expect("the acquire task"));
+    }
+    results
+}
+
+/// Every object of an acquisition in the test namespace, as `kind/name`.
+async fn objects_of(h: &Harness, acquisition: &str) -> Vec<String> {
+    let params = ListParams::default().labels(&format!("sandbox.paperclip.io/acquisition-id={acquisition}"));
+    let names = |kind: &str, items: Vec<Option<String>>| {
+        items.into_iter().map(|n| format!("{kind}/{}", n.unwrap_or_default())).collect::<Vec<_>>()
+    };
+    let mut found = Vec::new();
+    let sandboxes = sandboxes(h, "v1beta1").list(&params).await.expect("list sandboxes").items;
+    found.extend(names("Sandbox", sandboxes.into_iter().map(|o| o.metadata.name).collect()));
+    let jobs = Api::<Job>::namespaced(h.admin.clone(), NAMESPACE).list(&params).await.expect("list jobs").items;
+    found.extend(names("Job", jobs.into_iter().map(|o| o.metadata.name).collect()));
+    let secrets = Api::<Secret>::namespaced(h.admin.clone(), NAMESPACE).list(&params).await.expect("list").items;
+    found.extend(names("Secret", secrets.into_iter().map(|o| o.metadata.name).collect()));
+    let pods = Api::<Pod>::namespaced(h.admin.clone(), NAMESPACE).list(&params).await.expect("list pods").items;
+    found.extend(names("Pod", pods.into_iter().map(|o| o.metadata.name).collect()));
+    found
+}
+
+/// Either every attempt got the one sandbox, or every attempt failed retryably and, once they
+/// all returned, nothing of the acquisition is left.
+async fn assert_converged(h: &Harness, what: &str, acquisition: &str, results: Vec<Result<Lease, HostError>>) {
+    let uids: BTreeSet<String> =
+        results.iter().filter_map(|r| r.as_ref().ok()).map(|l| l.workload_uid.clone()).collect();
+    let oks = results.iter().filter(|r| r.is_ok()).count();
+    if oks == results.len() {
+        assert_eq!(uids.len(), 1, "{what}: every attempt succeeded, but on {} sandboxes", uids.len());
+        return;
+    }
+    assert_eq!(oks, 0, "{what}: {oks} attempts succeeded and the others failed: {results:?}");
+    for result in results {
+        let err = provider_error(result.expect_err("failed"));
+        assert!(err.retryable(), "{what}: an attempt failed for good: {err:?}");
+    }
+    eventually(&format!("{what}: nothing of the acquisition left"), || async {
+        objects_of(h, acquisition).await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_acquires_of_one_acquisition_converge() {
+    let h = Arc::new(Harness::start(SandboxVersions::Both).await);
+    let cfg = config("sandbox", json!({"annotations": {START_DELAY: "1s"}}));
+    let results = herd(&h, &cfg, "herd-1", 10).await;
+    assert!(results.iter().all(Result::is_ok), "the pod starts in time, so every attempt succeeds: {results:?}");
+    assert_converged(&h, "a pod starting in time", "herd-1", results).await;
+
+    // The pod starts later than the readiness timeout: the first attempt to give up cleans up
+    // what the others adopted.
+    for backend in ["sandbox", "job"] {
+        let acquisition = format!("herd-slow-{backend}");
+        let cfg = config(backend, json!({"readinessTimeoutSeconds": 2, "annotations": {START_DELAY: "4s"}}));
+        let results = herd(&h, &cfg, &acquisition, 10).await;
+        assert_converged(&h, &format!("{backend}, a pod slower than the timeout"), &acquisition, results).await;
+    }
 }
 
 #[tokio::test]

@@ -7,6 +7,11 @@
 //! adopts only this acquisition's own objects). Any failure after the first write undoes what
 //! this call created or adopted, with its own short budget, and returns the original error
 //! with what clean-up did (see `compensation`).
+//!
+//! Concurrent attempts of one acquisition converge: they share one workload, and an attempt
+//! that finds it deleted or replaced while it waits (another attempt gave up and cleaned up)
+//! fails retryably, so either all of them get the one sandbox or all fail retryably and the
+//! last to give up leaves nothing behind.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,7 +36,7 @@ use crate::readiness::{self, Start, Target, WaitError};
 use crate::redact::{RedactingLog, Redactor};
 use crate::sandbox_manifest::{self, SandboxParams};
 use crate::secret;
-use crate::workload_state::expiry_of;
+use crate::workload_state::{Cause, Failure, expiry_of};
 
 /// Everything decided before the first write.
 pub(crate) struct Plan {
@@ -225,8 +230,9 @@ fn provision<K: Kube>(
         secret: plan.secret.as_ref().map(|(name, _, _)| name.as_str()),
         job_retries: plan.config.job.backoff_limit > 0,
     };
+    let expires_at = if created { plan.expiry_ms } else { expiry_of(&workload.object).unwrap_or(plan.expiry_ms) };
     let pod = readiness::wait_ready(kube, clock, log, &target, start, deadline).map_err(|e| match e {
-        WaitError::Failed(f) => f.into_error(),
+        WaitError::Failed(f) => wait_failure(clock, &target.describe(), expires_at, f),
         WaitError::Api(e) => e,
         WaitError::Timeout(why) => ProviderError::timeout(format!(
             "{} was not ready within {} s: {why}. The image may still be pulling or the cluster may be slow; retry, \
@@ -236,7 +242,6 @@ fn provision<K: Kube>(
         )),
     })?;
 
-    let expires_at = if created { plan.expiry_ms } else { expiry_of(&workload.object).unwrap_or(plan.expiry_ms) };
     let metadata = LeaseMetadata {
         run_id: Some(plan.identity.run_id.clone()),
         acquisition_id: Some(plan.identity.acquisition_id.clone()),
@@ -262,6 +267,43 @@ fn provision<K: Kube>(
         reusable: plan.reusable,
         metadata: metadata.to_json(),
     })
+}
+
+/// What a wait that found the workload gone, going or replaced means for an acquire. Before the
+/// lease's expiry, another attempt of this acquisition gave up on it and cleaned up (or a person
+/// deleted it): retrying converges, by creating a new workload or adopting the replacement.
+/// After the expiry, the expiry was too short for the sandbox to start.
+fn wait_failure(clock: &dyn Clock, what: &str, expires_at: i64, failure: Failure) -> ProviderError {
+    let expired = clock.now_millis() >= expires_at;
+    let gone = "another attempt of this acquisition gave up on it and cleaned up, or someone deleted it";
+    match failure.cause {
+        Cause::Deleted if expired => ProviderError::rejected(format!(
+            "{what} was deleted while waiting for it: the lease's expiry ({}) passed before it was ready. Ask for \
+             a later requested-expires-at (or raise leaseTtlSeconds).",
+            rfc3339_seconds(expires_at)
+        )),
+        Cause::Deleted => ProviderError::conflict(
+            format!(
+                "{what} was deleted while this acquire waited for it ({gone}). Retry acquire: it creates a new one."
+            ),
+            true,
+        ),
+        Cause::Terminating if !expired => ProviderError::conflict(
+            format!(
+                "{what} started being deleted while this acquire waited for it ({gone}). Retry acquire in a few \
+                 seconds: it creates a new one."
+            ),
+            true,
+        ),
+        Cause::Replaced if !expired => ProviderError::conflict(
+            format!(
+                "{what} was replaced by a new object under its name while this acquire waited for it (another \
+                 attempt of this acquisition made it). Retry acquire: it adopts the new one."
+            ),
+            true,
+        ),
+        _ => failure.into_error(),
+    }
 }
 
 /// Acquires a sandbox (see the module docs). Secret values of the request are scrubbed from

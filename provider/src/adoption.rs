@@ -258,11 +258,13 @@ pub fn put_secret<K: Kube>(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use serde_json::json;
 
     use super::*;
     use crate::api_versions::SandboxVersion;
-    use crate::fake_kube::Verb;
+    use crate::fake_kube::{PodBehaviour, Verb};
     use crate::lease::LeaseMetadata;
     use crate::testkit::{Env, NS, assert_nothing_left, config, config_with, request};
 
@@ -327,6 +329,42 @@ mod tests {
             assert_ne!(secret["metadata"]["uid"], stale["metadata"]["uid"], "a new Secret");
             assert_ne!(secret["data"]["API_KEY"], "b2xk", "the current value replaced the stale one");
         }
+    }
+
+    #[test]
+    fn an_attempt_whose_adopted_workload_a_concurrent_attempt_deletes_fails_retryably() {
+        let env = Env::new();
+        let provider = env.provider();
+        // Another attempt made the Sandbox; its pod restarts and is slow. While this attempt waits,
+        // the other one gives up and cleans up: the Secret first, then the Sandbox.
+        provider.acquire(request(&config("sandbox"), "acq-31")).unwrap();
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        env.kube.remove("pods", NS, "pc-acq-31");
+        env.kube.schedule_remove(Duration::from_secs(1), "secrets", NS, "pc-acq-31-env");
+        env.kube.schedule_remove(Duration::from_secs(2), "sandboxes", NS, "pc-acq-31");
+        let err = provider.acquire(request(&config("sandbox"), "acq-31")).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("conflict", true), "{err}");
+        assert!(err.message().contains("Retry acquire"), "{err}");
+        assert!(env.clock.monotonic() < Duration::from_secs(5), "noticed at once, not at the deadline");
+        assert_nothing_left(&env);
+    }
+
+    #[test]
+    fn an_attempt_whose_adopted_workload_was_replaced_fails_retryably_and_leaves_the_new_one() {
+        let env = Env::new();
+        let provider = env.provider();
+        provider.acquire(request(&config("sandbox"), "acq-32")).unwrap();
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        env.kube.remove("pods", NS, "pc-acq-32");
+        // A third attempt deleted it and made a new one under the name (a new uid).
+        env.kube.schedule_modify(Duration::from_secs(1), "sandboxes", NS, "pc-acq-32", |s| {
+            s["metadata"]["uid"] = json!("uid-of-the-new-one");
+        });
+        env.kube.schedule_remove(Duration::from_millis(1500), "pods", NS, "pc-acq-32");
+        let err = provider.acquire(request(&config("sandbox"), "acq-32")).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("conflict", true), "{err}");
+        let kept = env.kube.object("sandboxes", NS, "pc-acq-32").expect("the new Sandbox is not ours to delete");
+        assert_eq!(kept["metadata"]["uid"], "uid-of-the-new-one");
     }
 
     #[test]
