@@ -20,13 +20,13 @@ pub use sandbox_contract::{AcquireRequest, EnvVar};
 use serde_json::{Value, json};
 
 use crate::adoption::{self, Origin};
-use crate::api_versions;
+use crate::api_versions::{self, SandboxVersion};
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
 use crate::compensation::{self, Scope, Touched};
 use crate::config::{self, Backend, Config};
-use crate::errors::ProviderError;
+use crate::errors::{FromKube, ProviderError};
 use crate::job_manifest::{self, JobParams};
-use crate::kube_api::{Kube, ResourceType};
+use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
 use crate::log::Log;
 use crate::naming::{self, ANNOTATION_SPEC_HASH, Identity, LeaseId};
@@ -45,6 +45,8 @@ pub(crate) struct Plan {
     pub(crate) name: String,
     pub(crate) lease_id: LeaseId,
     pub(crate) resource: ResourceType,
+    /// The Sandbox version in use; `None` for a Job.
+    pub(crate) version: Option<SandboxVersion>,
     pub(crate) kind: &'static str,
     pub(crate) workload: Value,
     /// The Secret's name, manifest (without its owner, known only after the workload's create)
@@ -195,7 +197,20 @@ fn plan<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, request: &AcquireRe
         name: name.clone(),
         workspace_pvc: workspace.is_some(),
     };
-    Ok(Plan { config, identity, name, lease_id, resource, kind, workload, secret, spec_hash, expiry_ms, reusable })
+    Ok(Plan {
+        config,
+        identity,
+        name,
+        lease_id,
+        resource,
+        version,
+        kind,
+        workload,
+        secret,
+        spec_hash,
+        expiry_ms,
+        reusable,
+    })
 }
 
 /// The writes and the wait; on error, `touched` says what to clean up.
@@ -212,15 +227,19 @@ fn provision<K: Kube>(
     adoption::put_secret(kube, clock, plan, &workload, deadline, touched)?;
     let uid = workload.uid.as_str();
     let created = workload.origin == Origin::Created;
-    log.info(
-        if created { "workload created; waiting for readiness" } else { "adopted the workload of an earlier attempt" },
-        &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", uid)],
-    );
-
-    let start = match (workload.origin, object::resource_version(&workload.object)) {
-        (Origin::Created, Some(rv)) => Start::After(rv.to_string()),
-        _ => Start::List,
+    let done = match workload.origin {
+        Origin::Created => "workload created; waiting for readiness",
+        Origin::Adopted => "adopted the workload of an earlier attempt",
+        Origin::AdoptedSuspended => "adopted the suspended Sandbox of an earlier attempt; resuming it",
     };
+    log.info(done, &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", uid)]);
+
+    let start = match workload.origin {
+        Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
+        Origin::Adopted => None,
+        Origin::AdoptedSuspended => resume(kube, plan)?,
+    };
+    let start = start.unwrap_or(Start::List);
     let target = Target {
         backend: plan.config.backend,
         namespace: ns,
@@ -267,6 +286,28 @@ fn provision<K: Kube>(
         reusable: plan.reusable,
         metadata: metadata.to_json(),
     })
+}
+
+/// Resumes the adopted suspended Sandbox (its Secret is already up to date, so the new pod reads
+/// the current values); the wait starts after the patch.
+fn resume<K: Kube>(kube: &K, plan: &Plan) -> Result<Option<Start>, ProviderError> {
+    let Some(version) = plan.version else {
+        return Err(ProviderError::internal("a suspended Sandbox adopted without a Sandbox version"));
+    };
+    let ns = Some(plan.config.namespace.as_str());
+    let patch = sandbox_manifest::resume_patch(version);
+    match kube.patch(&plan.resource, ns, &plan.name, PatchType::Merge, &patch, None) {
+        Ok(patched) => Ok(object::resource_version(&patched).map(|rv| Start::After(rv.to_string()))),
+        Err(KubeError::NotFound(_)) => Err(ProviderError::conflict(
+            format!(
+                "{} was deleted while this acquire resumed it (someone deleted it, or its expiry passed). Retry \
+                 acquire: it creates a new one, with an empty workspace.",
+                plan.describe()
+            ),
+            true,
+        )),
+        Err(e) => Err(ProviderError::from_kube(&e, &format!("resume {}", plan.describe()))),
+    }
 }
 
 /// What a wait that found the workload gone, going or replaced means for an acquire. Before the
@@ -356,7 +397,7 @@ fn acquire_unredacted<K: Kube>(
                 lease_id: &lease_id,
             };
             let cleaned = compensation::compensate(kube, clock, log, &scope, &touched);
-            Err(error.map_message(|m| format!("{m} {cleaned}")))
+            if cleaned.is_empty() { Err(error) } else { Err(error.map_message(|m| format!("{m} {cleaned}"))) }
         }
     }
 }

@@ -5,22 +5,25 @@
 //! The workload goes first because it carries the leak guard; the Secret then never exists
 //! without an owner, so garbage collection removes it whatever happens to this call. A 409
 //! adopts only what the labels prove is this acquisition's and, for the workload, what the spec
-//! fingerprint matches; anything else is a named conflict and is left alone. Each object is
-//! recorded for clean-up before its create, so a lost answer is still cleaned up.
+//! fingerprint matches; anything else is a named conflict and is left alone. A suspended
+//! Sandbox (a released reusable lease) is adopted to be resumed: the acquisition asked for its
+//! sandbox again. Each object is recorded for clean-up before its create, so a lost answer is
+//! still cleaned up.
 
 use serde_json::{Value, json};
 
 use crate::acquire::Plan;
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
-use crate::compensation::{Role, Touched};
+use crate::compensation::{Role, Touched, Undo};
+use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType};
 use crate::naming::{self, ANNOTATION_ACQUISITION_ID, ANNOTATION_SPEC_HASH, Identity, LABEL_ACQUISITION_ID};
 use crate::object;
 use crate::retry::{GaveUp, retry};
 use crate::secret;
-use crate::workload_state::expiry_of;
+use crate::workload_state::{expiry_of, sandbox_spec_suspended};
 
 /// How many times the Secret's create is tried when a stale Secret of this acquisition is in
 /// the way or vanishes between the 409 and the read.
@@ -33,6 +36,8 @@ pub enum Origin {
     Created,
     /// An earlier or concurrent attempt of this acquisition made it.
     Adopted,
+    /// An earlier attempt made it and a release suspended it: this call resumes it.
+    AdoptedSuspended,
 }
 
 /// The workload this acquire works on.
@@ -95,13 +100,14 @@ pub fn put_workload<K: Kube>(
 ) -> Result<Workload, ProviderError> {
     let ns = plan.config.namespace.as_str();
     let backend = plan.config.backend;
-    let record = |uid: Option<String>, expires_at: i64| Touched {
+    let record = |uid: Option<String>, expires_at: i64, undo: Undo| Touched {
         role: Role::Workload { backend, expires_at },
         resource: plan.resource.clone(),
         name: plan.name.clone(),
         uid,
+        undo,
     };
-    touched.push(record(None, plan.expiry_ms));
+    touched.push(record(None, plan.expiry_ms, Undo::Delete));
     let existing = match kube.create(&plan.resource, Some(ns), &plan.workload) {
         Ok(created) => {
             let uid = object::uid(&created).ok_or_else(|| {
@@ -155,8 +161,17 @@ pub fn put_workload<K: Kube>(
     let uid = object::uid(&existing)
         .ok_or_else(|| ProviderError::internal(format!("the API server returned {} without a uid", plan.describe())))?
         .to_string();
-    touched.push(record(Some(uid.clone()), expiry_of(&existing).unwrap_or(plan.expiry_ms)));
-    Ok(Workload { object: existing, uid, origin: Origin::Adopted })
+    let suspended = match plan.version {
+        Some(version) if backend == Backend::Sandbox && sandbox_spec_suspended(&existing) => Some(version),
+        _ => None,
+    };
+    // A suspended Sandbox holds the user's workspace: clean-up suspends it again, never deletes it.
+    let (undo, origin) = match suspended {
+        Some(version) => (Undo::Suspend(version), Origin::AdoptedSuspended),
+        None => (Undo::Delete, Origin::Adopted),
+    };
+    touched.push(record(Some(uid.clone()), expiry_of(&existing).unwrap_or(plan.expiry_ms), undo));
+    Ok(Workload { object: existing, uid, origin })
 }
 
 /// Whether any ownerReference of `object` names `uid`.
@@ -193,20 +208,27 @@ pub fn put_secret<K: Kube>(
     let owner = secret::owner_patch(&plan.resource.api_version(), plan.kind, &plan.name, &workload.uid);
     let mut owned = manifest.clone();
     owned["metadata"]["ownerReferences"] = owner["metadata"]["ownerReferences"].clone();
+    // A workload that clean-up keeps keeps its Secret too.
+    let record = workload.origin != Origin::AdoptedSuspended;
     let touch = |touched: &mut Vec<Touched>, uid: Option<String>| {
-        touched.push(Touched { role: Role::Secret, resource: resource.clone(), name: name.clone(), uid });
+        if record {
+            let (resource, name) = (resource.clone(), name.clone());
+            touched.push(Touched { role: Role::Secret, resource, name, uid, undo: Undo::Delete });
+        }
     };
     for _ in 0..SECRET_ATTEMPTS {
         touch(touched, None);
         let existing = match kube.create(&resource, Some(ns), &owned) {
             Ok(created) => {
-                if let Some(last) = touched.last_mut() {
+                if let (true, Some(last)) = (record, touched.last_mut()) {
                     last.uid = object::uid(&created).map(str::to_string);
                 }
                 return Ok(());
             }
             Err(KubeError::AlreadyExists(_)) => {
-                touched.pop();
+                if record {
+                    touched.pop();
+                }
                 match retry(clock, deadline, || kube.get(&resource, Some(ns), name)) {
                     Ok(existing) => existing,
                     Err(GaveUp::Final(KubeError::NotFound(_))) => continue,
@@ -214,7 +236,7 @@ pub fn put_secret<K: Kube>(
                 }
             }
             Err(e) => {
-                if !maybe_created(&e) {
+                if record && !maybe_created(&e) {
                     touched.pop();
                 }
                 return Err(ProviderError::from_kube(&e, &format!("create {what}")));
@@ -263,10 +285,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::acquire::AcquireRequest;
     use crate::api_versions::SandboxVersion;
     use crate::fake_kube::{PodBehaviour, Verb};
     use crate::lease::LeaseMetadata;
-    use crate::testkit::{Env, NS, assert_nothing_left, config, config_with, request};
+    use crate::testkit::{Env, NS, assert_nothing_left, config, config_with, request, stored};
+    use crate::workload_state::sandbox_spec_suspended;
 
     #[test]
     fn a_retried_acquire_adopts_its_own_sandbox() {
@@ -365,6 +389,45 @@ mod tests {
         assert_eq!((err.kind(), err.retryable()), ("conflict", true), "{err}");
         let kept = env.kube.object("sandboxes", NS, "pc-acq-32").expect("the new Sandbox is not ours to delete");
         assert_eq!(kept["metadata"]["uid"], "uid-of-the-new-one");
+    }
+
+    #[test]
+    fn acquiring_a_released_reusable_lease_again_resumes_its_sandbox() {
+        for version in ["v1beta1", "v1alpha1"] {
+            let env = Env::new();
+            env.kube.serve_sandbox_versions(&[version]);
+            let provider = env.provider();
+            let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+            let req = AcquireRequest { reusable: true, ..request(&config, "acq-33") };
+            let first = provider.acquire(req.clone()).unwrap();
+            provider.release(stored(&first, &config)).unwrap();
+            let started = env.clock.monotonic();
+            let again = provider.acquire(req).unwrap();
+            assert!(env.clock.monotonic() - started < Duration::from_secs(5), "{version}: resumed, not waited out");
+            assert_eq!(again.workload_uid, first.workload_uid, "{version}: the same Sandbox, with its workspace");
+            assert_ne!(again.pod_uid, first.pod_uid, "{version}: a new pod");
+            assert!(again.reusable && LeaseMetadata::parse_lenient(&again.metadata).adopted);
+            assert!(!sandbox_spec_suspended(&env.kube.object("sandboxes", NS, "pc-acq-33").unwrap()), "{version}");
+        }
+    }
+
+    #[test]
+    fn a_failure_after_adopting_a_suspended_sandbox_suspends_it_again_and_never_deletes_it() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+        let req = AcquireRequest { reusable: true, ..request(&config, "acq-34") };
+        let first = provider.acquire(req.clone()).unwrap();
+        provider.release(stored(&first, &config)).unwrap();
+        env.kube.set_behaviour(PodBehaviour::NeverReady);
+        let err = provider.acquire(req).unwrap_err();
+        assert_eq!(err.kind(), "timeout", "{err}");
+        assert!(err.message().contains("suspended again"), "{err}");
+        let kept = env.kube.object("sandboxes", NS, "pc-acq-34").expect("never deleted: its workspace is the user's");
+        assert_eq!(kept["metadata"]["uid"], json!(first.workload_uid));
+        assert!(sandbox_spec_suspended(&kept));
+        assert!(env.kube.object("secrets", NS, "pc-acq-34-env").is_some(), "its Secret is kept for the next resume");
+        assert_eq!(env.kube.count(Verb::Delete, "sandboxes"), 0);
     }
 
     #[test]

@@ -7,18 +7,21 @@
 //! with an ownerReference to the workload. Whatever clean-up cannot delete therefore still goes
 //! by itself, and the message says how and when. Deletes carry a uid precondition, so an object
 //! that replaced ours under the same name is never touched; transient failures are retried
-//! within [`COMPENSATION_BUDGET`].
+//! within [`COMPENSATION_BUDGET`]. A suspended Sandbox the call adopted (and resumed) is
+//! suspended again, never deleted: its workspace is the user's data, and its Secret stays too.
 
 use std::time::Duration;
 
 use crate::adoption::proves_acquisition;
+use crate::api_versions::SandboxVersion;
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
 use crate::config::Backend;
-use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
+use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
 use crate::log::Log;
 use crate::naming::Identity;
 use crate::object;
 use crate::retry::{GaveUp, Retrier};
+use crate::sandbox_manifest;
 
 /// How long clean-up after a failed acquire may take, on top of the acquire's own deadline.
 pub const COMPENSATION_BUDGET: Duration = Duration::from_secs(5);
@@ -42,7 +45,16 @@ impl Role {
     }
 }
 
-/// An object a failed acquire must delete.
+/// What clean-up does to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undo {
+    /// Delete it.
+    Delete,
+    /// Suspend it (again): a suspended Sandbox the acquire adopted keeps its workspace.
+    Suspend(SandboxVersion),
+}
+
+/// An object a failed acquire must undo.
 #[derive(Debug, Clone)]
 pub struct Touched {
     pub role: Role,
@@ -50,6 +62,7 @@ pub struct Touched {
     pub name: String,
     /// `None` when a create's answer was lost: the object may or may not exist.
     pub uid: Option<String>,
+    pub undo: Undo,
 }
 
 /// What clean-up needs to know about the acquire besides the objects.
@@ -90,7 +103,11 @@ pub fn compensate<K: Kube>(
         };
         if let Outcome::Done = outcome {
             let what = format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
-            log.info("clean-up after a failed acquire deleted an object", &[("object", &what)]);
+            let done = match t.undo {
+                Undo::Delete => "clean-up after a failed acquire deleted an object",
+                Undo::Suspend(_) => "clean-up after a failed acquire suspended the Sandbox it had resumed",
+            };
+            log.info(done, &[("object", &what)]);
         }
         results.push((t, outcome));
     }
@@ -104,6 +121,15 @@ pub fn compensate<K: Kube>(
 fn undo<K: Kube>(kube: &K, clock: &dyn Clock, budget: Deadline, scope: &Scope<'_>, t: &Touched) -> Outcome {
     let ns = Some(scope.namespace);
     let mut retrier = Retrier::new();
+    if let Undo::Suspend(version) = t.undo {
+        let patch = sandbox_manifest::suspend_patch(version);
+        let suspend = || kube.patch(&t.resource, ns, &t.name, PatchType::Merge, &patch, None);
+        return match retrier.call(clock, budget, suspend) {
+            Ok(_) => Outcome::Done,
+            Err(GaveUp::Final(KubeError::NotFound(_))) => Outcome::Absent,
+            Err(g) => Outcome::Failed(last_error(&g)),
+        };
+    }
     let uid = match &t.uid {
         Some(uid) => uid.clone(),
         None => match retrier.call(clock, budget, || kube.get(&t.resource, ns, &t.name)) {
@@ -135,25 +161,53 @@ fn last_error(gave_up: &GaveUp) -> String {
 fn report(scope: &Scope<'_>, results: &[(&Touched, Outcome)]) -> String {
     let what = |t: &Touched| format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
     let workload = results.iter().find(|(t, _)| matches!(t.role, Role::Workload { .. }));
-    let workload_deleted = workload.is_some_and(|(_, o)| !matches!(o, Outcome::Failed(_)));
+    let workload_deleted = workload.is_some_and(|(t, o)| t.undo == Undo::Delete && !matches!(o, Outcome::Failed(_)));
+    let mut sentences = Vec::new();
     let mut left = Vec::new();
     let mut fates = Vec::new();
     // In creation order: the workload, then what it owns.
     for (t, outcome) in results.iter().rev() {
-        if let Outcome::Failed(error) = outcome {
-            left.push(format!("{} ({error})", what(t)));
-            fates.push(fate(scope, t, workload.map(|(w, _)| *w), workload_deleted));
+        match (t.undo, outcome) {
+            (Undo::Delete, Outcome::Failed(error)) => {
+                left.push(format!("{} ({error})", what(t)));
+                fates.push(fate(scope, t, workload.map(|(w, _)| *w), workload_deleted));
+            }
+            (Undo::Suspend(_), Outcome::Failed(error)) => sentences.push(format!(
+                "Clean-up could not suspend {} again ({error}): it runs with its workspace until it is released, or \
+                 until its shutdownTime {} when the cluster deletes it and its workspace. Acquire again with the \
+                 same acquisition id to get its lease, then release it.",
+                what(t),
+                expiry(t.role)
+            )),
+            (Undo::Suspend(_), Outcome::Done) => sentences.push(format!(
+                "{} was found suspended and is suspended again, its workspace and Secret kept; acquire again with \
+                 the same acquisition id to resume it.",
+                what(t)
+            )),
+            (_, Outcome::Done | Outcome::Absent) => {}
         }
     }
-    if left.is_empty() {
-        return "Everything this acquire created was deleted.".to_string();
+    if !left.is_empty() {
+        sentences.insert(
+            0,
+            format!(
+                "Clean-up could not delete: {}. {}. Destroy lease {} to remove them now.",
+                left.join("; "),
+                capitalise(&fates.join("; ")),
+                scope.lease_id
+            ),
+        );
+    } else if results.iter().any(|(t, _)| t.undo == Undo::Delete) {
+        sentences.insert(0, "Everything this acquire created was deleted.".to_string());
     }
-    format!(
-        "Clean-up could not delete: {}. {}. Destroy lease {} to remove them now.",
-        left.join("; "),
-        capitalise(&fates.join("; ")),
-        scope.lease_id
-    )
+    sentences.join(" ")
+}
+
+fn expiry(role: Role) -> String {
+    match role {
+        Role::Workload { expires_at, .. } => rfc3339_seconds(expires_at),
+        Role::Secret => "the lease's expiry".to_string(),
+    }
 }
 
 /// What the cluster does with an object clean-up could not delete.
