@@ -157,6 +157,48 @@ async fn concurrent_acquires_of_one_acquisition_converge() {
 }
 
 #[tokio::test]
+async fn a_cluster_that_stops_answering_mid_acquire_is_reported_lost_within_seconds() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let provider = |verb: Option<&str>, resource: Option<&str>| Match {
+        verb: verb.map(str::to_string),
+        resource: resource.map(str::to_string),
+        user: Some(PROVIDER_USER.into()),
+        ..Default::default()
+    };
+    // The pods watch ends as soon as it opens, so the provider keeps reopening it, as it does
+    // after any disconnect.
+    h.cluster.faults().add(Rule {
+        matches: provider(Some("watch"), Some("pods")),
+        action: Action::EndWatch { code: None, after_events: 0 },
+        times: None,
+        probability: None,
+    });
+    let mark = h.cluster.requests().mark();
+    let cfg = config("sandbox", json!({"annotations": {START_DELAY: "60s"}}));
+    let acquire = h.host.acquire(request(&cfg, "lost-1"));
+    let cut = async {
+        eventually("the provider to wait for the pod", || async {
+            h.provider_calls_since(mark).iter().any(|e| e.verb == "watch" && e.resource == "pods")
+        })
+        .await;
+        // From now on every request of the provider loses its connection: the cluster is gone.
+        h.cluster.faults().add(Rule {
+            matches: provider(None, None),
+            action: Action::DropConnection,
+            times: None,
+            probability: None,
+        });
+        Instant::now()
+    };
+    let (result, cut_at) = tokio::join!(acquire, cut);
+    let err = provider_error(result.expect_err("the cluster is gone"));
+    assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err:?}");
+    assert!(err.message().contains("the cluster stopped answering"), "{}", err.message());
+    assert!(cut_at.elapsed() < Duration::from_secs(8), "reported after {:?}, not at the deadline", cut_at.elapsed());
+    assert!(!err.message().contains(SECRET_VALUE));
+}
+
+#[tokio::test]
 async fn image_pull_failures_fail_fast_and_clean_up() {
     let h = Harness::start(SandboxVersions::Both).await;
     knob_namespace(&h, &Behaviour { image_pull_fails: true, ..Default::default() }).await;

@@ -659,6 +659,24 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_cluster_is_reported_as_lost_within_seconds() {
+        for backend in ["sandbox", "job"] {
+            let env = Env::new();
+            env.kube.set_behaviour(PodBehaviour::NeverReady);
+            env.kube.disconnect_after(Duration::from_secs(1));
+            let err = env.provider().acquire(request(&config(backend), "acq-35")).unwrap_err();
+            assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{backend}: {err}");
+            assert!(err.message().contains("the cluster stopped answering"), "{backend}: {err}");
+            assert!(err.message().contains("Clean-up could not delete"), "{backend}: {err}");
+            assert!(
+                env.clock.monotonic() <= Duration::from_secs(6),
+                "{backend}: reported at {:?}, not at the 20 s deadline",
+                env.clock.monotonic()
+            );
+        }
+    }
+
+    #[test]
     fn secrets_never_reach_errors_or_logs_even_when_the_server_echoes_them() {
         let env = Env::new();
         env.kube.fail(Verb::Create, "sandboxes", 1, KubeError::Invalid(format!("spec: value {SECRET_VALUE} is bad")));

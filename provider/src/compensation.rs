@@ -94,12 +94,15 @@ pub fn compensate<K: Kube>(
     touched: &[Touched],
 ) -> String {
     let budget = Deadline::after(clock, COMPENSATION_BUDGET);
+    // One retrier for all objects: once the cluster stopped answering for one, the others are
+    // tried once each, not for as long again.
+    let mut retrier = Retrier::new();
     let mut results: Vec<(&Touched, Outcome)> = Vec::new();
     for t in touched.iter().rev() {
         let outcome = if budget.passed(clock) {
             Outcome::Failed("clean-up budget spent".to_string())
         } else {
-            undo(kube, clock, budget, scope, t)
+            undo(kube, clock, budget, &mut retrier, scope, t)
         };
         if let Outcome::Done = outcome {
             let what = format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
@@ -118,9 +121,15 @@ pub fn compensate<K: Kube>(
     text
 }
 
-fn undo<K: Kube>(kube: &K, clock: &dyn Clock, budget: Deadline, scope: &Scope<'_>, t: &Touched) -> Outcome {
+fn undo<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    budget: Deadline,
+    retrier: &mut Retrier,
+    scope: &Scope<'_>,
+    t: &Touched,
+) -> Outcome {
     let ns = Some(scope.namespace);
-    let mut retrier = Retrier::new();
     if let Undo::Suspend(version) = t.undo {
         let patch = sandbox_manifest::suspend_patch(version);
         let suspend = || kube.patch(&t.resource, ns, &t.name, PatchType::Merge, &patch, None);
@@ -153,7 +162,8 @@ fn undo<K: Kube>(kube: &K, clock: &dyn Clock, budget: Deadline, scope: &Scope<'_
 
 fn last_error(gave_up: &GaveUp) -> String {
     match gave_up {
-        GaveUp::Final(e) | GaveUp::Deadline(e) => e.to_string(),
+        GaveUp::Lost { error, .. } => format!("the cluster stopped answering: {error}"),
+        other => other.error().to_string(),
     }
 }
 

@@ -191,6 +191,8 @@ struct State {
     behaviour: PodBehaviour,
     controllers: bool,
     timers: Vec<Timer>,
+    /// From this monotonic time on, the API server is gone: every call fails to connect.
+    lost_at: Option<Duration>,
 }
 
 const SANDBOXES: &str = "sandboxes";
@@ -298,7 +300,14 @@ impl State {
     fn record(&mut self, verb: Verb, plural: &str, name: Option<&str>) -> Result<(), KubeError> {
         self.run_due();
         self.calls.push(Call { verb, plural: plural.to_string(), name: name.map(str::to_string) });
+        if self.lost() {
+            return Err(KubeError::Transport("connect: connection refused".to_string()));
+        }
         self.fault(verb, plural, false)
+    }
+
+    fn lost(&self) -> bool {
+        self.lost_at.is_some_and(|at| self.clock.monotonic() >= at)
     }
 
     /// The error of a fault due now, before (`after` false) or after the call takes effect.
@@ -844,6 +853,7 @@ impl FakeKube {
                 behaviour: PodBehaviour::Ready { after: Duration::from_secs(1) },
                 controllers: true,
                 timers: Vec::new(),
+                lost_at: None,
             })),
         }
     }
@@ -927,6 +937,14 @@ impl FakeKube {
     /// person or a concurrent client would.
     pub fn schedule_remove(&self, after: Duration, plural: &str, namespace: &str, name: &str) {
         self.state.borrow_mut().schedule(after, Action::Remove(scheduled_key(plural, namespace, name)));
+    }
+
+    /// Stops the API server `after` from now: every later call, and every open watch, fails as
+    /// a refused or reset connection.
+    pub fn disconnect_after(&self, after: Duration) {
+        let mut s = self.state.borrow_mut();
+        let at = s.clock.monotonic() + after;
+        s.lost_at = Some(at);
     }
 
     /// Removes every fault.
@@ -1226,6 +1244,9 @@ impl Watch for FakeWatch {
         let until = s.clock.monotonic() + timeout;
         loop {
             s.run_due();
+            if s.lost() {
+                return Err(KubeError::Transport("connection reset by peer".to_string()));
+            }
             if let Some(object) = self.initial.pop_front() {
                 return Ok(Some(WatchEvent::Added(object)));
             }
@@ -1246,7 +1267,7 @@ impl Watch for FakeWatch {
                     EventKind::Deleted => WatchEvent::Deleted(object),
                 }));
             }
-            match s.next_timer_at() {
+            match s.next_timer_at().into_iter().chain(s.lost_at).min() {
                 Some(at) if at <= until => s.clock.advance_to(at),
                 _ => {
                     s.clock.advance_to(until);

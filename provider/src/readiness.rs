@@ -223,9 +223,12 @@ impl<'k, K: Kube> EventStream<'k, K> {
                     allow_bookmarks: true,
                 };
                 match self.kube.watch(&self.resource, Some(&self.namespace), &options) {
-                    // An open watch is not progress yet: a watch that keeps ending before its
-                    // first event keeps backing off.
-                    Ok(w) => self.watch = Some(w),
+                    // An open watch shows the cluster answers, but is not progress yet: a watch
+                    // that keeps ending before its first event keeps backing off.
+                    Ok(w) => {
+                        self.retrier.answered();
+                        self.watch = Some(w);
+                    }
                     Err(KubeError::Gone(_)) => {
                         log.debug("watch start is too old (410); re-listing", &[("resource", &self.resource.plural)]);
                         return Ok(Some(Change::Relisted(self.relist(clock, deadline)?)));

@@ -6,6 +6,11 @@
 //! 503 (after their Retry-After; when that lands past the deadline, waiting cannot help and the
 //! call stops at once), timeouts, failed connections, and 410, which outside a watch says
 //! nothing definite about the object. No attempt starts after the deadline.
+//!
+//! Failed connections are the exception to "until the deadline": when they keep failing, with no
+//! answer of any kind in between, for [`LOST_CLUSTER_AFTER`], the cluster stopped answering (a
+//! refused connection means nothing listens any more), and that is reported as such at once
+//! instead of waiting out the deadline as if the sandbox were slow.
 
 use std::time::Duration;
 
@@ -17,6 +22,8 @@ use crate::kube_api::KubeError;
 const BACKOFF_START: Duration = Duration::from_millis(50);
 /// Longest pause between attempts, unless the server's Retry-After asks for more.
 const BACKOFF_CAP: Duration = Duration::from_secs(1);
+/// How long connections may keep failing before the cluster counts as lost.
+pub const LOST_CLUSTER_AFTER: Duration = Duration::from_secs(2);
 
 /// Why a retried call stopped without an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +32,8 @@ pub enum GaveUp {
     Final(KubeError),
     /// The failure was transient, but the deadline came first: the last error.
     Deadline(KubeError),
+    /// Connections failed for this long without any answer: the cluster stopped answering.
+    Lost { error: KubeError, after: Duration },
 }
 
 impl GaveUp {
@@ -34,6 +43,18 @@ impl GaveUp {
             Self::Final(e) => ProviderError::from_kube(&e, action),
             Self::Deadline(e) => ProviderError::from_kube(&e, action)
                 .map_message(|m| format!("{m} (It was asked again until the call's deadline.)")),
+            Self::Lost { error, after } => ProviderError::unavailable(format!(
+                "{action} failed: the cluster stopped answering (connections to the API server failed for {:.1} s: \
+                 {error}). Check that the API server is up and reachable from the host, then retry.",
+                after.as_secs_f64()
+            )),
+        }
+    }
+
+    /// The last failure.
+    pub fn error(&self) -> &KubeError {
+        match self {
+            Self::Final(e) | Self::Deadline(e) | Self::Lost { error: e, .. } => e,
         }
     }
 }
@@ -58,10 +79,13 @@ fn transience(error: &KubeError) -> Transience {
 }
 
 /// The back-off state of one call, or of a stream of calls to one place (a watch that is
-/// reopened, the deletes of one clean-up): consecutive failures lengthen the pause.
+/// reopened, the deletes of one clean-up): consecutive failures lengthen the pause, and
+/// connections failing since a point in time tell a lost cluster.
 #[derive(Debug, Default)]
 pub struct Retrier {
     failures: u32,
+    /// When connections started failing, with no answer since.
+    unreachable_since: Option<Duration>,
 }
 
 impl Retrier {
@@ -73,6 +97,13 @@ impl Retrier {
     /// Forgets past failures after a call that worked.
     pub fn succeeded(&mut self) {
         self.failures = 0;
+        self.unreachable_since = None;
+    }
+
+    /// Notes that the server answered (a watch opened), without the progress that would reset
+    /// the back-off.
+    pub fn answered(&mut self) {
+        self.unreachable_since = None;
     }
 
     /// After a failed call: pauses and returns `Ok` when the call should be made again, or says
@@ -82,7 +113,19 @@ impl Retrier {
             Transience::Final => return Err(GaveUp::Final(error)),
             Transience::Transient { retry_after } => retry_after,
         };
-        let backoff = BACKOFF_START.saturating_mul(1 << self.failures.min(5)).min(BACKOFF_CAP);
+        let now = clock.monotonic();
+        let mut backoff = BACKOFF_START.saturating_mul(1 << self.failures.min(5)).min(BACKOFF_CAP);
+        if let KubeError::Transport(_) = error {
+            let since = *self.unreachable_since.get_or_insert(now);
+            let failing = now.saturating_sub(since);
+            if failing >= LOST_CLUSTER_AFTER {
+                return Err(GaveUp::Lost { error, after: failing });
+            }
+            // The last attempt lands when the cluster would count as lost.
+            backoff = backoff.min(LOST_CLUSTER_AFTER.saturating_sub(failing));
+        } else {
+            self.unreachable_since = None;
+        }
         let pause = retry_after.map_or(backoff, |asked| asked.max(backoff));
         if pause >= deadline.remaining(clock) {
             return Err(GaveUp::Deadline(error));
@@ -149,6 +192,31 @@ mod tests {
             assert_eq!(retry(&clock, deadline, failing(vec![error.clone()])), Err(GaveUp::Final(error)));
         }
         assert_eq!(clock.monotonic(), Duration::ZERO);
+    }
+
+    #[test]
+    fn connections_failing_for_a_while_are_a_lost_cluster_well_before_the_deadline() {
+        let clock = FakeClock::new(0);
+        let deadline = Deadline::after(&clock, Duration::from_secs(20));
+        let refused = KubeError::Transport("connect: connection refused".into());
+        match retry(&clock, deadline, failing(vec![refused.clone(); 100])) {
+            Err(GaveUp::Lost { error, after }) => assert_eq!((error, after), (refused.clone(), LOST_CLUSTER_AFTER)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), LOST_CLUSTER_AFTER);
+        let message = GaveUp::Lost { error: refused.clone(), after: LOST_CLUSTER_AFTER }.into_error("watch pods in ns");
+        assert_eq!((message.kind(), message.retryable()), ("unavailable", true));
+        assert!(message.message().contains("the cluster stopped answering"), "{message}");
+
+        // Any answer in between (here a 500) means the cluster is there: back to the deadline.
+        let clock = FakeClock::new(0);
+        let deadline = Deadline::after(&clock, Duration::from_secs(20));
+        let server_error = KubeError::Other { code: 500, message: "x".into() };
+        let mut errors = Vec::new();
+        for _ in 0..4 {
+            errors.extend([refused.clone(), refused.clone(), server_error.clone()]);
+        }
+        assert_eq!(retry(&clock, deadline, failing(errors)), Ok("answer"));
     }
 
     #[test]
