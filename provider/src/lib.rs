@@ -14,6 +14,7 @@ pub mod config;
 pub mod describe;
 pub mod destroy;
 pub mod errors;
+pub mod event_stream;
 pub mod job_manifest;
 pub mod kube_api;
 pub mod lease;
