@@ -92,7 +92,12 @@ fn canonical_json(value: &Value) -> String {
 }
 
 /// Decides everything and builds the manifests, without writing to the cluster.
-fn plan<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, request: &AcquireRequest) -> Result<Plan, ProviderError> {
+pub(crate) fn plan<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    request: &AcquireRequest,
+) -> Result<Plan, ProviderError> {
     let config = config::parse(&request.config)?;
     naming::check_host_id("run id", &request.run_id).map_err(ProviderError::rejected)?;
     if let Some(agent) = &request.agent_id {
@@ -237,7 +242,7 @@ fn provision<K: Kube>(
     let start = match workload.origin {
         Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
         Origin::Adopted => None,
-        Origin::AdoptedSuspended => resume(kube, plan)?,
+        Origin::AdoptedSuspended => resume_adopted(kube, plan)?,
     };
     let start = start.unwrap_or(Start::List);
     let target = Target {
@@ -290,7 +295,7 @@ fn provision<K: Kube>(
 
 /// Resumes the adopted suspended Sandbox (its Secret is already up to date, so the new pod reads
 /// the current values); the wait starts after the patch.
-fn resume<K: Kube>(kube: &K, plan: &Plan) -> Result<Option<Start>, ProviderError> {
+fn resume_adopted<K: Kube>(kube: &K, plan: &Plan) -> Result<Option<Start>, ProviderError> {
     let Some(version) = plan.version else {
         return Err(ProviderError::internal("a suspended Sandbox adopted without a Sandbox version"));
     };

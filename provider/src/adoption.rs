@@ -42,8 +42,11 @@ pub enum Origin {
 
 /// The workload this acquire works on.
 pub struct Workload {
+    /// As the create or the read after a 409 returned it.
     pub object: Value,
+    /// Its uid: the Secret's owner, and what the wait tells a replacement by.
     pub uid: String,
+    /// Created or adopted, which decides where the wait starts and what clean-up does.
     pub origin: Origin,
 }
 
@@ -182,15 +185,17 @@ fn owned_by(object: &Value, uid: &str) -> bool {
         .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid)))
 }
 
-/// The kind of the Secret's owner, if it has one.
-fn owner_kind(object: &Value) -> Option<&str> {
-    object.pointer("/metadata/ownerReferences/0/kind").and_then(Value::as_str)
+/// The kind and uid of an object's first owner, if it has one.
+fn first_owner(object: &Value) -> Option<(&str, &str)> {
+    let owner = object.pointer("/metadata/ownerReferences/0")?;
+    Some((owner.get("kind")?.as_str()?, owner.get("uid")?.as_str()?))
 }
 
 /// Creates the per-lease Secret owned by `workload`, or adopts the one an earlier or concurrent
 /// attempt made for it (bringing its values up to date: the host may have rotated one). A
-/// Secret of this acquisition made for an earlier workload under this name (its owner is gone,
-/// so garbage collection is about to delete it) or left without an owner is replaced.
+/// Secret of this acquisition made for an earlier workload under this name that is gone
+/// (garbage collection is about to delete it), or left without an owner, is replaced; one made
+/// for a newer workload under the name means `workload` was replaced, and a retry adopts it.
 pub fn put_secret<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
@@ -255,15 +260,31 @@ pub fn put_secret<K: Kube>(
                 Err(e) => return Err(ProviderError::from_kube(&e, &format!("update the values of {what}"))),
             }
         }
-        if let Some(kind) = owner_kind(&existing).filter(|k| *k != plan.kind) {
-            return Err(ProviderError::conflict(
-                format!(
-                    "{what} belongs to a {kind} of acquisition {:?} (an attempt with another backend). Destroy that \
-                     lease, or acquire with another acquisition id.",
-                    plan.identity.acquisition_id
-                ),
-                false,
-            ));
+        if let Some((kind, owner_uid)) = first_owner(&existing) {
+            if kind != plan.kind {
+                return Err(ProviderError::conflict(
+                    format!(
+                        "{what} belongs to a {kind} of acquisition {:?} (an attempt with another backend). Destroy \
+                         that lease, or acquire with another acquisition id.",
+                        plan.identity.acquisition_id
+                    ),
+                    false,
+                ));
+            }
+            match retry(clock, deadline, || kube.get(&plan.resource, Some(ns), &plan.name)) {
+                Ok(current) if object::uid(&current) == Some(owner_uid) => {
+                    return Err(ProviderError::conflict(
+                        format!(
+                            "{} was replaced while this acquire adopted it: {what} belongs to the new one (another \
+                             attempt of this acquisition made it). Retry acquire: it adopts the new one.",
+                            plan.describe()
+                        ),
+                        true,
+                    ));
+                }
+                Ok(_) | Err(GaveUp::Final(KubeError::NotFound(_))) => {}
+                Err(g) => return Err(g.into_error(&format!("get {}", plan.describe()))),
+            }
         }
         let stale =
             DeleteOptions { precondition_uid: object::uid(&existing).map(str::to_string), ..Default::default() };
@@ -428,6 +449,34 @@ mod tests {
         assert!(sandbox_spec_suspended(&kept));
         assert!(env.kube.object("secrets", NS, "pc-acq-34-env").is_some(), "its Secret is kept for the next resume");
         assert_eq!(env.kube.count(Verb::Delete, "sandboxes"), 0);
+    }
+
+    #[test]
+    fn a_secret_of_a_newer_workload_is_left_alone_and_the_stale_attempt_retries() {
+        let env = Env::new();
+        let sandbox = env.kube.put(
+            &SandboxVersion::V1beta1.resource(),
+            NS,
+            json!({"metadata": {"name": "pc-acq-36"}, "spec": {}}),
+        );
+        let identity = Identity { run_id: "run-1".into(), acquisition_id: "acq-36".into(), agent_id: None };
+        let newer = sandbox["metadata"]["uid"].as_str().unwrap().to_string();
+        let owner =
+            json!([{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "name": "pc-acq-36", "uid": newer}]);
+        env.kube.put(
+            &api_versions::secrets(),
+            NS,
+            json!({"metadata": {"name": "pc-acq-36-env", "labels": identity.labels(), "ownerReferences": owner}}),
+        );
+        let plan =
+            crate::acquire::plan(&env.kube, &env.clock, &env.log, &request(&config("sandbox"), "acq-36")).unwrap();
+        let workload = Workload { object: json!({}), uid: "uid-of-the-adopted-one".into(), origin: Origin::Adopted };
+        let mut touched = Vec::new();
+        let deadline = Deadline::after(&env.clock, Duration::from_secs(10));
+        let err = put_secret(&env.kube, &env.clock, &plan, &workload, deadline, &mut touched).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("conflict", true), "{err}");
+        assert!(touched.is_empty(), "nothing of this attempt to clean up");
+        assert_eq!(env.kube.count(Verb::Delete, "secrets"), 0, "the newer workload's Secret is kept");
     }
 
     #[test]

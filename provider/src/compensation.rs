@@ -57,16 +57,21 @@ pub enum Undo {
 /// An object a failed acquire must undo.
 #[derive(Debug, Clone)]
 pub struct Touched {
+    /// What it is to the lease.
     pub role: Role,
+    /// Its resource type (the Sandbox version in use, Jobs, Secrets).
     pub resource: ResourceType,
+    /// Its name, in the acquire's namespace.
     pub name: String,
     /// `None` when a create's answer was lost: the object may or may not exist.
     pub uid: Option<String>,
+    /// Delete it, or suspend it again.
     pub undo: Undo,
 }
 
 /// What clean-up needs to know about the acquire besides the objects.
 pub struct Scope<'a> {
+    /// The namespace of every object.
     pub namespace: &'a str,
     /// Proves that an object whose create answer was lost is this acquisition's.
     pub identity: &'a Identity,
