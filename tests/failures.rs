@@ -1,16 +1,20 @@
 //! What goes wrong, through the built component: foreign objects, faults mid-acquire, terminal
-//! pod states, every resume-check answer, and the host's policy.
+//! pod states, concurrent attempts of one acquisition, every resume-check answer, and the
+//! host's policy.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use embedded_cluster::behaviour::Behaviour;
+use embedded_cluster::behaviour::{Behaviour, START_DELAY};
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use provider_e2e::*;
 use provider_host::HostError;
-use provider_host::records::{ProviderError, ResumeOutcome};
+use provider_host::records::{Lease, ProviderError, ResumeOutcome};
 use serde_json::json;
 
 fn provider_error(e: HostError) -> ProviderError {
@@ -76,6 +80,124 @@ async fn a_failure_mid_acquire_leaves_nothing_behind() {
     nothing_left(&h, "pc-half-1").await;
 }
 
+/// Acquires one acquisition id `n` times at once, the starts spread over a second so that the
+/// attempts' deadlines differ as they do between real callers.
+async fn herd(h: &Arc<Harness>, cfg: &str, acquisition: &str, n: u64) -> Vec<Result<Lease, HostError>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let (h, req) = (h.clone(), request(cfg, acquisition));
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(1000 * i / n)).await;
+                h.host.acquire(req).await
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.expect("the acquire task"));
+    }
+    results
+}
+
+/// Every object of an acquisition in the test namespace, as `kind/name`.
+async fn objects_of(h: &Harness, acquisition: &str) -> Vec<String> {
+    let params = ListParams::default().labels(&format!("sandbox.paperclip.io/acquisition-id={acquisition}"));
+    let names = |kind: &str, items: Vec<Option<String>>| {
+        items.into_iter().map(|n| format!("{kind}/{}", n.unwrap_or_default())).collect::<Vec<_>>()
+    };
+    let mut found = Vec::new();
+    let sandboxes = sandboxes(h, "v1beta1").list(&params).await.expect("list sandboxes").items;
+    found.extend(names("Sandbox", sandboxes.into_iter().map(|o| o.metadata.name).collect()));
+    let jobs = Api::<Job>::namespaced(h.admin.clone(), NAMESPACE).list(&params).await.expect("list jobs").items;
+    found.extend(names("Job", jobs.into_iter().map(|o| o.metadata.name).collect()));
+    let secrets = Api::<Secret>::namespaced(h.admin.clone(), NAMESPACE).list(&params).await.expect("list").items;
+    found.extend(names("Secret", secrets.into_iter().map(|o| o.metadata.name).collect()));
+    let pods = Api::<Pod>::namespaced(h.admin.clone(), NAMESPACE).list(&params).await.expect("list pods").items;
+    found.extend(names("Pod", pods.into_iter().map(|o| o.metadata.name).collect()));
+    found
+}
+
+/// Either every attempt got the one sandbox, or every attempt failed retryably and, once they
+/// all returned, nothing of the acquisition is left.
+async fn assert_converged(h: &Harness, what: &str, acquisition: &str, results: Vec<Result<Lease, HostError>>) {
+    let uids: BTreeSet<String> =
+        results.iter().filter_map(|r| r.as_ref().ok()).map(|l| l.workload_uid.clone()).collect();
+    let oks = results.iter().filter(|r| r.is_ok()).count();
+    if oks == results.len() {
+        assert_eq!(uids.len(), 1, "{what}: every attempt succeeded, but on {} sandboxes", uids.len());
+        return;
+    }
+    assert_eq!(oks, 0, "{what}: {oks} attempts succeeded and the others failed: {results:?}");
+    for result in results {
+        let err = provider_error(result.expect_err("failed"));
+        assert!(err.retryable(), "{what}: an attempt failed for good: {err:?}");
+    }
+    eventually(&format!("{what}: nothing of the acquisition left"), || async {
+        objects_of(h, acquisition).await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_acquires_of_one_acquisition_converge() {
+    let h = Arc::new(Harness::start(SandboxVersions::Both).await);
+    let cfg = config("sandbox", json!({"annotations": {START_DELAY: "1s"}}));
+    let results = herd(&h, &cfg, "herd-1", 10).await;
+    assert!(results.iter().all(Result::is_ok), "the pod starts in time, so every attempt succeeds: {results:?}");
+    assert_converged(&h, "a pod starting in time", "herd-1", results).await;
+
+    // The pod starts later than the readiness timeout: the first attempt to give up cleans up
+    // what the others adopted.
+    for backend in ["sandbox", "job"] {
+        let acquisition = format!("herd-slow-{backend}");
+        let cfg = config(backend, json!({"readinessTimeoutSeconds": 2, "annotations": {START_DELAY: "4s"}}));
+        let results = herd(&h, &cfg, &acquisition, 10).await;
+        assert_converged(&h, &format!("{backend}, a pod slower than the timeout"), &acquisition, results).await;
+    }
+}
+
+#[tokio::test]
+async fn a_cluster_that_stops_answering_mid_acquire_is_reported_lost_within_seconds() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let provider = |verb: Option<&str>, resource: Option<&str>| Match {
+        verb: verb.map(str::to_string),
+        resource: resource.map(str::to_string),
+        user: Some(PROVIDER_USER.into()),
+        ..Default::default()
+    };
+    // The pods watch ends as soon as it opens, so the provider keeps reopening it, as it does
+    // after any disconnect.
+    h.cluster.faults().add(Rule {
+        matches: provider(Some("watch"), Some("pods")),
+        action: Action::EndWatch { code: None, after_events: 0 },
+        times: None,
+        probability: None,
+    });
+    let mark = h.cluster.requests().mark();
+    let cfg = config("sandbox", json!({"annotations": {START_DELAY: "60s"}}));
+    let acquire = h.host.acquire(request(&cfg, "lost-1"));
+    let cut = async {
+        eventually("the provider to wait for the pod", || async {
+            h.provider_calls_since(mark).iter().any(|e| e.verb == "watch" && e.resource == "pods")
+        })
+        .await;
+        // From now on every request of the provider loses its connection: the cluster is gone.
+        h.cluster.faults().add(Rule {
+            matches: provider(None, None),
+            action: Action::DropConnection,
+            times: None,
+            probability: None,
+        });
+        Instant::now()
+    };
+    let (result, cut_at) = tokio::join!(acquire, cut);
+    let err = provider_error(result.expect_err("the cluster is gone"));
+    assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err:?}");
+    assert!(err.message().contains("the cluster stopped answering"), "{}", err.message());
+    assert!(cut_at.elapsed() < Duration::from_secs(8), "reported after {:?}, not at the deadline", cut_at.elapsed());
+    assert!(!err.message().contains(SECRET_VALUE));
+}
+
 #[tokio::test]
 async fn image_pull_failures_fail_fast_and_clean_up() {
     let h = Harness::start(SandboxVersions::Both).await;
@@ -125,6 +247,8 @@ async fn resume_check_answers() {
         ResumeOutcome::Expired(why) => panic!("a replaced pod is not an expired lease: {why}"),
     }
 
+    // A transient failure is asked again inside resume-check's wait; one whose Retry-After lands
+    // past that wait's deadline is "could not tell" at once.
     h.cluster.faults().add(Rule {
         matches: Match {
             verb: Some("get".into()),
@@ -133,11 +257,30 @@ async fn resume_check_answers() {
             ..Default::default()
         },
         action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
-        times: Some(10),
+        times: Some(2),
         probability: None,
     });
-    let err = h.host.resume_check(r.clone()).await.expect_err("could not tell");
-    assert!(matches!(err, HostError::Provider(_)), "{err}");
+    assert!(matches!(h.host.resume_check(r.clone()).await.expect("resume-check"), ResumeOutcome::Resumable(_)));
+    h.cluster.faults().add(Rule {
+        matches: Match {
+            verb: Some("get".into()),
+            resource: Some("sandboxes".into()),
+            user: Some(PROVIDER_USER.into()),
+            ..Default::default()
+        },
+        action: Action::Error {
+            code: 503,
+            reason: "ServiceUnavailable".into(),
+            message: None,
+            retry_after_seconds: Some(60),
+        },
+        times: None,
+        probability: None,
+    });
+    let started = Instant::now();
+    let err = provider_error(h.host.resume_check(r.clone()).await.expect_err("could not tell"));
+    assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "no wait for a Retry-After past the deadline");
     h.cluster.faults().clear();
 
     let name = lease.provider_lease_id.split(':').nth(3).unwrap_or_default().to_string();

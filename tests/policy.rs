@@ -45,6 +45,9 @@ async fn the_default_policy_is_exactly_what_the_provider_uses() {
         let cfg = config(backend, json!({}));
         assert!(h.host.probe(&cfg).await.expect("probe").ok);
         let lease = h.host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("acquire");
+        // A retried acquire adopts what the first made and brings the Secret's values up to date.
+        let again = h.host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("retried acquire");
+        assert_eq!(again.workload_uid, lease.workload_uid);
         let r = lease_ref(&lease, &cfg);
         h.host.resume_check(r.clone()).await.expect("resume-check");
         h.host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 1_800_000).await.expect("renew");

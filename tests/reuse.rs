@@ -1,11 +1,13 @@
 //! Reusable leases, the leak guard and terminating workloads, through the built component.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use embedded_cluster::SandboxVersions;
+use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::{PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use provider_e2e::*;
+use provider_host::HostError;
 use provider_host::records::ResumeOutcome;
 use serde_json::json;
 
@@ -43,6 +45,52 @@ async fn a_reusable_lease_is_suspended_on_release_and_resumed_by_resume_check() 
         claims.list(&Default::default()).await.map(|l| l.items.is_empty()).unwrap_or(false)
     })
     .await;
+}
+
+#[tokio::test]
+async fn acquiring_a_released_reusable_lease_again_resumes_it_and_a_failure_never_deletes_it() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+    let mut req = request(&cfg, "reuse-2");
+    req.reusable = true;
+    let name = "pc-reuse-2";
+    let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let lease = h.host.acquire(req.clone()).await.expect("acquire");
+    h.host.release(lease_ref(&lease, &cfg)).await.expect("release suspends");
+    eventually("the pod to stop", || async { pods.get_opt(name).await.ok().flatten().is_none() }).await;
+
+    let started = Instant::now();
+    let again = h.host.acquire(req.clone()).await.expect("acquiring it again resumes it");
+    assert!(started.elapsed() < Duration::from_secs(10), "resumed, not waited out: {:?}", started.elapsed());
+    assert_eq!(again.workload_uid, lease.workload_uid, "the same Sandbox, with its workspace");
+    assert_ne!(again.pod_uid, lease.pod_uid);
+    assert_eq!(sandboxes(&h, "v1beta1").get(name).await.expect("sandbox").data["spec"]["operatingMode"], "Running");
+
+    // Released again, then acquired while the pods cannot be watched: the acquire fails, and the
+    // Sandbox is suspended again with its claim, never deleted.
+    h.host.release(lease_ref(&again, &cfg)).await.expect("release suspends");
+    h.cluster.faults().add(Rule {
+        matches: Match {
+            verb: Some("watch".into()),
+            resource: Some("pods".into()),
+            user: Some(PROVIDER_USER.into()),
+            ..Default::default()
+        },
+        action: Action::Error { code: 403, reason: "Forbidden".into(), message: None, retry_after_seconds: None },
+        times: None,
+        probability: None,
+    });
+    match h.host.acquire(req).await {
+        Err(HostError::Provider(e)) => assert!(e.message().contains("suspended again"), "{e:?}"),
+        other => panic!("expected the provider's error, got {other:?}"),
+    }
+    h.cluster.faults().clear();
+    let kept = sandboxes(&h, "v1beta1").get(name).await.expect("the Sandbox is kept");
+    assert_eq!(kept.metadata.uid.as_deref(), Some(lease.workload_uid.as_str()));
+    assert_eq!(kept.data["spec"]["operatingMode"], "Suspended");
+    assert!(!claims.list(&Default::default()).await.expect("list").items.is_empty(), "the workspace is kept");
+    h.host.destroy(lease_ref(&lease, &cfg)).await.expect("destroy");
 }
 
 #[tokio::test]

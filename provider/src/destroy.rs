@@ -1,8 +1,9 @@
 //! Destroy: delete everything a lease can own, from the lease id alone.
 //!
 //! Total and idempotent: the per-lease Secret, the workload (with Background propagation, so its
-//! pods go too) and, for a lease with a persistent workspace, its claim. 404 and 410 are
-//! success; every delete is attempted even when one fails; the report says what happened to
+//! pods go too) and, for a lease with a persistent workspace, its claim. Only 404 is success
+//! (already gone): a 410 outside a watch says nothing about the object, so it is a failure like
+//! any other. Every delete is attempted even when one fails; the report says what happened to
 //! each object, and the call fails only if something could not be deleted. Lease metadata is
 //! never read, so missing or garbage metadata changes nothing.
 
@@ -24,7 +25,7 @@ fn background() -> DeleteOptions {
 fn delete<K: Kube>(kube: &K, resource: &ResourceType, namespace: &str, name: &str) -> Result<bool, KubeError> {
     match kube.delete(resource, Some(namespace), name, &background()) {
         Ok(()) => Ok(true),
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => Ok(false),
+        Err(KubeError::NotFound(_)) => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -193,6 +194,22 @@ mod tests {
         let report = provider.destroy(stored(&lease, &config)).unwrap();
         assert_eq!(report.objects[0].outcome, DeleteOutcome::AlreadyGone, "the Secret went the first time");
         assert_eq!(report.objects[1].outcome, DeleteOutcome::Deleted);
+    }
+
+    #[test]
+    fn a_410_on_delete_is_a_failure_never_already_gone() {
+        for backend in ["sandbox", "job"] {
+            let env = Env::new();
+            let provider = env.provider();
+            let config = config(backend);
+            let lease = provider.acquire(request(&config, "d-7")).unwrap();
+            env.kube.fail(Verb::Delete, "secrets", 1, KubeError::Gone("the resource version is too old".into()));
+            let err = provider.destroy(stored(&lease, &config)).unwrap_err();
+            assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{backend}: {err}");
+            assert!(err.message().contains("Secret sandboxes/pc-d-7-env failed"), "{backend}: {err}");
+            let report = provider.destroy(stored(&lease, &config)).unwrap();
+            assert!(report.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{backend}: {report:?}");
+        }
     }
 
     #[test]

@@ -31,7 +31,8 @@ impl FromKube for ProviderError {
                 Self::conflict(format!("{action} failed: a concurrent change won ({m}). Retry the call."), true)
             }
             KubeError::Gone(m) => Self::unavailable(format!(
-                "{action} failed: the API server no longer has the version asked for ({m}). Retry the call."
+                "{action} failed: the API server answered 410 Gone ({m}), which does not say whether the object \
+                 exists. Retry the call."
             )),
             KubeError::Invalid(m) => Self::rejected(format!(
                 "{action} was rejected as invalid: {m}. Fix the config field the message names, then retry."

@@ -3,8 +3,9 @@
 //! injection. It behaves like an API server where the provider can tell: resourceVersions
 //! (cluster-wide), uids, generations, 404/409/410, label and field selectors, pagination,
 //! merge patches, delete preconditions, finalizers, background garbage collection, and watches
-//! from a resourceVersion. Time only moves when the provider waits (a watch or a back-off), so
-//! tests of a 20 s deadline run in microseconds.
+//! from a resourceVersion. Like a kubelet, it holds a pod whose env needs a missing Secret in
+//! `CreateContainerConfigError` and starts it once the Secret exists. Time only moves when the
+//! provider waits (a watch or a back-off), so tests of a 20 s deadline run in microseconds.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -184,6 +185,7 @@ enum Action {
     Pod(Key, PodStep),
     Expire(Key),
     Modify(Key, Change),
+    Remove(Key),
 }
 
 struct Timer {
@@ -207,13 +209,27 @@ struct State {
     timers: Vec<Timer>,
     /// The host policy's namespaces; `None` allows every namespace.
     allowed_namespaces: Option<Vec<String>>,
+    /// From this monotonic time on, the API server is gone: every call fails to connect.
+    lost_at: Option<Duration>,
 }
 
 const SANDBOXES: &str = "sandboxes";
+/// How often the simulated kubelet looks again at a pod that waits for its Secret.
+const KUBELET_SYNC: Duration = Duration::from_secs(1);
 const SANDBOX_GROUP: &str = "agents.x-k8s.io";
 
 fn key(group: &str, plural: &str, namespace: Option<&str>, name: &str) -> Key {
     (group.to_string(), plural.to_string(), namespace.unwrap_or("").to_string(), name.to_string())
+}
+
+/// The key of an object the tests name by plural (the group follows from it).
+fn scheduled_key(plural: &str, namespace: &str, name: &str) -> Key {
+    let group = match plural {
+        SANDBOXES => SANDBOX_GROUP,
+        "jobs" => "batch",
+        _ => "",
+    };
+    key(group, plural, Some(namespace), name)
 }
 
 fn not_found(plural: &str, name: &str) -> KubeError {
@@ -302,7 +318,14 @@ impl State {
     fn record(&mut self, verb: Verb, plural: &str, name: Option<&str>) -> Result<(), KubeError> {
         self.run_due();
         self.calls.push(Call { verb, plural: plural.to_string(), name: name.map(str::to_string) });
+        if self.lost() {
+            return Err(KubeError::Transport("connect: connection refused".to_string()));
+        }
         self.fault(verb, plural, false)
+    }
+
+    fn lost(&self) -> bool {
+        self.lost_at.is_some_and(|at| self.clock.monotonic() >= at)
     }
 
     /// The error of a fault due now, before (`after` false) or after the call takes effect.
@@ -452,6 +475,7 @@ impl State {
                 Action::StartPod(owner) => self.start_pod(&owner),
                 Action::Pod(pod, step) => self.pod_step(&pod, step),
                 Action::Expire(sandbox) => self.expire(&sandbox),
+                Action::Remove(k) => self.remove(&k, true),
                 Action::Modify(k, change) => {
                     if let Some(mut object) = self.objects.get(&k).cloned() {
                         change(&mut object);
@@ -624,15 +648,24 @@ impl State {
             "state": {"terminated": {"exitCode": code, "reason": reason}}}])
         };
         match step {
-            PodStep::Ready => {
-                self.seq += 1;
-                pod["status"]["phase"] = json!("Running");
-                pod["status"]["podIP"] = json!(format!("10.0.0.{}", self.seq % 250 + 1));
-                pod["status"]["conditions"] =
-                    json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]);
-                pod["status"]["containerStatuses"] =
-                    json!([{"name": "sandbox", "ready": true, "restartCount": 0, "state": {"running": {}}}]);
-            }
+            PodStep::Ready => match self.missing_secret(&pod, &pod_key.2) {
+                Some(missing) => {
+                    pod["status"]["containerStatuses"] = json!([{"name": "sandbox", "ready": false, "restartCount": 0,
+                        "state": {"waiting": {"reason": "CreateContainerConfigError",
+                                              "message": format!("secret \"{missing}\" not found")}}}]);
+                    // Like a kubelet, look again at the next sync: the Secret may appear.
+                    self.schedule(KUBELET_SYNC, Action::Pod(pod_key.clone(), PodStep::Ready));
+                }
+                None => {
+                    self.seq += 1;
+                    pod["status"]["phase"] = json!("Running");
+                    pod["status"]["podIP"] = json!(format!("10.0.0.{}", self.seq % 250 + 1));
+                    pod["status"]["conditions"] =
+                        json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]);
+                    pod["status"]["containerStatuses"] =
+                        json!([{"name": "sandbox", "ready": true, "restartCount": 0, "state": {"running": {}}}]);
+                }
+            },
             PodStep::ImagePull => pod["status"]["containerStatuses"] = waiting("ErrImagePull"),
             PodStep::ConfigError => pod["status"]["containerStatuses"] = waiting("CreateContainerConfigError"),
             PodStep::CrashLoop => {
@@ -652,6 +685,20 @@ impl State {
         }
         let pod = self.update(pod_key, pod);
         self.sync_owner(&pod);
+    }
+
+    /// The first Secret the pod's env needs that does not exist.
+    fn missing_secret(&self, pod: &Value, namespace: &str) -> Option<String> {
+        let containers = pod.pointer("/spec/containers").and_then(Value::as_array)?;
+        containers
+            .iter()
+            .filter_map(|c| c.get("env").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|e| e.pointer("/valueFrom/secretKeyRef"))
+            .filter(|r| r.get("optional") != Some(&json!(true)))
+            .filter_map(|r| r.get("name").and_then(Value::as_str))
+            .find(|name| !self.objects.contains_key(&key("", "secrets", Some(namespace), name)))
+            .map(str::to_string)
     }
 
     fn owner_key_of(&self, pod: &Value) -> Option<Key> {
@@ -830,6 +877,7 @@ impl FakeKube {
                 controllers: true,
                 allowed_namespaces: None,
                 timers: Vec::new(),
+                lost_at: None,
             })),
         }
     }
@@ -904,13 +952,23 @@ impl FakeKube {
         name: &str,
         change: impl FnOnce(&mut Value) + 'static,
     ) {
-        let group = match plural {
-            SANDBOXES => SANDBOX_GROUP,
-            "jobs" => "batch",
-            _ => "",
-        };
-        let k = key(group, plural, Some(namespace), name);
-        self.state.borrow_mut().schedule(after, Action::Modify(k, Box::new(change)));
+        self.state
+            .borrow_mut()
+            .schedule(after, Action::Modify(scheduled_key(plural, namespace, name), Box::new(change)));
+    }
+
+    /// Deletes an object `after` from now (a DELETED event, dependents garbage-collected), as a
+    /// person or a concurrent client would.
+    pub fn schedule_remove(&self, after: Duration, plural: &str, namespace: &str, name: &str) {
+        self.state.borrow_mut().schedule(after, Action::Remove(scheduled_key(plural, namespace, name)));
+    }
+
+    /// Stops the API server `after` from now: every later call, and every open watch, fails as
+    /// a refused or reset connection.
+    pub fn disconnect_after(&self, after: Duration) {
+        let mut s = self.state.borrow_mut();
+        let at = s.clock.monotonic() + after;
+        s.lost_at = Some(at);
     }
 
     /// Removes every fault.
@@ -1219,6 +1277,9 @@ impl Watch for FakeWatch {
         let until = s.clock.monotonic() + timeout;
         loop {
             s.run_due();
+            if s.lost() {
+                return Err(KubeError::Transport("connection reset by peer".to_string()));
+            }
             if let Some(object) = self.initial.pop_front() {
                 return Ok(Some(WatchEvent::Added(object)));
             }
@@ -1239,7 +1300,7 @@ impl Watch for FakeWatch {
                     EventKind::Deleted => WatchEvent::Deleted(object),
                 }));
             }
-            match s.next_timer_at() {
+            match s.next_timer_at().into_iter().chain(s.lost_at).min() {
                 Some(at) if at <= until => s.clock.advance_to(at),
                 _ => {
                     s.clock.advance_to(until);

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::acquire::COMPENSATION_BUDGET;
+use crate::compensation::COMPENSATION_BUDGET;
 use crate::clock::Clock;
 use crate::config::{ConfigProblem, Validation};
 use crate::kube_api::Kube;

@@ -91,6 +91,8 @@ pub enum KubeError {
     AlreadyExists(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// 410: inside a watch, or for a list's continue token, the version asked for is too old
+    /// (re-list); on any other call it proves nothing about the object.
     #[error("gone: {0}")]
     Gone(String),
     #[error("invalid: {0}")]

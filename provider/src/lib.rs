@@ -6,12 +6,15 @@
 //! `kubernetes-provider`.
 
 pub mod acquire;
+mod adoption;
 pub mod api_versions;
 pub mod clock;
+pub mod compensation;
 pub mod config;
 pub mod describe;
 pub mod destroy;
 pub mod errors;
+pub mod event_stream;
 pub mod expiry;
 pub mod host_fit;
 pub mod image_ref;
@@ -29,6 +32,7 @@ pub mod redact;
 pub mod release;
 pub mod renew;
 pub mod resume;
+pub mod retry;
 pub mod sandbox_manifest;
 pub mod secret;
 pub mod workload_state;

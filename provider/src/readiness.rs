@@ -2,35 +2,31 @@
 //!
 //! The pods of the workload are watched from the create's resourceVersion (resourceVersions
 //! are cluster-wide, so the pods created after the workload all arrive as events), or from a
-//! fresh list when the workload already existed. A dropped watch resumes from the last version
-//! seen; 410 Gone re-lists. Every pod event is read for fail-fast causes. For a Sandbox, once
-//! its pod is ready, the Sandbox itself is watched until its Ready condition is True at the
-//! current generation. One deadline bounds the whole wait.
+//! fresh list when the workload already existed, through an [`EventStream`] that survives
+//! disconnects. On a plain read 410 proves nothing: only 404 means the workload is gone. Every
+//! pod event is read for fail-fast causes. For a Sandbox, once its pod is ready, the Sandbox
+//! itself is watched until its Ready condition is True at the current generation. One deadline
+//! bounds the whole wait; transient failures of its reads and watches are retried until then
+//! (see `retry`).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
-use crate::errors::{FromKube, ProviderError};
-use crate::kube_api::{Kube, KubeError, ListOptions, ResourceType, Watch, WatchEvent, WatchOptions};
+use crate::errors::ProviderError;
+use crate::event_stream::{Change, EventStream};
+use crate::kube_api::{Kube, KubeError, ResourceType};
 use crate::log::Log;
 use crate::naming::fnv1a32_hex;
 use crate::object;
+use crate::retry::{GaveUp, retry};
 use crate::workload_state::{
     Cause, Failure, JOB_NAME_LABEL, JobState, POD_NAME_ANNOTATION, PodInfo, PodState, SANDBOX_NAME_HASH_LABEL,
     SandboxState, job_state, pod_state, sandbox_state,
 };
-
-/// First pause after a watch could not be (re)opened; doubles up to [`BACKOFF_CAP`].
-const BACKOFF_START: Duration = Duration::from_millis(50);
-/// Longest pause between reconnects.
-const BACKOFF_CAP: Duration = Duration::from_secs(1);
-/// Page size of a re-list.
-const LIST_PAGE: u32 = 500;
 
 /// The workload being waited for.
 pub struct Target<'a> {
@@ -41,6 +37,9 @@ pub struct Target<'a> {
     pub resource: &'a ResourceType,
     /// The workload's uid: pods of another object and a replaced workload are not this lease's.
     pub uid: &'a str,
+    /// The lease's own Secret when the caller creates it right after the workload (acquire): a
+    /// pod that waits for it is starting, not failed. `None` when nobody is about to create it.
+    pub secret: Option<&'a str>,
     /// The Job retries a failed pod (backoffLimit > 0), so a failed pod is not final.
     pub job_retries: bool,
 }
@@ -104,185 +103,6 @@ pub enum WaitError {
     Timeout(String),
 }
 
-/// One change seen by an [`EventStream`].
-pub enum Change {
-    Upsert(Value),
-    Deleted(Value),
-    /// The watch expired (410) and the current state was listed instead: replace what you knew.
-    Relisted(Vec<Value>),
-}
-
-/// Errors after which a watch is reopened from the last version seen.
-fn transient(error: &KubeError) -> bool {
-    match error {
-        KubeError::Transport(_) | KubeError::Timeout(_) | KubeError::Unavailable { .. } => true,
-        KubeError::Other { code, .. } => *code == 429 || *code >= 500,
-        _ => false,
-    }
-}
-
-/// A watch that survives disconnects: resumes from the last resourceVersion, re-lists on 410.
-pub struct EventStream<'k, K: Kube> {
-    kube: &'k K,
-    resource: ResourceType,
-    namespace: String,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-    watch: Option<K::Watch>,
-    cursor: Option<String>,
-    failures: u32,
-}
-
-impl<'k, K: Kube> EventStream<'k, K> {
-    /// A stream over `resource` in `namespace`; nothing is opened until [`Self::next`].
-    pub fn new(
-        kube: &'k K,
-        resource: ResourceType,
-        namespace: &str,
-        label_selector: Option<String>,
-        field_selector: Option<String>,
-    ) -> Self {
-        Self {
-            kube,
-            resource,
-            namespace: namespace.to_string(),
-            label_selector,
-            field_selector,
-            watch: None,
-            cursor: None,
-            failures: 0,
-        }
-    }
-
-    fn what(&self) -> String {
-        format!("{} in namespace {}", self.resource.plural, self.namespace)
-    }
-
-    /// Starts (or restarts) after `resource_version`.
-    pub fn resume_from(&mut self, resource_version: &str) {
-        self.watch = None;
-        self.cursor = Some(resource_version.to_string());
-    }
-
-    /// Lists the current state (every page) and restarts the watch after it.
-    pub fn relist(&mut self) -> Result<Vec<Value>, ProviderError> {
-        self.watch = None;
-        let mut items = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let options = ListOptions {
-                label_selector: self.label_selector.clone(),
-                field_selector: self.field_selector.clone(),
-                limit: Some(LIST_PAGE),
-                continue_token: token.clone(),
-                resource_version: None,
-            };
-            let list = match self.kube.list(&self.resource, Some(&self.namespace), &options) {
-                // The continue token expired mid-way: start the list again.
-                Err(KubeError::Gone(_)) if token.is_some() => {
-                    items.clear();
-                    token = None;
-                    continue;
-                }
-                Err(e) => return Err(ProviderError::from_kube(&e, &format!("list {}", self.what()))),
-                Ok(list) => list,
-            };
-            items.extend(object::list_items(&list));
-            let rv = object::str_at(&list, "/metadata/resourceVersion").map(str::to_string);
-            match object::str_at(&list, "/metadata/continue") {
-                Some(next) => token = Some(next.to_string()),
-                None => {
-                    self.cursor = rv;
-                    return Ok(items);
-                }
-            }
-        }
-    }
-
-    fn back_off(&mut self, clock: &dyn Clock, deadline: Deadline) {
-        let pause = BACKOFF_START.saturating_mul(1 << self.failures.min(5)).min(BACKOFF_CAP);
-        self.failures += 1;
-        clock.sleep(pause.min(deadline.remaining(clock)));
-    }
-
-    /// The next change, or `None` once the deadline has passed.
-    pub fn next(
-        &mut self,
-        clock: &dyn Clock,
-        log: &dyn Log,
-        deadline: Deadline,
-    ) -> Result<Option<Change>, ProviderError> {
-        loop {
-            let remaining = deadline.remaining(clock);
-            if remaining.is_zero() {
-                return Ok(None);
-            }
-            let Some(watch) = self.watch.as_mut() else {
-                let Some(cursor) = self.cursor.clone() else {
-                    return Ok(Some(Change::Relisted(self.relist()?)));
-                };
-                let options = WatchOptions {
-                    label_selector: self.label_selector.clone(),
-                    field_selector: self.field_selector.clone(),
-                    resource_version: Some(cursor),
-                    timeout_seconds: Some(u32::try_from(remaining.as_secs() + 1).unwrap_or(u32::MAX)),
-                    allow_bookmarks: true,
-                };
-                match self.kube.watch(&self.resource, Some(&self.namespace), &options) {
-                    Ok(w) => self.watch = Some(w),
-                    Err(KubeError::Gone(_)) => {
-                        log.debug("watch start is too old (410); re-listing", &[("resource", &self.resource.plural)]);
-                        return Ok(Some(Change::Relisted(self.relist()?)));
-                    }
-                    Err(e) if transient(&e) => {
-                        log.debug("could not open the watch; retrying", &[("error", &e.to_string())]);
-                        self.back_off(clock, deadline);
-                    }
-                    Err(e) => return Err(ProviderError::from_kube(&e, &format!("watch {}", self.what()))),
-                }
-                continue;
-            };
-            let wait_ms = u32::try_from(remaining.as_millis()).unwrap_or(u32::MAX);
-            match watch.next(Duration::from_millis(u64::from(wait_ms))) {
-                Ok(None) => {}
-                Ok(Some(event)) => {
-                    self.failures = 0;
-                    let (change, rv) = match event {
-                        WatchEvent::Bookmark(rv) => (None, Some(rv)),
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                            let rv = object::resource_version(&o).map(str::to_string);
-                            (Some(Change::Upsert(o)), rv)
-                        }
-                        WatchEvent::Deleted(o) => {
-                            let rv = object::resource_version(&o).map(str::to_string);
-                            (Some(Change::Deleted(o)), rv)
-                        }
-                    };
-                    if rv.is_some() {
-                        self.cursor = rv;
-                    }
-                    if let Some(change) = change {
-                        return Ok(Some(change));
-                    }
-                }
-                Err(KubeError::Gone(_)) => {
-                    log.debug("watch expired (410); re-listing", &[("resource", &self.resource.plural)]);
-                    return Ok(Some(Change::Relisted(self.relist()?)));
-                }
-                Err(e) if transient(&e) => {
-                    log.debug(
-                        "watch dropped; resuming from the last version seen",
-                        &[("error", &e.to_string()), ("resourceVersion", self.cursor.as_deref().unwrap_or(""))],
-                    );
-                    self.watch = None;
-                    self.back_off(clock, deadline);
-                }
-                Err(e) => return Err(ProviderError::from_kube(&e, &format!("watch {}", self.what()))),
-            }
-        }
-    }
-}
-
 /// What the pods of a workload say together.
 enum Verdict {
     Ready(PodInfo),
@@ -302,7 +122,7 @@ fn own(target: &Target<'_>, pods: Vec<Value>) -> BTreeMap<String, Value> {
 }
 
 fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
-    let states: Vec<(&str, PodState)> = pods.iter().map(|(n, p)| (n.as_str(), pod_state(p))).collect();
+    let states: Vec<(&str, PodState)> = pods.iter().map(|(n, p)| (n.as_str(), pod_state(p, target.secret))).collect();
     let ended =
         |s: &PodState| matches!(s, PodState::Failed(f) if matches!(f.cause, Cause::PodFailed | Cause::PodSucceeded));
     let retried = |s: &PodState| target.backend == Backend::Job && target.job_retries && ended(s);
@@ -335,13 +155,28 @@ fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
     }
 }
 
+/// Reads the workload, retrying transient failures until the deadline; 404 is `deleted`.
+fn read_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    target: &Target<'_>,
+    deadline: Deadline,
+) -> Result<Value, WaitError> {
+    match retry(clock, deadline, || kube.get(target.resource, Some(target.namespace), target.name)) {
+        Ok(w) => Ok(w),
+        Err(GaveUp::Final(KubeError::NotFound(_))) => Err(WaitError::Failed(target.deleted())),
+        Err(g) => Err(WaitError::Api(g.into_error(&format!("get {}", target.describe())))),
+    }
+}
+
 /// After a pod of the workload disappeared: is the workload itself still there and alive?
-fn check_workload<K: Kube>(kube: &K, target: &Target<'_>) -> Result<(), WaitError> {
-    let workload = match kube.get(target.resource, Some(target.namespace), target.name) {
-        Ok(w) => w,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => return Err(WaitError::Failed(target.deleted())),
-        Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
-    };
+fn check_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    target: &Target<'_>,
+    deadline: Deadline,
+) -> Result<(), WaitError> {
+    let workload = read_workload(kube, clock, target, deadline)?;
     match object::uid(&workload) {
         Some(found) if !target.uid.is_empty() && found != target.uid => {
             return Err(WaitError::Failed(target.replaced(found)));
@@ -398,7 +233,7 @@ fn wait_for_pod<K: Kube>(
                     owned.remove(name);
                 }
                 if owned_by(&pod, target.uid) {
-                    check_workload(kube, target)?;
+                    check_workload(kube, clock, target, deadline)?;
                 }
             }
             Some(Change::Relisted(items)) => *owned = own(target, items),
@@ -416,11 +251,7 @@ fn wait_for_sandbox<K: Kube>(
     pod: PodInfo,
     deadline: Deadline,
 ) -> Result<Option<PodInfo>, WaitError> {
-    let mut sandbox = match kube.get(target.resource, Some(target.namespace), target.name) {
-        Ok(s) => s,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => return Err(WaitError::Failed(target.deleted())),
-        Err(e) => return Err(WaitError::Api(ProviderError::from_kube(&e, &format!("get {}", target.describe())))),
-    };
+    let mut sandbox = read_workload(kube, clock, target, deadline)?;
     let mut stream = EventStream::new(
         kube,
         target.resource.clone(),
@@ -483,7 +314,7 @@ pub fn wait_ready<K: Kube>(
     let mut owned = BTreeMap::new();
     match start {
         Start::After(rv) => pods.resume_from(&rv),
-        Start::List => owned = own(target, pods.relist().map_err(WaitError::Api)?),
+        Start::List => owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?),
     }
     loop {
         let pod = wait_for_pod(kube, clock, log, target, &mut pods, &mut owned, deadline)?;
@@ -493,7 +324,7 @@ pub fn wait_ready<K: Kube>(
                 if let Some(pod) = wait_for_sandbox(kube, clock, log, target, pod, deadline)? {
                     return Ok(pod);
                 }
-                owned = own(target, pods.relist().map_err(WaitError::Api)?);
+                owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?);
             }
         }
     }
@@ -501,6 +332,8 @@ pub fn wait_ready<K: Kube>(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use serde_json::json;
 
     use super::*;
@@ -542,6 +375,7 @@ mod tests {
             name: "sb",
             resource: &resource,
             uid,
+            secret: None,
             job_retries: false,
         };
         let deadline = Deadline::after(clock, Duration::from_secs(seconds));
@@ -650,6 +484,63 @@ mod tests {
         wait(&kube, &clock, &uid, 10).unwrap();
         assert_eq!(kube.count(Verb::Watch, "sandboxes"), 3);
         assert_eq!(clock.monotonic(), Duration::from_secs(1), "back-off (50 + 100 ms) stayed inside the wait");
+    }
+
+    #[test]
+    fn transient_failures_of_reads_inside_the_wait_are_retried() {
+        let errors = [
+            KubeError::Other { code: 500, message: "etcdserver: leader changed".into() },
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: None },
+            KubeError::Timeout("slow".into()),
+            KubeError::Transport("connection reset".into()),
+            KubeError::Gone("the resource version is too old".into()),
+        ];
+        for error in errors {
+            let (kube, clock, uid) = scripted();
+            kube.schedule_modify(Duration::from_secs(1), "sandboxes", NS, "sb", |s| {
+                s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+            });
+            kube.fail_times(Verb::List, "pods", 0, 2, error.clone());
+            kube.fail_times(Verb::Get, "sandboxes", 0, 2, error.clone());
+            let pod = wait(&kube, &clock, &uid, 10).unwrap_or_else(|e| panic!("{error:?}: {e:?}"));
+            assert_eq!(pod.name, "sb");
+            assert_eq!(kube.count(Verb::List, "pods"), 3, "{error:?}");
+            assert_eq!(kube.count(Verb::Get, "sandboxes"), 3, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_inside_the_deadline_and_ends_the_wait_beyond_it() {
+        let ready = |s: &mut Value| {
+            s["status"]["conditions"] = json!([{"type": "Ready", "status": "True", "observedGeneration": 1}]);
+        };
+        let (kube, clock, uid) = scripted();
+        kube.modify("sandboxes", NS, "sb", ready);
+        kube.fail(
+            Verb::Get,
+            "sandboxes",
+            1,
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: Some(3) },
+        );
+        wait(&kube, &clock, &uid, 10).unwrap();
+        assert_eq!(clock.monotonic(), Duration::from_secs(3), "asked again only after Retry-After");
+
+        let (kube, clock, uid) = scripted();
+        kube.modify("sandboxes", NS, "sb", ready);
+        kube.fail(
+            Verb::Get,
+            "sandboxes",
+            1,
+            KubeError::Unavailable { message: "busy".into(), retry_after_seconds: Some(30) },
+        );
+        match wait(&kube, &clock, &uid, 10) {
+            Err(WaitError::Api(e)) => {
+                assert_eq!((e.kind(), e.retryable()), ("unavailable", true));
+                assert!(e.message().contains("Retry in 30 s"), "{}", e.message());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock.monotonic(), Duration::ZERO, "no wait for an answer that cannot come in time");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Release: the run is over. An ephemeral lease is destroyed; a reusable Sandbox lease is
 //! suspended (its pod deleted, its workspace claim kept) for a later resume-check. Idempotent:
-//! a workload that is already gone is released.
+//! a workload that is already gone (404) is released; any other failure, 410 included, is an
+//! error, because it does not say whether the Sandbox was suspended.
 
 use crate::api_versions;
 use crate::config::Backend;
@@ -28,7 +29,7 @@ pub fn release<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
     let resource = version.resource();
     let current = match kube.get(&resource, Some(&id.namespace), &id.name) {
         Ok(s) => s,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+        Err(KubeError::NotFound(_)) => {
             log.info("nothing to suspend: the Sandbox is already gone", &[("sandbox", &what)]);
             return Ok(());
         }
@@ -44,7 +45,7 @@ pub fn release<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
             log.info("suspended a reusable Sandbox; its workspace claim is kept", &[("sandbox", &what)]);
             Ok(())
         }
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => Ok(()),
+        Err(KubeError::NotFound(_)) => Ok(()),
         Err(e) => Err(ProviderError::from_kube(&e, &format!("suspend {what}"))),
     }
 }
@@ -54,6 +55,8 @@ mod tests {
     use serde_json::json;
 
     use crate::acquire::AcquireRequest;
+    use crate::fake_kube::Verb;
+    use crate::kube_api::KubeError;
     use crate::testkit::{Env, NS, config, config_with, request, stored};
     use crate::workload_state::sandbox_spec_suspended;
 
@@ -83,5 +86,21 @@ mod tests {
         assert!(env.kube.object("pods", NS, "pc-l-2").is_none());
         env.kube.remove("sandboxes", NS, "pc-l-2");
         provider.release(stored(&lease, &config)).unwrap();
+    }
+
+    #[test]
+    fn a_410_is_an_error_never_released() {
+        for verb in [Verb::Get, Verb::Patch] {
+            let env = Env::new();
+            let provider = env.provider();
+            let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+            let lease = provider.acquire(AcquireRequest { reusable: true, ..request(&config, "l-3") }).unwrap();
+            env.kube.fail(verb, "sandboxes", 1, KubeError::Gone("the resource version is too old".into()));
+            let err = provider.release(stored(&lease, &config)).unwrap_err();
+            assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{verb:?}: {err}");
+            assert!(!sandbox_spec_suspended(&env.kube.object("sandboxes", NS, "pc-l-3").unwrap()), "{verb:?}");
+            provider.release(stored(&lease, &config)).unwrap();
+            assert!(sandbox_spec_suspended(&env.kube.object("sandboxes", NS, "pc-l-3").unwrap()), "{verb:?}");
+        }
     }
 }

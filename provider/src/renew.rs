@@ -1,7 +1,8 @@
 //! Renew: move a lease's leak guard with a merge patch (Sandbox `shutdownTime`, Job
 //! `activeDeadlineSeconds`, which counts from the Job's `status.startTime`). The new expiry is
-//! capped at now + lease TTL like at acquire. A workload that is gone, finished or replaced is
-//! an answer (`expired`, with the reason), not an error, as for resume-check.
+//! capped at now + lease TTL like at acquire. A workload that is gone (404), finished or replaced
+//! is an answer (`expired`, with the reason), not an error, as for resume-check; any other
+//! failure, 410 included, means "could not renew".
 
 use serde_json::Value;
 
@@ -46,7 +47,7 @@ fn live_workload<K: Kube>(
 ) -> Result<Value, Stop> {
     let workload = match kube.get(resource, Some(&id.namespace), &id.name) {
         Ok(w) => w,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+        Err(KubeError::NotFound(_)) => {
             return Err(expired(what, "no longer exists (its expiry passed or it was deleted)"));
         }
         Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}")).into()),
@@ -137,7 +138,7 @@ fn try_renew<K: Kube>(
     };
     let patched = match kube.patch(&resource, Some(&id.namespace), &id.name, PatchType::Merge, &patch, None) {
         Ok(p) => p,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+        Err(KubeError::NotFound(_)) => {
             return Err(expired(&what, "was deleted while renewing it"));
         }
         Err(e) => return Err(ProviderError::from_kube(&e, &format!("renew {what}")).into()),
@@ -158,6 +159,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::fake_kube::Verb;
     use crate::testkit::{Env, NOW, NS, config, request, stored};
 
     fn resumable(outcome: ResumeOutcome) -> Lease {
@@ -240,5 +242,19 @@ mod tests {
         assert!(err.message().contains("release or destroy"), "{err}");
         env.kube.fail(crate::fake_kube::Verb::Patch, "sandboxes", 1, KubeError::Timeout("slow".into()));
         assert_eq!(provider.renew(lease, NOW + 100_000).unwrap_err().kind(), "timeout");
+    }
+
+    #[test]
+    fn a_410_is_an_error_never_expired() {
+        for verb in [Verb::Get, Verb::Patch] {
+            let env = Env::new();
+            let provider = env.provider();
+            let config = config("sandbox");
+            let lease = stored(&provider.acquire(request(&config, "n-6")).unwrap(), &config);
+            env.kube.fail(verb, "sandboxes", 1, KubeError::Gone("the resource version is too old".into()));
+            let err = provider.renew(lease.clone(), NOW + 100_000).unwrap_err();
+            assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{verb:?}: {err}");
+            resumable(provider.renew(lease, NOW + 100_000).unwrap());
+        }
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! Three answers: `resumable` (with the lease refreshed), `expired` with a reason a person can
 //! act on, or an error meaning "could not tell". An API failure is never `expired`; only a
-//! workload that is gone (404/410), terminating, finished, expired or replaced by a new object
-//! under the same name is. A pod replaced under the same Sandbox is reported in the lease (new
+//! workload that is gone (404), terminating, finished, expired or replaced by a new object under
+//! the same name is. A 410 outside a watch proves nothing, so it is "could not tell" too. A pod replaced under the same Sandbox is reported in the lease (new
 //! pod uid, the old one in the metadata). A suspended Sandbox of a reusable lease is resumed
 //! and waited for, within the config's readiness timeout.
 
@@ -21,6 +21,7 @@ use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
 use crate::readiness::{self, Start, Target, WaitError};
+use crate::retry::{GaveUp, retry};
 use crate::sandbox_manifest;
 use crate::workload_state::{JobState, SandboxState, expiry_of, job_state, sandbox_state};
 
@@ -53,14 +54,14 @@ pub fn resume_check<K: Kube>(
         Backend::Job => (api_versions::jobs(), "Job", None),
     };
     let what = format!("{kind} {}", id.qualified());
-    let workload = match kube.get(&resource, Some(&id.namespace), &id.name) {
+    let workload = match retry(clock, deadline, || kube.get(&resource, Some(&id.namespace), &id.name)) {
         Ok(w) => w,
-        Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+        Err(GaveUp::Final(KubeError::NotFound(_))) => {
             return Ok(ResumeOutcome::Expired(format!(
                 "{what} no longer exists: its expiry passed or it was deleted. Acquire a new sandbox."
             )));
         }
-        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
+        Err(g) => return Err(g.into_error(&format!("get {what}"))),
     };
     let uid = object::uid(&workload).unwrap_or("").to_string();
     if !lease.workload_uid.is_empty() && uid != lease.workload_uid {
@@ -98,7 +99,7 @@ pub fn resume_check<K: Kube>(
                     None,
                 ) {
                     Ok(p) => p,
-                    Err(KubeError::NotFound(_) | KubeError::Gone(_)) => {
+                    Err(KubeError::NotFound(_)) => {
                         return Ok(ResumeOutcome::Expired(format!("{what} was deleted while resuming it.")));
                     }
                     Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
@@ -125,6 +126,8 @@ pub fn resume_check<K: Kube>(
         name: &id.name,
         resource: &resource,
         uid: &uid,
+        // The lease's Secret was made at acquire: if it is missing now, nobody will create it.
+        secret: None,
         job_retries: backoff_limit > 0,
     };
     let pod = match readiness::wait_ready(kube, clock, log, &target, start, deadline) {
@@ -221,16 +224,43 @@ mod tests {
     fn an_api_failure_is_an_error_never_expired() {
         let env = Env::new();
         let (provider, lease) = acquired(&env, &config("sandbox"), "r-4");
-        env.kube.fail(
+        env.kube.fail_always(
             Verb::Get,
             "sandboxes",
-            1,
             KubeError::Unavailable { message: "etcd".into(), retry_after_seconds: Some(2) },
         );
         let err = provider.resume_check(lease.clone()).unwrap_err();
         assert_eq!((err.kind(), err.retryable()), ("unavailable", true));
+        env.kube.clear_faults();
         env.kube.fail(Verb::ServedVersions, "agents.x-k8s.io", 1, KubeError::Transport("reset".into()));
         assert_eq!(provider.resume_check(lease).unwrap_err().kind(), "unavailable");
+    }
+
+    #[test]
+    fn a_transient_read_failure_is_asked_again_not_answered() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-4d");
+        env.kube.fail(Verb::Get, "sandboxes", 1, KubeError::Other { code: 500, message: "etcd".into() });
+        env.kube.fail(Verb::List, "pods", 1, KubeError::Timeout("slow".into()));
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Resumable(_)));
+    }
+
+    #[test]
+    fn a_410_is_an_error_never_expired() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-4b");
+        env.kube.fail_always(Verb::Get, "sandboxes", KubeError::Gone("the resource version is too old".into()));
+        let err = provider.resume_check(lease.clone()).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err}");
+        env.kube.clear_faults();
+
+        let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+        let reusable = provider.acquire(AcquireRequest { reusable: true, ..request(&config, "r-4c") }).unwrap();
+        let reusable = stored(&reusable, &config);
+        provider.release(reusable.clone()).unwrap();
+        env.kube.fail(Verb::Patch, "sandboxes", 1, KubeError::Gone("the resource version is too old".into()));
+        let err = provider.resume_check(reusable).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("unavailable", true), "{err}");
     }
 
     #[test]

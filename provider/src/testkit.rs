@@ -86,3 +86,14 @@ pub fn assert_quotes_a_prefix(message: &str, value: &str) {
     assert!(message.len() < 1_000, "a {} byte message: {head}…", message.len());
     assert!(message.contains(&format!("({} bytes)", value.len())), "no length of the value in: {head}");
 }
+
+/// Fails when anything is left in the namespace.
+pub fn assert_nothing_left(env: &Env) {
+    assert!(env.kube.names_in(NS).is_empty(), "left behind: {:?}", env.kube.names_in(NS));
+}
+
+/// Fails when the secret value shows in `text` or in the log.
+pub fn assert_no_secret(env: &Env, text: &str) {
+    assert!(!text.contains(SECRET_VALUE), "secret leaked into: {text}");
+    assert!(!env.log_text().contains(SECRET_VALUE), "secret leaked into the log: {}", env.log_text());
+}

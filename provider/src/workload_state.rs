@@ -138,8 +138,11 @@ fn last_exit(pod: &Value) -> Option<String> {
     })
 }
 
-/// Reads a pod.
-pub fn pod_state(pod: &Value) -> PodState {
+/// Reads a pod. `own_secret` names the lease's Secret when the caller is about to create it
+/// (acquire writes it right after the workload): the kubelet reports it missing with
+/// `CreateContainerConfigError` until then and starts the container once it exists, so a pod
+/// waiting for it is starting. Any other config error fails fast.
+pub fn pod_state(pod: &Value, own_secret: Option<&str>) -> PodState {
     let name = object::name(pod).unwrap_or("?");
     if object::is_terminating(pod) {
         return PodState::Terminating;
@@ -188,6 +191,14 @@ pub fn pod_state(pod: &Value) -> PodState {
                         "pod {name} cannot pull {image} ({reason}{detail}). Check the image name and tag, and \
                          imagePullSecrets for a private registry."
                     ),
+                ));
+            }
+            "CreateContainerConfigError"
+                if own_secret.is_some_and(|s| message.contains(&format!("secret \"{s}\" not found"))) =>
+            {
+                return PodState::Starting(format!(
+                    "pod {name} waits for its Secret {}, created right after the workload ({reason}{detail})",
+                    own_secret.unwrap_or_default()
                 ));
             }
             "CreateContainerConfigError" => {
@@ -420,16 +431,30 @@ mod tests {
 
     #[test]
     fn fail_fast_pod_causes() {
-        assert_eq!(cause(pod_state(&waiting("ErrImagePull"))), Cause::ImagePull);
-        assert_eq!(cause(pod_state(&waiting("ImagePullBackOff"))), Cause::ImagePull);
-        assert_eq!(cause(pod_state(&waiting("InvalidImageName"))), Cause::ImagePull);
-        assert_eq!(cause(pod_state(&waiting("CreateContainerConfigError"))), Cause::ContainerConfig);
-        assert_eq!(cause(pod_state(&waiting("CrashLoopBackOff"))), Cause::CrashLoop);
-        assert_eq!(cause(pod_state(&pod(json!({"phase": "Failed", "reason": "Evicted"})))), Cause::PodFailed);
-        assert_eq!(cause(pod_state(&pod(json!({"phase": "Succeeded"})))), Cause::PodSucceeded);
+        assert_eq!(cause(pod_state(&waiting("ErrImagePull"), None)), Cause::ImagePull);
+        assert_eq!(cause(pod_state(&waiting("ImagePullBackOff"), None)), Cause::ImagePull);
+        assert_eq!(cause(pod_state(&waiting("InvalidImageName"), None)), Cause::ImagePull);
+        assert_eq!(cause(pod_state(&waiting("CreateContainerConfigError"), None)), Cause::ContainerConfig);
+        assert_eq!(cause(pod_state(&waiting("CrashLoopBackOff"), None)), Cause::CrashLoop);
+        assert_eq!(cause(pod_state(&pod(json!({"phase": "Failed", "reason": "Evicted"})), None)), Cause::PodFailed);
+        assert_eq!(cause(pod_state(&pod(json!({"phase": "Succeeded"})), None)), Cause::PodSucceeded);
         let unschedulable = pod(json!({"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}]}));
-        assert_eq!(cause(pod_state(&unschedulable)), Cause::Unschedulable);
+        assert_eq!(cause(pod_state(&unschedulable, None)), Cause::Unschedulable);
+    }
+
+    #[test]
+    fn only_the_leases_own_missing_secret_is_still_starting() {
+        let missing = |name: &str| {
+            pod(json!({"phase": "Pending", "containerStatuses": [{"name": "sandbox", "state": {"waiting": {
+                "reason": "CreateContainerConfigError", "message": format!("secret \"{name}\" not found")}}}]}))
+        };
+        assert!(
+            matches!(pod_state(&missing("pc-1-env"), Some("pc-1-env")), PodState::Starting(why) if why.contains("pc-1-env"))
+        );
+        assert_eq!(cause(pod_state(&missing("other"), Some("pc-1-env"))), Cause::ContainerConfig);
+        assert_eq!(cause(pod_state(&missing("pc-1-env"), None)), Cause::ContainerConfig, "nobody creates it");
+        assert_eq!(cause(pod_state(&waiting("CreateContainerConfigError"), Some("pc-1-env"))), Cause::ContainerConfig);
     }
 
     #[test]
@@ -448,15 +473,15 @@ mod tests {
         let ready = pod(json!({"phase": "Running", "podIP": "10.0.0.1",
             "conditions": [{"type": "Ready", "status": "True"}]}));
         assert_eq!(
-            pod_state(&ready),
+            pod_state(&ready, None),
             PodState::Ready(PodInfo { name: "p".into(), uid: "u1".into(), ip: Some("10.0.0.1".into()) })
         );
         let no_ip = pod(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}));
-        assert!(matches!(pod_state(&no_ip), PodState::Starting(_)));
+        assert!(matches!(pod_state(&no_ip, None), PodState::Starting(_)));
         let mut terminating = ready.clone();
         terminating["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
-        assert_eq!(pod_state(&terminating), PodState::Terminating);
-        assert!(matches!(pod_state(&pod(json!({}))), PodState::Starting(_)));
+        assert_eq!(pod_state(&terminating, None), PodState::Terminating);
+        assert!(matches!(pod_state(&pod(json!({})), None), PodState::Starting(_)));
     }
 
     fn sandbox(generation: i64, conditions: Value) -> Value {
