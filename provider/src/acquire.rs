@@ -26,6 +26,7 @@ use crate::compensation::{self, Scope, Touched};
 use crate::config::{self, Backend, Config};
 use crate::errors::{FromKube, ProviderError};
 use crate::expiry;
+use crate::host_fit;
 use crate::input_limits;
 use crate::job_manifest::{self, JobParams};
 use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
@@ -101,6 +102,9 @@ pub(crate) fn plan<K: Kube>(
     request: &AcquireRequest,
 ) -> Result<Plan, ProviderError> {
     let config = config::parse(&request.config)?;
+    if let Some(problem) = host_fit::problems(&config.namespace, config.readiness_timeout_seconds, kube, clock).pop() {
+        return Err(ProviderError::invalid_config(problem.path, problem.message));
+    }
     naming::check_host_id("run id", &request.run_id).map_err(ProviderError::rejected)?;
     if let Some(agent) = &request.agent_id {
         naming::check_host_id("agent id", agent).map_err(ProviderError::rejected)?;
@@ -226,6 +230,7 @@ fn provision<K: Kube>(
     clock: &dyn Clock,
     log: &dyn Log,
     plan: &Plan,
+    started: Duration,
     deadline: Deadline,
     touched: &mut Vec<Touched>,
 ) -> Result<Lease, ProviderError> {
@@ -262,9 +267,9 @@ fn provision<K: Kube>(
         WaitError::Api(e) => e,
         WaitError::Timeout(why) => ProviderError::timeout(format!(
             "{} was not ready within {} s: {why}. The image may still be pulling or the cluster may be slow; retry, \
-             or raise readinessTimeoutSeconds (keeping it inside the host's call budget).",
+             or raise readinessTimeoutSeconds (keeping it inside the host's call deadline).",
             target.describe(),
-            plan.config.readiness_timeout_seconds
+            (clock.monotonic().saturating_sub(started).as_millis() + 500) / 1000
         )),
     })?;
 
@@ -305,7 +310,7 @@ fn resume_adopted<K: Kube>(kube: &K, plan: &Plan) -> Result<Option<Start>, Provi
     let patch = sandbox_manifest::resume_patch(version);
     match kube.patch(&plan.resource, ns, &plan.name, PatchType::Merge, &patch, None) {
         Ok(patched) => Ok(object::resource_version(&patched).map(|rv| Start::After(rv.to_string()))),
-        Err(KubeError::NotFound(_)) => Err(ProviderError::conflict(
+        Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => Err(ProviderError::conflict(
             format!(
                 "{} was deleted while this acquire resumed it (someone deleted it, or its expiry passed). Retry \
                  acquire: it creates a new one, with an empty workspace.",
@@ -375,12 +380,33 @@ pub fn acquire<K: Kube>(
 }
 
 /// The one deadline of an acquire's writes and wait: the config's readiness timeout, counted
-/// from the call's start. Clean-up after a failure gets [`compensation::COMPENSATION_BUDGET`]
-/// on top.
+/// from the call's start, cut short where the host's call deadline would leave no room for the
+/// clean-up after a failure ([`compensation::COMPENSATION_BUDGET`]) and a margin.
 fn acquire_deadline(clock: &dyn Clock, started: Duration, config: &Config) -> Deadline {
-    let budget = Duration::from_secs(u64::from(config.readiness_timeout_seconds));
-    Deadline::after(clock, budget.saturating_sub(clock.monotonic().saturating_sub(started)))
+    let wanted = Duration::from_secs(u64::from(config.readiness_timeout_seconds));
+    host_fit::wait_deadline(
+        clock,
+        wanted.saturating_sub(clock.monotonic().saturating_sub(started)),
+        compensation::COMPENSATION_BUDGET,
+    )
 }
+
+/// Refuses to start writing when the host's deadline leaves no time to wait and then clean up:
+/// nothing would be ready, and a failure could not be undone in time.
+fn check_time_left(clock: &dyn Clock, deadline: Deadline) -> Result<(), ProviderError> {
+    match clock.call_remaining() {
+        Some(left) if deadline.remaining(clock) < MIN_WAIT => Err(ProviderError::timeout(format!(
+            "the host leaves {} ms of this call, too little to wait for a sandbox and still clean up after a \
+             failure ({} s); nothing was created. Retry with a fresh call, or raise the host's call-timeout-ms.",
+            left.as_millis(),
+            compensation::COMPENSATION_BUDGET.as_secs()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The shortest readiness wait worth starting an acquire for.
+const MIN_WAIT: Duration = Duration::from_secs(1);
 
 fn acquire_unredacted<K: Kube>(
     kube: &K,
@@ -391,8 +417,9 @@ fn acquire_unredacted<K: Kube>(
     let started = clock.monotonic();
     let plan = plan(kube, clock, log, request)?;
     let deadline = acquire_deadline(clock, started, &plan.config);
+    check_time_left(clock, deadline)?;
     let mut touched = Vec::new();
-    match provision(kube, clock, log, &plan, deadline, &mut touched) {
+    match provision(kube, clock, log, &plan, started, deadline, &mut touched) {
         Ok(lease) => Ok(lease),
         Err(error) if touched.is_empty() => Err(error),
         Err(error) => {

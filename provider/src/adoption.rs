@@ -10,6 +10,7 @@
 //! sandbox again. Each object is recorded for clean-up before its create, so a lost answer is
 //! still cleaned up.
 
+use sandbox_contract::quote::quote;
 use serde_json::{Value, json};
 
 use crate::acquire::Plan;
@@ -59,7 +60,7 @@ pub fn proves_acquisition(object: &Value, identity: &Identity) -> bool {
 }
 
 fn not_ours(kind: &str, namespace: &str, name: &str, found: &Value) -> ProviderError {
-    let show = |v: Option<&str>| v.map_or_else(|| "absent".to_string(), |s| format!("{s:?}"));
+    let show = |v: Option<&str>| v.map_or_else(|| "absent".to_string(), |s| quote(s).to_string());
     ProviderError::conflict(
         format!(
             "{kind} {namespace}/{name} already exists and is not this acquisition's (its label \
@@ -68,6 +69,19 @@ fn not_ours(kind: &str, namespace: &str, name: &str, found: &Value) -> ProviderE
              another acquisition id.",
             show(object::label(found, LABEL_ACQUISITION_ID)),
             show(object::annotation(found, ANNOTATION_ACQUISITION_ID)),
+        ),
+        false,
+    )
+}
+
+/// The object under the name is one the host will not let this installation touch: someone
+/// else made it (the host refused to read it as not owned).
+fn not_installations(kind: &str, namespace: &str, name: &str) -> ProviderError {
+    ProviderError::conflict(
+        format!(
+            "{kind} {namespace}/{name} already exists and this installation did not create it, so the host will not \
+             read or change it. Object names come from the acquisition id, so another installation or a person \
+             made it: delete that object, or acquire with another acquisition id."
         ),
         false,
     )
@@ -127,6 +141,9 @@ pub fn put_workload<K: Kube>(
             match retry(clock, deadline, || kube.get(&plan.resource, Some(ns), &plan.name)) {
                 Ok(existing) => existing,
                 Err(GaveUp::Final(KubeError::NotFound(_))) => return Err(vanished(&plan.describe())),
+                Err(GaveUp::Final(KubeError::NotOwned(_))) => {
+                    return Err(not_installations(plan.kind, ns, &plan.name));
+                }
                 Err(g) => return Err(g.into_error(&format!("get {}", plan.describe()))),
             }
         }
@@ -237,6 +254,7 @@ pub fn put_secret<K: Kube>(
                 match retry(clock, deadline, || kube.get(&resource, Some(ns), name)) {
                     Ok(existing) => existing,
                     Err(GaveUp::Final(KubeError::NotFound(_))) => continue,
+                    Err(GaveUp::Final(KubeError::NotOwned(_))) => return Err(not_installations("Secret", ns, name)),
                     Err(g) => return Err(g.into_error(&format!("get {what}"))),
                 }
             }
@@ -256,7 +274,7 @@ pub fn put_secret<K: Kube>(
                     touch(touched, object::uid(&existing).map(str::to_string));
                     return Ok(());
                 }
-                Err(KubeError::NotFound(_)) => continue,
+                Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => continue,
                 Err(e) => return Err(ProviderError::from_kube(&e, &format!("update the values of {what}"))),
             }
         }
@@ -282,14 +300,14 @@ pub fn put_secret<K: Kube>(
                         true,
                     ));
                 }
-                Ok(_) | Err(GaveUp::Final(KubeError::NotFound(_))) => {}
+                Ok(_) | Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::NotOwned(_))) => {}
                 Err(g) => return Err(g.into_error(&format!("get {}", plan.describe()))),
             }
         }
         let stale =
             DeleteOptions { precondition_uid: object::uid(&existing).map(str::to_string), ..Default::default() };
         match kube.delete(&resource, Some(ns), name, &stale) {
-            Ok(()) | Err(KubeError::NotFound(_) | KubeError::Conflict(_)) => {}
+            Ok(()) | Err(KubeError::NotFound(_) | KubeError::NotOwned(_) | KubeError::Conflict(_)) => {}
             Err(e) => return Err(ProviderError::from_kube(&e, &format!("replace the stale {what}"))),
         }
     }

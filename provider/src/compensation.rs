@@ -16,6 +16,7 @@ use crate::adoption::proves_acquisition;
 use crate::api_versions::SandboxVersion;
 use crate::clock::{Clock, Deadline, rfc3339_seconds};
 use crate::config::Backend;
+use crate::host_fit;
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
 use crate::log::Log;
 use crate::naming::Identity;
@@ -98,7 +99,8 @@ pub fn compensate<K: Kube>(
     scope: &Scope<'_>,
     touched: &[Touched],
 ) -> String {
-    let budget = Deadline::after(clock, COMPENSATION_BUDGET);
+    // Inside the host's deadline too: a clean-up the host cuts off is no clean-up.
+    let budget = host_fit::wait_deadline(clock, COMPENSATION_BUDGET, Duration::ZERO);
     // One retrier for all objects: once the cluster stopped answering for one, the others are
     // tried once each, not for as long again.
     let mut retrier = Retrier::new();
@@ -140,7 +142,7 @@ fn undo<K: Kube>(
         let suspend = || kube.patch(&t.resource, ns, &t.name, PatchType::Merge, &patch, None);
         return match retrier.call(clock, budget, suspend) {
             Ok(_) => Outcome::Done,
-            Err(GaveUp::Final(KubeError::NotFound(_))) => Outcome::Absent,
+            Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::NotOwned(_))) => Outcome::Absent,
             Err(g) => Outcome::Failed(last_error(&g)),
         };
     }
@@ -151,7 +153,7 @@ fn undo<K: Kube>(
                 Some(uid) => uid.to_string(),
                 None => return Outcome::Absent,
             },
-            Ok(_) | Err(GaveUp::Final(KubeError::NotFound(_))) => return Outcome::Absent,
+            Ok(_) | Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::NotOwned(_))) => return Outcome::Absent,
             Err(g) => return Outcome::Failed(last_error(&g)),
         },
     };
@@ -159,8 +161,9 @@ fn undo<K: Kube>(
         DeleteOptions { propagation: Some(Propagation::Background), precondition_uid: Some(uid), ..Default::default() };
     match retrier.call(clock, budget, || kube.delete(&t.resource, ns, &t.name, &options)) {
         Ok(()) => Outcome::Done,
-        // Gone, or the precondition failed: another object holds the name now, and it is not ours.
-        Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::Conflict(_))) => Outcome::Absent,
+        // Gone, or another object holds the name now (the precondition failed, or the host says it
+        // is not this installation's): nothing of ours is left there.
+        Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::NotOwned(_) | KubeError::Conflict(_))) => Outcome::Absent,
         Err(g) => Outcome::Failed(last_error(&g)),
     }
 }

@@ -21,11 +21,13 @@ fn background() -> DeleteOptions {
     DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() }
 }
 
-/// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone.
+/// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone. An object under the name
+/// that the host says this installation did not create is not the lease's: the lease's object
+/// is gone, and the foreign one is left alone.
 fn delete<K: Kube>(kube: &K, resource: &ResourceType, namespace: &str, name: &str) -> Result<bool, KubeError> {
     match kube.delete(resource, Some(namespace), name, &background()) {
         Ok(()) => Ok(true),
-        Err(KubeError::NotFound(_)) => Ok(false),
+        Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => Ok(false),
         Err(e) => Err(e),
     }
 }

@@ -6,14 +6,24 @@
 
 use std::time::Duration;
 
+use crate::clock::{Clock, Deadline};
 use crate::compensation::COMPENSATION_BUDGET;
-use crate::clock::Clock;
 use crate::config::{ConfigProblem, Validation};
 use crate::kube_api::Kube;
 
 /// Time kept free at the end of a call on top of the clean-up budget: the last API answers and
 /// the lease's encoding must still fit before the host's deadline.
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+
+/// A wait of at most `wanted` that ends early enough for `reserve` (clean-up) and the margin
+/// to fit before the host ends the call; `wanted` alone where no host sets a deadline.
+pub fn wait_deadline(clock: &dyn Clock, wanted: Duration, reserve: Duration) -> Deadline {
+    let budget = match clock.call_remaining() {
+        None => wanted,
+        Some(left) => wanted.min(left.saturating_sub(reserve + DEADLINE_MARGIN)),
+    };
+    Deadline::after(clock, budget)
+}
 
 /// The longest readiness wait that fits a host call of `call_timeout`, in whole seconds.
 pub fn max_readiness_seconds(call_timeout: Duration) -> u64 {
@@ -63,6 +73,18 @@ pub fn check<K: Kube>(mut validation: Validation, kube: &K, clock: &dyn Clock) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_end_early_enough_for_the_clean_up() {
+        let env = Env::new();
+        let reserve = COMPENSATION_BUDGET;
+        let wanted = Duration::from_secs(20);
+        assert_eq!(wait_deadline(&env.clock, wanted, reserve).remaining(&env.clock), wanted, "no host deadline");
+        env.clock.set_host_deadline(Duration::from_secs(10));
+        assert_eq!(wait_deadline(&env.clock, wanted, reserve).remaining(&env.clock), Duration::from_secs(4));
+        env.clock.set_host_deadline(Duration::from_secs(3));
+        assert!(wait_deadline(&env.clock, wanted, reserve).passed(&env.clock), "nothing left to wait");
+    }
     use crate::testkit::{Env, NS, config_with};
 
     #[test]

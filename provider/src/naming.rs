@@ -14,10 +14,9 @@ use sandbox_contract::quote;
 use crate::config::Backend;
 use crate::input_limits::{DNS1123_LABEL_MAX_LEN, DNS1123_SUBDOMAIN_MAX_LEN, HOST_ID, LABEL_VALUE_MAX_LEN, LEASE_ID};
 
-/// `app.kubernetes.io/managed-by`: who manages the object.
+/// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
+/// every object the provider creates, and proves ownership by it; the provider never sets it.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// The value of [`LABEL_MANAGED_BY`] on every object this provider creates.
-pub const MANAGED_BY: &str = "paperclip-sandbox-provider";
 /// The host's run id (hashed when it is not a valid label value).
 pub const LABEL_RUN_ID: &str = "sandbox.paperclip.io/run-id";
 /// The acquisition id (hashed when it is not a valid label value); proves adoption.
@@ -158,7 +157,6 @@ impl Identity {
     /// The provider's labels for this identity (config labels are added by the caller).
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut labels = BTreeMap::new();
-        labels.insert(LABEL_MANAGED_BY.to_string(), MANAGED_BY.to_string());
         labels.insert(LABEL_RUN_ID.to_string(), label_value(&self.run_id));
         labels.insert(LABEL_ACQUISITION_ID.to_string(), label_value(&self.acquisition_id));
         if let Some(agent) = &self.agent_id {
@@ -358,7 +356,7 @@ mod tests {
             agent_id: Some("agent/7".into()),
         };
         let labels = id.labels();
-        assert_eq!(labels[LABEL_MANAGED_BY], MANAGED_BY);
+        assert!(!labels.contains_key(LABEL_MANAGED_BY), "the host's to set");
         assert_eq!(labels[LABEL_ACQUISITION_ID], "acq-1");
         for (k, v) in &labels {
             assert!(is_qualified_name(k), "{k}");

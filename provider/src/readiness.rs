@@ -71,6 +71,17 @@ impl Target<'_> {
         Failure::new(Cause::Terminating, format!("{} is being deleted; acquire a new sandbox.", self.describe()))
     }
 
+    fn taken(&self) -> Failure {
+        Failure::new(
+            Cause::Replaced,
+            format!(
+                "{} was replaced by an object this installation did not create, so the lease's sandbox is gone; \
+                 destroy this lease and acquire a new sandbox.",
+                self.describe()
+            ),
+        )
+    }
+
     fn replaced(&self, found: &str) -> Failure {
         Failure::new(
             Cause::Replaced,
@@ -165,6 +176,7 @@ fn read_workload<K: Kube>(
     match retry(clock, deadline, || kube.get(target.resource, Some(target.namespace), target.name)) {
         Ok(w) => Ok(w),
         Err(GaveUp::Final(KubeError::NotFound(_))) => Err(WaitError::Failed(target.deleted())),
+        Err(GaveUp::Final(KubeError::NotOwned(_))) => Err(WaitError::Failed(target.taken())),
         Err(g) => Err(WaitError::Api(g.into_error(&format!("get {}", target.describe())))),
     }
 }

@@ -33,6 +33,13 @@ pub fn release<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
             log.info("nothing to suspend: the Sandbox is already gone", &[("sandbox", &what)]);
             return Ok(());
         }
+        Err(KubeError::NotOwned(_)) => {
+            log.warn(
+                "nothing to suspend: the object under the lease's name is not this installation's",
+                &[("sandbox", &what)],
+            );
+            return Ok(());
+        }
         Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
     };
     if !lease.workload_uid.is_empty() && object::uid(&current) != Some(lease.workload_uid.as_str()) {
@@ -45,7 +52,7 @@ pub fn release<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
             log.info("suspended a reusable Sandbox; its workspace claim is kept", &[("sandbox", &what)]);
             Ok(())
         }
-        Err(KubeError::NotFound(_)) => Ok(()),
+        Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => Ok(()),
         Err(e) => Err(ProviderError::from_kube(&e, &format!("suspend {what}"))),
     }
 }

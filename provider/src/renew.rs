@@ -33,6 +33,10 @@ impl From<ProviderError> for Stop {
     }
 }
 
+/// Why a lease whose name another object holds is expired.
+const NOT_THIS_INSTALLATIONS: &str = "is not this installation's object (it was replaced, or the lease never named one of ours): the lease's \
+     sandbox is gone and another object holds its name";
+
 fn expired(what: &str, why: &str) -> Stop {
     Stop::Expired(format!("cannot renew: {what} {why}; the lease expired. Acquire a new sandbox."))
 }
@@ -50,6 +54,7 @@ fn live_workload<K: Kube>(
         Err(KubeError::NotFound(_)) => {
             return Err(expired(what, "no longer exists (its expiry passed or it was deleted)"));
         }
+        Err(KubeError::NotOwned(_)) => return Err(expired(what, NOT_THIS_INSTALLATIONS)),
         Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}")).into()),
     };
     let uid = object::uid(&workload).unwrap_or("");
@@ -141,6 +146,7 @@ fn try_renew<K: Kube>(
         Err(KubeError::NotFound(_)) => {
             return Err(expired(&what, "was deleted while renewing it"));
         }
+        Err(KubeError::NotOwned(_)) => return Err(expired(&what, NOT_THIS_INSTALLATIONS)),
         Err(e) => return Err(ProviderError::from_kube(&e, &format!("renew {what}")).into()),
     };
     if !lease.workload_uid.is_empty() && object::uid(&patched) != Some(lease.workload_uid.as_str()) {

@@ -12,9 +12,10 @@ use std::time::Duration;
 pub use sandbox_contract::ResumeOutcome;
 
 use crate::api_versions;
-use crate::clock::{Clock, Deadline};
+use crate::clock::Clock;
 use crate::config::{self, Backend, DEFAULT_READINESS_TIMEOUT_SECONDS};
 use crate::errors::{FromKube, ProviderError};
+use crate::host_fit;
 use crate::kube_api::{Kube, KubeError, PatchType};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
@@ -39,7 +40,7 @@ pub fn resume_check<K: Kube>(
     let (wait_seconds, backoff_limit) = config::parse(&lease_ref.config)
         .map(|c| (c.readiness_timeout_seconds, c.job.backoff_limit))
         .unwrap_or((DEFAULT_READINESS_TIMEOUT_SECONDS, 0));
-    let deadline = Deadline::after(clock, Duration::from_secs(u64::from(wait_seconds)));
+    let deadline = host_fit::wait_deadline(clock, Duration::from_secs(u64::from(wait_seconds)), Duration::ZERO);
     let (resource, kind, version) = match id.backend {
         Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
             Some(v) => (v.resource(), "Sandbox", Some(v)),
@@ -59,6 +60,12 @@ pub fn resume_check<K: Kube>(
         Err(GaveUp::Final(KubeError::NotFound(_))) => {
             return Ok(ResumeOutcome::Expired(format!(
                 "{what} no longer exists: its expiry passed or it was deleted. Acquire a new sandbox."
+            )));
+        }
+        Err(GaveUp::Final(KubeError::NotOwned(_))) => {
+            return Ok(ResumeOutcome::Expired(format!(
+                "{what} is not this installation's object (it was replaced, or the lease never named one of \
+                 ours): the lease's sandbox is gone and another object holds its name. Acquire a new sandbox."
             )));
         }
         Err(g) => return Err(g.into_error(&format!("get {what}"))),
@@ -99,7 +106,7 @@ pub fn resume_check<K: Kube>(
                     None,
                 ) {
                     Ok(p) => p,
-                    Err(KubeError::NotFound(_)) => {
+                    Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => {
                         return Ok(ResumeOutcome::Expired(format!("{what} was deleted while resuming it.")));
                     }
                     Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
@@ -243,6 +250,24 @@ mod tests {
         env.kube.fail(Verb::Get, "sandboxes", 1, KubeError::Other { code: 500, message: "etcd".into() });
         env.kube.fail(Verb::List, "pods", 1, KubeError::Timeout("slow".into()));
         assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Resumable(_)));
+    }
+
+    #[test]
+    fn an_object_this_installation_did_not_create_is_expired_for_every_lease_call() {
+        let env = Env::new();
+        let config = config("sandbox");
+        let (provider, lease) = acquired(&env, &config, "r-4d");
+        let not_owned = || KubeError::NotOwned("not created by this installation".into());
+        env.kube.fail_always(Verb::Get, "sandboxes", not_owned());
+        env.kube.fail_always(Verb::Delete, "sandboxes", not_owned());
+        let reason = expired_reason(provider.resume_check(lease.clone()).unwrap());
+        assert!(reason.contains("not this installation's object"), "{reason}");
+        let renewed = provider.renew(lease.clone(), crate::testkit::NOW + 600_000).unwrap();
+        assert!(expired_reason(renewed).contains("not this installation's object"));
+        let report = provider.destroy(lease).unwrap();
+        let sandbox = report.objects.iter().find(|o| o.kind == "Sandbox").unwrap();
+        assert_eq!(sandbox.outcome, crate::DeleteOutcome::AlreadyGone, "the lease's own object is gone");
+        assert!(env.kube.object("sandboxes", NS, "pc-r-4d").is_some(), "the object under the name is left alone");
     }
 
     #[test]

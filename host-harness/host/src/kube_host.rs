@@ -373,8 +373,8 @@ impl KubeHost {
                 target: "provider_host::policy",
                 verb = %target.verb,
                 resource = %qualified(target.rt),
-                namespace = %target.namespace.map(quoted).unwrap_or_default(),
-                name = %target.name.map(quoted).unwrap_or_default(),
+                namespace = %target.namespace.map(|n| quoted(n).to_string()).unwrap_or_default(),
+                name = %target.name.map(|n| quoted(n).to_string()).unwrap_or_default(),
                 reason = %denial,
                 "kube call denied by host policy"
             );
@@ -572,7 +572,7 @@ impl KubeHost {
         let millis = started.elapsed().as_millis() as u64;
         let resource = qualified(target.rt);
         let namespace = target.namespace.unwrap_or_default();
-        let name = target.name.map(quoted).unwrap_or_default();
+        let name = target.name.map(|n| quoted(n).to_string()).unwrap_or_default();
         match error {
             None => tracing::debug!(target: "provider_host::kube", verb = %target.verb, resource, namespace, name,
                 millis, "kube request"),

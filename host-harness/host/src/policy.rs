@@ -17,6 +17,9 @@ pub use sandbox_contract::{AccessRule, AccessVerb};
 
 use crate::error::HostError;
 
+/// A guest-supplied name for a message: quoted, and cut to a short prefix when long.
+pub(crate) use sandbox_contract::quote::quote as quoted;
+
 /// The label the host stamps on every object a provider creates, with the installation's
 /// owner id as its value; the host proves ownership by it before any read or write.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -105,21 +108,6 @@ impl Default for Policy {
     fn default() -> Self {
         Self::kubernetes_default(Vec::<String>::new())
     }
-}
-
-/// At most this much of a name the guest sent is quoted in a denial.
-const MAX_QUOTED: usize = 64;
-
-/// A guest-supplied name for a message: quoted, and cut when long.
-pub(crate) fn quoted(text: &str) -> String {
-    if text.len() <= MAX_QUOTED {
-        return format!("{text:?}");
-    }
-    let mut end = MAX_QUOTED;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} bytes)", &text[..end], text.len())
 }
 
 impl Policy {

@@ -28,7 +28,7 @@ fn sandbox_acquire_watches_until_ready_and_returns_the_lease() {
     assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339_seconds(NOW + 3_600_000));
     assert_eq!(sandbox["spec"]["shutdownPolicy"], "Delete");
     let labels = &sandbox["metadata"]["labels"];
-    assert_eq!(labels[naming::LABEL_MANAGED_BY], naming::MANAGED_BY);
+    assert!(labels.get(naming::LABEL_MANAGED_BY).is_none(), "the host stamps its owner id");
     assert_eq!(labels[LABEL_ACQUISITION_ID], "acq-1");
     assert_eq!(labels[naming::LABEL_RUN_ID], "run-1");
     assert_eq!(labels[naming::LABEL_AGENT_ID], "agent-7");
@@ -317,4 +317,60 @@ fn agent_sandbox_missing_is_refused_before_creating() {
     let err = env.provider().acquire(request(&config("sandbox"), "acq-23")).unwrap_err();
     assert!(err.message().contains("agent-sandbox is not installed"), "{err}");
     assert_nothing_left(&env);
+}
+
+#[test]
+fn the_wait_and_its_clean_up_fit_inside_the_hosts_call_deadline() {
+    let env = Env::new();
+    env.kube.set_behaviour(PodBehaviour::NeverReady);
+    let fits = config_with("sandbox", json!({"readinessTimeoutSeconds": 24}));
+    env.clock.set_host_deadline(Duration::from_secs(30));
+    // The host already spent 10 s of this call (queued behind others, say): 20 s are left.
+    env.clock.advance(Duration::from_secs(10));
+    let err = env.provider().acquire(request(&fits, "acq-40")).unwrap_err();
+    assert_eq!((err.kind(), err.retryable()), ("timeout", true), "{err}");
+    assert!(err.message().contains("was not ready within 14 s"), "the wait is cut to fit: {err}");
+    assert!(
+        env.clock.monotonic() < Duration::from_secs(30),
+        "finished at {:?}, before the host's deadline",
+        env.clock.monotonic()
+    );
+    assert_nothing_left(&env);
+}
+
+#[test]
+fn a_call_with_no_time_left_creates_nothing() {
+    let env = Env::new();
+    env.clock.set_host_deadline(Duration::from_secs(30));
+    env.clock.advance(Duration::from_secs(25));
+    let err = env.provider().acquire(request(&config("job"), "acq-41")).unwrap_err();
+    assert_eq!((err.kind(), err.retryable()), ("timeout", true), "{err}");
+    assert!(err.message().contains("nothing was created"), "{err}");
+    assert_eq!(env.kube.calls().iter().filter(|c| c.verb == Verb::Create).count(), 0);
+}
+
+#[test]
+fn a_config_the_host_cannot_run_is_refused_before_any_call() {
+    let env = Env::new();
+    env.kube.allow_namespaces(&["elsewhere"]);
+    let err = env.provider().acquire(request(&config("sandbox"), "acq-42")).unwrap_err();
+    assert_eq!(err, ProviderError::invalid_config("/namespace", err.message().to_string()));
+    assert!(env.kube.calls().is_empty(), "{:?}", env.kube.calls());
+
+    let env = Env::new();
+    env.clock.set_host_deadline(Duration::from_secs(10));
+    let err = env.provider().acquire(request(&config("sandbox"), "acq-43")).unwrap_err();
+    assert!(matches!(&err, ProviderError::InvalidConfig(d) if d.path == "/readinessTimeoutSeconds"), "{err}");
+    assert!(env.kube.calls().is_empty());
+}
+
+#[test]
+fn an_object_another_installation_holds_under_the_name_is_a_conflict() {
+    let env = Env::new();
+    env.kube.put(&SandboxVersion::V1beta1.resource(), NS, json!({"metadata": {"name": "pc-acq-44"}, "spec": {}}));
+    env.kube.fail(Verb::Get, "sandboxes", 1, KubeError::NotOwned("not created by this installation".into()));
+    let err = env.provider().acquire(request(&config("sandbox"), "acq-44")).unwrap_err();
+    assert_eq!((err.kind(), err.retryable()), ("conflict", false), "{err}");
+    assert!(err.message().contains("this installation did not create it"), "{err}");
+    assert_eq!(env.kube.names_in(NS), vec!["sandboxes/pc-acq-44"], "only the foreign object, untouched");
 }

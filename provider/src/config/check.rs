@@ -24,7 +24,7 @@ fn reserved_label_key(key: &str) -> bool {
     key.starts_with(RESERVED_PREFIX)
         || key.starts_with("agents.x-k8s.io/")
         || key.starts_with("batch.kubernetes.io/")
-        || matches!(key, "app.kubernetes.io/managed-by" | "job-name" | "controller-uid")
+        || matches!(key, crate::naming::LABEL_MANAGED_BY | "job-name" | "controller-uid")
 }
 
 /// Whether `s` is a Kubernetes quantity (`250m`, `4Gi`, `1e3`), not negative.
