@@ -321,7 +321,8 @@ async fn the_host_policy_refuses_other_namespaces() {
     let mark = h.cluster.requests().mark();
     let cfg = json!({"namespace": "elsewhere", "backend": "sandbox", "image": "busybox:1.36"}).to_string();
     let err = provider_error(h.host.acquire(request(&cfg, "denied-1")).await.expect_err("denied"));
-    assert_eq!(err.kind(), "forbidden", "{err:?}");
+    assert_eq!(err, ProviderError::invalid_config("/namespace", err.message().to_string()), "refused by its path");
+    assert!(err.message().contains("\"elsewhere\""), "{err}");
     let writes = h.provider_calls_since(mark).into_iter().filter(|e| e.namespace == "elsewhere").count();
     assert_eq!(writes, 0, "a denied call never reaches the cluster");
 }

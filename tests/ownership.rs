@@ -1,0 +1,208 @@
+//! The host is the security boundary, through the built component: a hand-written lease that
+//! points at objects the provider never created (made with kubectl) touches nothing and is
+//! never resumable; namespaces come from the operator's policy, never from the provider
+//! config, and destroy works from the lease id alone; a Secret someone else made under the
+//! lease's name is neither read nor deleted.
+
+use embedded_cluster::PROVIDER_USER;
+use embedded_cluster::SandboxVersions;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Secret};
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, PostParams};
+use provider_e2e::*;
+use provider_host::HostError;
+use provider_host::records::{Backend, DeleteOutcome, Lease, LeaseRef, ProviderError, ResumeOutcome};
+use serde_json::json;
+
+fn provider_error(e: HostError) -> ProviderError {
+    match e {
+        HostError::Provider(p) => p,
+        other => panic!("expected the provider's own error, got {other}"),
+    }
+}
+
+/// A lease as a hostile or confused caller would write it by hand.
+fn forged(id: &str, backend: Backend, namespace: &str, reusable: bool) -> LeaseRef {
+    LeaseRef {
+        lease: Lease {
+            provider_lease_id: id.to_string(),
+            backend,
+            namespace: namespace.to_string(),
+            api_version: match backend {
+                Backend::Sandbox => "agents.x-k8s.io/v1beta1".to_string(),
+                Backend::Job => "batch/v1".to_string(),
+            },
+            workload_uid: String::new(),
+            pod_name: None,
+            pod_uid: None,
+            pod_ip: None,
+            expires_at: None,
+            reusable,
+            metadata: "{}".to_string(),
+        },
+        config: config("sandbox", json!({})),
+    }
+}
+
+/// What a provider could change of every object (uid, generation, labels, annotations, spec,
+/// data), so a test can prove nothing changed; controllers may still write status.
+async fn fingerprints(h: &Harness) -> Vec<(String, serde_json::Value)> {
+    let print = |kind: &str, o: serde_json::Value| {
+        let m = &o["metadata"];
+        let name = format!("{kind}/{}", m["name"].as_str().unwrap_or_default());
+        (name, json!([m["uid"], m["generation"], m["labels"], m["annotations"], o["spec"], o["data"]]))
+    };
+    let mut out = Vec::new();
+    let jobs: Api<Job> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    for j in jobs.list(&Default::default()).await.expect("jobs").items {
+        out.push(print("job", serde_json::to_value(j).expect("json")));
+    }
+    for s in secrets.list(&Default::default()).await.expect("secrets").items {
+        out.push(print("secret", serde_json::to_value(s).expect("json")));
+    }
+    for c in claims.list(&Default::default()).await.expect("claims").items {
+        out.push(print("pvc", serde_json::to_value(c).expect("json")));
+    }
+    for s in sandboxes(h, "v1beta1").list(&Default::default()).await.expect("sandboxes").items {
+        out.push(print("sandbox", serde_json::to_value(s).expect("json")));
+    }
+    out
+}
+
+/// Objects made with kubectl: a Job, a Sandbox with its Secret and workspace claim.
+async fn kubectl_objects(h: &Harness) {
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "foreign-job"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "infinity"]}]}}}
+    }))
+    .expect("job");
+    Api::<Job>::namespaced(h.admin.clone(), NAMESPACE).create(&PostParams::default(), &job).await.expect("job");
+    let sandbox: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": "foreign-sb"},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}}
+    }))
+    .expect("sandbox");
+    sandboxes(h, "v1beta1").create(&PostParams::default(), &sandbox).await.expect("sandbox");
+    let secret: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "foreign-sb-env"}, "stringData": {"TOKEN": "theirs"}}))
+            .expect("secret");
+    Api::<Secret>::namespaced(h.admin.clone(), NAMESPACE).create(&PostParams::default(), &secret).await.expect("s");
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "workspace-foreign-sb"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .expect("pvc");
+    Api::<PersistentVolumeClaim>::namespaced(h.admin.clone(), NAMESPACE)
+        .create(&PostParams::default(), &claim)
+        .await
+        .expect("pvc");
+}
+
+#[tokio::test]
+async fn forged_leases_touch_nothing_and_are_never_resumable() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    kubectl_objects(&h).await;
+    let before = fingerprints(&h).await;
+    let mark = h.cluster.requests().mark();
+    let leases = [
+        forged(&format!("k8s:job:{NAMESPACE}:foreign-job"), Backend::Job, NAMESPACE, false),
+        forged(&format!("k8s:sandbox:{NAMESPACE}:foreign-sb"), Backend::Sandbox, NAMESPACE, false),
+        forged(&format!("k8s:sandbox:{NAMESPACE}:foreign-sb:pvc"), Backend::Sandbox, NAMESPACE, true),
+    ];
+    let soon = jiff::Timestamp::now().as_millisecond() + 600_000;
+    for lease in leases {
+        let id = lease.lease.provider_lease_id.clone();
+        match h.host.resume_check(lease.clone()).await {
+            Ok(ResumeOutcome::Resumable(_)) => panic!("{id}: a foreign object is never resumable"),
+            Ok(ResumeOutcome::Expired(why)) => assert!(why.contains("not this installation"), "{id}: {why}"),
+            Err(e) => panic!("{id}: resume-check must answer: {e}"),
+        }
+        match h.host.renew(lease.clone(), soon).await {
+            Ok(ResumeOutcome::Expired(why)) => assert!(why.contains("not this installation"), "{id}: {why}"),
+            other => panic!("{id}: renew of a foreign object: {other:?}"),
+        }
+        h.host.release(lease.clone()).await.unwrap_or_else(|e| panic!("{id}: release: {e}"));
+        let report = h.host.destroy(lease).await.unwrap_or_else(|e| panic!("{id}: destroy: {e}"));
+        assert!(
+            report.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone),
+            "{id}: nothing of this installation's existed: {report:?}"
+        );
+    }
+    let writes: Vec<String> = h
+        .provider_calls_since(mark)
+        .into_iter()
+        .filter(|e| e.is_write())
+        .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
+        .collect();
+    assert!(writes.is_empty(), "forged leases wrote to the cluster: {writes:?}");
+    assert_eq!(fingerprints(&h).await, before, "every foreign object is untouched");
+}
+
+#[tokio::test]
+async fn namespaces_come_from_the_operator_never_from_the_config() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let mark = h.cluster.requests().mark();
+    let system = json!({"namespace": "kube-system", "backend": "job", "image": "busybox:1.36"}).to_string();
+    let validation = h.host.validate_config(&system).await.expect("validate-config");
+    assert!(!validation.ok);
+    let problem = validation.errors.iter().find(|p| p.path == "/namespace").expect("refused at /namespace");
+    assert!(problem.message.contains("kube-system") && problem.message.contains("system namespace"), "{problem:?}");
+    let probe = h.host.probe(&system).await.expect("probe");
+    assert!(!probe.ok && probe.diagnostics.iter().any(|d| d.code == "namespace-not-allowed"), "{probe:?}");
+    let err = provider_error(h.host.acquire(request(&system, "sys-1")).await.expect_err("refused"));
+    assert_eq!(err.kind(), "invalid-config", "{err:?}");
+    let forged_system = forged("k8s:job:kube-system:coredns", Backend::Job, "kube-system", false);
+    let err = provider_error(h.host.destroy(forged_system).await.expect_err("denied"));
+    assert_eq!(err.kind(), "denied", "{err:?}");
+    assert!(h.provider_calls_since(mark).is_empty(), "nothing was sent: {:?}", h.provider_calls_since(mark));
+
+    // The lease alone is enough: destroy needs no config naming its namespace.
+    let cfg = config("job", json!({}));
+    let lease = h.host.acquire(request(&cfg, "from-id-1")).await.expect("acquire");
+    let mut bare = lease_ref(&lease, "not a config");
+    bare.lease.metadata = "garbage".to_string();
+    let report = h.host.destroy(bare).await.expect("destroy from the lease id alone");
+    assert!(report.objects.iter().any(|o| o.kind == "Job" && o.outcome == DeleteOutcome::Deleted), "{report:?}");
+
+    // A namespace the operator did not name is refused even when it exists.
+    let namespaces: Api<Namespace> = Api::all(h.admin.clone());
+    let other: Namespace = serde_json::from_value(json!({"metadata": {"name": "elsewhere"}})).expect("ns");
+    namespaces.create(&PostParams::default(), &other).await.expect("ns");
+    let elsewhere = json!({"namespace": "elsewhere", "backend": "sandbox", "image": "busybox:1.36"}).to_string();
+    let err = provider_error(h.host.acquire(request(&elsewhere, "else-1")).await.expect_err("refused"));
+    assert_eq!(err.kind(), "invalid-config", "{err:?}");
+    let sent = h.provider_calls_since(mark).into_iter().filter(|e| e.namespace == "elsewhere").count();
+    assert_eq!(sent, 0, "a refused namespace never reaches the cluster");
+}
+
+#[tokio::test]
+async fn a_secret_someone_else_made_under_the_leases_name_is_left_alone() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let secrets: Api<Secret> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let theirs: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "pc-steal-1-env"}, "stringData": {"TOKEN": "theirs-9f"}}))
+            .expect("secret");
+    let created = secrets.create(&PostParams::default(), &theirs).await.expect("create");
+    let (captured, _guard) = capture_logs();
+    let err =
+        provider_error(h.host.acquire(request(&config("sandbox", json!({})), "steal-1")).await.expect_err("conflict"));
+    assert_eq!((err.kind(), err.retryable()), ("conflict", false), "{err:?}");
+    assert!(err.message().contains("pc-steal-1-env"), "{err}");
+    let still = secrets.get("pc-steal-1-env").await.expect("the foreign Secret stays");
+    assert_eq!((still.uid(), still.resource_version()), (created.uid(), created.resource_version()));
+    assert!(!format!("{err:?}{}", captured.text()).contains("theirs-9f"), "its value was never read");
+    let reads = h
+        .provider_calls_since(0)
+        .into_iter()
+        .filter(|e| e.user == PROVIDER_USER && e.resource == "secrets" && e.verb != "create")
+        .count();
+    assert!(reads <= 1, "at most the host's own ownership read touched it");
+    eventually("the acquire's own Sandbox to be cleaned up", || async {
+        sandboxes(&h, "v1beta1").get_opt("pc-steal-1").await.ok().flatten().is_none()
+    })
+    .await;
+}
