@@ -28,6 +28,7 @@ pub mod names;
 pub mod openapi;
 pub mod patch;
 mod quantity;
+pub mod rbac;
 pub mod request;
 pub mod request_log;
 pub mod resources;

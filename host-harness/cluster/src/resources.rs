@@ -107,6 +107,11 @@ fn core(plural: &'static str, singular: &'static str, kind: &'static str, namesp
     }
 }
 
+/// A kind of `rbac.authorization.k8s.io/v1`; callers set the storage key.
+fn rbac(plural: &'static str, singular: &'static str, kind: &'static str, namespaced: bool) -> ResourceType {
+    ResourceType { group: crate::rbac::GROUP, ..core(plural, singular, kind, namespaced) }
+}
+
 /// The table of served resources for a given Sandbox version setting.
 pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
     let mut out = vec![
@@ -137,6 +142,7 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
             ..core("persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true)
         },
         ResourceType { short_names: &["ev"], ..core("events", "event", "Event", true) },
+        ResourceType { short_names: &["sa"], ..core("serviceaccounts", "serviceaccount", "ServiceAccount", true) },
         ResourceType {
             group: "batch",
             categories: &["all"],
@@ -144,6 +150,19 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
             storage: "jobs.batch",
             has_generation: true,
             ..core("jobs", "job", "Job", true)
+        },
+        ResourceType { storage: "roles.rbac.authorization.k8s.io", ..rbac("roles", "role", "Role", true) },
+        ResourceType {
+            storage: "rolebindings.rbac.authorization.k8s.io",
+            ..rbac("rolebindings", "rolebinding", "RoleBinding", true)
+        },
+        ResourceType {
+            storage: "clusterroles.rbac.authorization.k8s.io",
+            ..rbac("clusterroles", "clusterrole", "ClusterRole", false)
+        },
+        ResourceType {
+            storage: "clusterrolebindings.rbac.authorization.k8s.io",
+            ..rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false)
         },
     ];
     let sandbox = |version: &'static str| ResourceType {
@@ -197,6 +216,13 @@ mod tests {
     #[test]
     fn groups_list_preferred_version_first() {
         let g = groups(&served(SandboxVersions::Both));
-        assert_eq!(g, vec![("batch", vec!["v1"]), ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"])]);
+        assert_eq!(
+            g,
+            vec![
+                ("batch", vec!["v1"]),
+                ("rbac.authorization.k8s.io", vec!["v1"]),
+                ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"])
+            ]
+        );
     }
 }
