@@ -11,13 +11,14 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::apiserver::ApiServer;
+use crate::authorization::{Access, Identity};
 use crate::clock::Clock;
 use crate::controllers::kubelet::KubeletConfig;
 use crate::controllers::{self, ControllerKind};
 use crate::faults::Faults;
 use crate::request_log::RequestLog;
 use crate::resources::SandboxVersions;
-use crate::server::{HttpFront, Identity};
+use crate::server::HttpFront;
 use crate::tls::{self, Pki};
 
 /// The user of the admin token written to kubeconfigs.
@@ -91,16 +92,16 @@ impl EmbeddedCluster {
 
         let mut tokens = HashMap::new();
         let mut identities = HashMap::new();
-        let mut add = |user: &str, read_only: bool, admin: bool| {
+        let mut add = |user: &str, access: Access| {
             let token = uuid::Uuid::new_v4().simple().to_string();
             tokens.insert(user.to_string(), token.clone());
-            identities.insert(token, Identity { user: user.to_string(), read_only, admin });
+            identities.insert(token, Identity { user: user.to_string(), access });
         };
-        add(ADMIN_USER, false, true);
-        add(VIEWER_USER, true, false);
-        add(PROVIDER_USER, false, false);
+        add(ADMIN_USER, Access::Admin);
+        add(VIEWER_USER, Access::ReadOnly);
+        add(PROVIDER_USER, Access::Unrestricted);
         for kind in ControllerKind::ALL {
-            add(kind.user(), false, false);
+            add(kind.user(), Access::Unrestricted);
         }
 
         let front = Arc::new(HttpFront {

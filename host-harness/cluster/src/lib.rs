@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod apiserver;
+pub mod authorization;
 pub mod behaviour;
 pub mod clock;
 pub mod cluster;
@@ -30,6 +31,7 @@ pub mod patch;
 mod quantity;
 pub mod rbac;
 pub mod request;
+pub mod request_info;
 pub mod request_log;
 pub mod resources;
 pub mod selectors;
