@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::conversion;
 use crate::faults::Faults;
 use crate::patch;
+use crate::rbac;
 use crate::request::Query;
 use crate::request_log::RequestLog;
 use crate::resources::{Flavor, ResourceType, SandboxVersions};
@@ -101,7 +102,8 @@ fn field_validation(query: &Query) -> Result<FieldValidation, ApiError> {
 const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 impl ApiServer {
-    /// A server with an empty store and the `default`, `kube-system` and `kube-public` namespaces.
+    /// A server with the `default`, `kube-system`, `kube-public` and `kube-node-lease` namespaces
+    /// and the bootstrap RBAC policy.
     pub fn new(
         sandbox_versions: SandboxVersions,
         clock: Arc<Clock>,
@@ -117,16 +119,17 @@ impl ApiServer {
             schemas: Schemas::load()?,
             next_ip: AtomicU32::new(10),
         };
-        let ns_type = server.type_of("", "namespaces").cloned();
-        if let Some(rt) = ns_type {
+        let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .map(|ns| ("", "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})));
+        let policy = crate::rbac::bootstrap::policy().into_iter().map(|(plural, obj)| (rbac::GROUP, plural, obj));
+        for (group, plural, body) in namespaces.into_iter().chain(policy) {
+            let rt = server
+                .type_of(group, plural)
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("bootstrap objects need {plural} to be served"))?;
             let query = Query::default();
             let ctx = Ctx { rt: &rt, namespace: None, name: None, subresource: None, query: &query };
-            for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-                let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                server
-                    .create(&ctx, body.to_string().as_bytes())
-                    .map_err(|e| anyhow::anyhow!("bootstrap namespace {ns}: {e}"))?;
-            }
+            server.create(&ctx, body.to_string().as_bytes()).map_err(|e| anyhow::anyhow!("bootstrap {body}: {e}"))?;
         }
         Ok(server)
     }

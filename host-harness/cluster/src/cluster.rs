@@ -16,6 +16,7 @@ use crate::clock::Clock;
 use crate::controllers::kubelet::KubeletConfig;
 use crate::controllers::{self, ControllerKind};
 use crate::faults::Faults;
+use crate::rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP};
 use crate::request_log::RequestLog;
 use crate::resources::SandboxVersions;
 use crate::server::HttpFront;
@@ -95,7 +96,11 @@ impl EmbeddedCluster {
         let mut add = |user: &str, access: Access| {
             let token = uuid::Uuid::new_v4().simple().to_string();
             tokens.insert(user.to_string(), token.clone());
-            identities.insert(token, Identity { user: user.to_string(), access });
+            let mut groups = vec![AUTHENTICATED_GROUP.to_string()];
+            if access == Access::Admin {
+                groups.insert(0, MASTERS_GROUP.to_string());
+            }
+            identities.insert(token, Identity { user: user.to_string(), groups, access });
         };
         add(ADMIN_USER, Access::Admin);
         add(VIEWER_USER, Access::ReadOnly);

@@ -151,17 +151,17 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
             has_generation: true,
             ..core("jobs", "job", "Job", true)
         },
-        ResourceType { storage: "roles.rbac.authorization.k8s.io", ..rbac("roles", "role", "Role", true) },
+        ResourceType { storage: crate::rbac::ROLES, ..rbac("roles", "role", "Role", true) },
         ResourceType {
-            storage: "rolebindings.rbac.authorization.k8s.io",
+            storage: crate::rbac::ROLE_BINDINGS,
             ..rbac("rolebindings", "rolebinding", "RoleBinding", true)
         },
         ResourceType {
-            storage: "clusterroles.rbac.authorization.k8s.io",
+            storage: crate::rbac::CLUSTER_ROLES,
             ..rbac("clusterroles", "clusterrole", "ClusterRole", false)
         },
         ResourceType {
-            storage: "clusterrolebindings.rbac.authorization.k8s.io",
+            storage: crate::rbac::CLUSTER_ROLE_BINDINGS,
             ..rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false)
         },
     ];

@@ -134,14 +134,16 @@ impl HttpFront {
             (Err(e), None) => Ok(error_response(&e)),
             (Ok(route @ (Route::Health | Route::Version)), None) => Ok(self.non_resource(req, route).await),
             (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
-            (route, Some(id)) => match authorization::authorize(&id, &RequestInfo::new(req.method(), &path, &query)) {
-                Err(denied) => Ok(error_response(&denied)),
-                Ok(()) => match route {
-                    Err(e) => Ok(error_response(&e)),
-                    Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
-                    Ok(route) => Ok(self.non_resource(req, route).await),
-                },
-            },
+            (route, Some(id)) => {
+                match authorization::authorize(&self.api.store, &id, &RequestInfo::new(req.method(), &path, &query)) {
+                    Err(denied) => Ok(error_response(&denied)),
+                    Ok(()) => match route {
+                        Err(e) => Ok(error_response(&e)),
+                        Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
+                        Ok(route) => Ok(self.non_resource(req, route).await),
+                    },
+                }
+            }
         };
         entry.code = match &outcome {
             Ok(resp) => resp.status().as_u16(),

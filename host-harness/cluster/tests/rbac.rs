@@ -3,9 +3,9 @@
 
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::Discovery;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
@@ -192,4 +192,28 @@ async fn discovery_lists_service_accounts_and_the_rbac_group() {
     ] {
         assert!(found.iter().any(|f| f == key), "{key} missing from {found:?}");
     }
+}
+
+#[tokio::test]
+async fn the_cluster_starts_with_the_bootstrap_policy() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let listed = roles.list(&ListParams::default()).await.expect("cluster roles");
+    assert_eq!(
+        listed.items.iter().filter_map(|r| r.metadata.name.clone()).collect::<Vec<_>>(),
+        ["cluster-admin", "system:discovery", "system:public-info-viewer"]
+    );
+    let discovery = roles.get("system:discovery").await.expect("system:discovery");
+    let rule = &discovery.rules.unwrap_or_default()[0];
+    assert_eq!(rule.verbs, ["get"]);
+    assert!(rule.non_resource_urls.as_ref().is_some_and(|u| u.iter().any(|u| u == "/apis/*")));
+    let bindings: Api<ClusterRoleBinding> = Api::all(client);
+    let binding = bindings.get("system:discovery").await.expect("binding");
+    let subjects = binding.subjects.unwrap_or_default();
+    assert_eq!((subjects[0].kind.as_str(), subjects[0].name.as_str()), ("Group", "system:authenticated"));
+    assert_eq!(
+        binding.metadata.labels.and_then(|l| l.get("kubernetes.io/bootstrapping").cloned()).as_deref(),
+        Some("rbac-defaults")
+    );
 }
