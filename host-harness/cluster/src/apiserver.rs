@@ -19,6 +19,7 @@ use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Subject};
 use crate::store::{Store, Txn, object_rv};
 use crate::strategy::{self, Findings, Schemas};
+use crate::tokens::ServiceAccountTokens;
 use crate::typed::{self, Decoded};
 
 /// The API server's state, shared by every connection.
@@ -29,6 +30,8 @@ pub struct ApiServer {
     pub faults: Faults,
     pub log: RequestLog,
     pub schemas: Schemas,
+    /// The ServiceAccount tokens issued so far.
+    pub sa_tokens: ServiceAccountTokens,
     next_ip: AtomicU32,
 }
 
@@ -117,6 +120,7 @@ impl ApiServer {
             faults: Faults::new(fault_seed),
             log: RequestLog::new(100_000),
             schemas: Schemas::load()?,
+            sa_tokens: ServiceAccountTokens::default(),
             next_ip: AtomicU32::new(10),
         };
         let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]
@@ -158,7 +162,11 @@ impl ApiServer {
     }
 
     fn check_kind(ctx: &Ctx<'_>, obj: &mut Value, expect_kind: &str) -> Result<(), ApiError> {
-        let expected = ctx.rt.api_version();
+        Self::check_type(obj, &ctx.rt.api_version(), expect_kind)
+    }
+
+    /// Checks (or fills in) a body's `apiVersion` and `kind`.
+    fn check_type(obj: &mut Value, expected: &str, expect_kind: &str) -> Result<(), ApiError> {
         match obj.get("apiVersion").and_then(Value::as_str) {
             Some(v) if v != expected => {
                 return Err(ApiError::bad_request(format!(
@@ -209,8 +217,31 @@ impl ApiServer {
         }
     }
 
+    /// Parses and decodes the body of a request for a kind other than the resource's own (a
+    /// subresource's, such as TokenRequest), applying `fieldValidation`: the object with its
+    /// `apiVersion` and `kind` filled in, and the warnings to send.
+    pub fn decode_body_as(
+        kind: &str,
+        group: &str,
+        version: &str,
+        body: &[u8],
+        query: &Query,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let mode = field_validation(query)?;
+        let mut obj = Self::parse_body(body)?;
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        Self::check_type(&mut obj, &api_version, kind)?;
+        let findings = match typed::decode(kind, &obj) {
+            Decoded::Ok { unknown } => Findings { unknown_fields: unknown },
+            Decoded::Malformed(msg) => return Err(ApiError::bad_request(msg)),
+        };
+        let warnings = Self::apply_field_validation(kind, version, mode, &findings)?;
+        Ok((obj, warnings))
+    }
+
     fn apply_field_validation(
-        rt: &ResourceType,
+        kind: &str,
+        version: &str,
         mode: FieldValidation,
         findings: &Findings,
     ) -> Result<Vec<String>, ApiError> {
@@ -222,8 +253,6 @@ impl ApiServer {
             FieldValidation::Strict => Err(ApiError::bad_request(format!(
                 "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
                 msgs.join(", "),
-                kind = rt.kind,
-                version = rt.version,
             ))),
             _ => Ok(msgs),
         }
@@ -263,7 +292,7 @@ impl ApiServer {
         strategy::prepare_create(ctx.rt, &mut obj, &uid, &now, &mut || self.alloc_ip());
         findings.unknown_fields.extend(strategy::default_and_prune(ctx.rt, &self.schemas, &mut obj).unknown_fields);
         let mut stored = conversion::to_storage(ctx.rt, obj);
-        let warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+        let warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         let generate = stored.pointer("/metadata/generateName").and_then(Value::as_str).map(String::from);
         let storage = ctx.rt.storage;
         let created = self.store.write(|txn| {
@@ -372,7 +401,7 @@ impl ApiServer {
         }
         Self::check_namespace(ctx, &mut obj)?;
         let findings = Self::decode_findings(ctx, &obj)?;
-        let mut warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+        let mut warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         let requested_rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(String::from);
         let (reply, more) = self.store.write(|txn| {
             let current =
@@ -415,7 +444,7 @@ impl ApiServer {
         let findings = strategy::default_and_prune(ctx.rt, &self.schemas, &mut new);
         let mut stored = conversion::to_storage(ctx.rt, new);
         strategy::prepare_update(ctx.rt, status_update, &mut stored, current);
-        let warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+        let warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         strategy::bump_generation(ctx.rt, &mut stored, current);
         stored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
         let served_new = conversion::from_storage(ctx.rt, &stored);
@@ -468,7 +497,7 @@ impl ApiServer {
             }
             Self::check_kind(ctx, &mut patched, ctx.rt.kind)?;
             let findings = Self::decode_findings(ctx, &patched)?;
-            let mut warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+            let mut warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
             let (reply, more) = self.apply_update(txn, ctx, name, patched, &current, mode)?;
             warnings.extend(more);
             Ok((reply, warnings))

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::ServiceAccount;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -144,7 +146,30 @@ impl EmbeddedCluster {
     /// A kubeconfig for a user (default: the admin).
     pub fn kubeconfig(&self, user: &str) -> anyhow::Result<String> {
         let token = self.token(user).with_context(|| format!("the embedded cluster has no user {user:?}"))?;
-        tls::kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), user, token)
+        self.kubeconfig_for_token(user, token)
+    }
+
+    /// A kubeconfig that authenticates with any bearer token, such as a ServiceAccount token
+    /// from [`Self::service_account_token`] or a made-up one; `user_label` only names the
+    /// kubeconfig's user entry (the server decides who the token belongs to).
+    pub fn kubeconfig_for_token(&self, user_label: &str, token: &str) -> anyhow::Result<String> {
+        tls::kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), user_label, token)
+    }
+
+    /// A kube-rs client that authenticates with any bearer token.
+    pub async fn client_for_token(&self, user_label: &str, token: &str) -> anyhow::Result<kube::Client> {
+        tls::client_from_kubeconfig(&self.kubeconfig_for_token(user_label, token)?).await
+    }
+
+    /// Requests a token for a ServiceAccount through the API as the admin, with the TokenRequest
+    /// `kubectl create token` sends (default audience and expiry).
+    pub async fn service_account_token(&self, namespace: &str, name: &str) -> anyhow::Result<String> {
+        let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(self.client().await?, namespace);
+        let answer = accounts
+            .create_token_request(name, &kube::api::PostParams::default(), &TokenRequest::default())
+            .await
+            .with_context(|| format!("request a token for serviceaccount {namespace}/{name}"))?;
+        answer.status.map(|s| s.token).context("the TokenRequest answer has no status")
     }
 
     /// Writes the admin kubeconfig to `path` (creating parent directories).

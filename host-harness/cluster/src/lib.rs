@@ -41,6 +41,7 @@ pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
 pub mod tls;
+pub mod tokens;
 pub mod typed;
 pub mod watch;
 

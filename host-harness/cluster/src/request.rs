@@ -123,7 +123,7 @@ pub fn verb(method: &Method, req: &ResourceRequest, query: &Query) -> Result<&'s
         Method::GET if named => "get",
         Method::GET => "list",
         Method::POST if !named => "create",
-        Method::POST if req.subresource.as_deref() == Some("binding") => "create",
+        Method::POST if matches!(req.subresource.as_deref(), Some("binding" | "token")) => "create",
         Method::PUT if named => "update",
         Method::PATCH if named => "patch",
         Method::DELETE if named => "delete",

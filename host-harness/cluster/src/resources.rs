@@ -48,7 +48,7 @@ pub struct ResourceType {
     pub namespaced: bool,
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
-    /// Subresources served besides the object itself (`status`, `binding`).
+    /// Subresources served besides the object itself (`status`, `binding`, `token`).
     pub subresources: &'static [&'static str],
     pub verbs: &'static [&'static str],
     /// Objects of several versions of one resource share this storage key.
@@ -142,7 +142,11 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
             ..core("persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true)
         },
         ResourceType { short_names: &["ev"], ..core("events", "event", "Event", true) },
-        ResourceType { short_names: &["sa"], ..core("serviceaccounts", "serviceaccount", "ServiceAccount", true) },
+        ResourceType {
+            short_names: &["sa"],
+            subresources: &["token"],
+            ..core("serviceaccounts", "serviceaccount", "ServiceAccount", true)
+        },
         ResourceType {
             group: "batch",
             categories: &["all"],

@@ -114,10 +114,15 @@ impl HttpFront {
         }
     }
 
+    /// The identity of the request's bearer token: a built-in user's, or a ServiceAccount's
+    /// while its token is valid. Anything else is anonymous.
     fn identify(&self, req: &Request<Incoming>) -> Option<Identity> {
         let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-        let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?;
-        self.tokens.get(token.trim()).cloned()
+        let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?.trim();
+        match self.tokens.get(token) {
+            Some(id) => Some(id.clone()),
+            None => self.api.sa_tokens.authenticate(&self.api.store, self.api.clock.now(), token),
+        }
     }
 
     /// Handles one request: authentication, then authorization (on the URL, before routing, as
@@ -313,6 +318,7 @@ impl HttpFront {
         };
         let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),
+            ("create", Some("token")) => self.api.create_token(&ctx, &body),
             ("create", _) => self.api.create(&ctx, &body),
             ("get", _) => self.api.get(&ctx),
             ("list", _) => self.api.list(&ctx),

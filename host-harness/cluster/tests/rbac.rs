@@ -1,43 +1,20 @@
 //! ServiceAccounts and RBAC through kube-rs: the objects are served, defaulted and validated
-//! like kube-apiserver's.
+//! like kube-apiserver's, and ServiceAccount tokens are allowed exactly what RBAC grants, with
+//! kube-apiserver's Forbidden body for everything else.
 
-use embedded_cluster::{ClusterConfig, EmbeddedCluster};
-use k8s_openapi::api::core::v1::ServiceAccount;
+mod common;
+
+use common::rbac::{
+    NS, ROBOT, api_error, binding, cluster, code_of, forbidden, grant_robot, pod, robot, robot_cannot, robot_rules,
+    role, typed,
+};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::Discovery;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
-use serde_json::{Value, json};
-
-const NS: &str = "team";
-
-async fn cluster() -> EmbeddedCluster {
-    let c = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
-        .await
-        .expect("start the embedded cluster");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c.client().await.expect("client"));
-    namespaces.create(&PostParams::default(), &typed(json!({"metadata": {"name": NS}}))).await.expect("namespace");
-    c
-}
-
-fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).expect("a well-typed object")
-}
-
-fn api_error(e: kube::Error) -> Box<kube::core::Status> {
-    match e {
-        kube::Error::Api(s) => s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
-fn role(name: &str, rules: Value) -> Role {
-    typed(json!({"metadata": {"name": name}, "rules": rules}))
-}
-
-fn binding(name: &str, role_ref: Value, subjects: Value) -> RoleBinding {
-    typed(json!({"metadata": {"name": name}, "roleRef": role_ref, "subjects": subjects}))
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn service_accounts_roles_and_bindings_are_stored_with_their_defaults() {
@@ -216,4 +193,251 @@ async fn the_cluster_starts_with_the_bootstrap_policy() {
         binding.metadata.labels.and_then(|l| l.get("kubernetes.io/bootstrapping").cloned()).as_deref(),
         Some("rbac-defaults")
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// ServiceAccount tokens, authorized by RBAC.
+
+#[tokio::test]
+async fn a_token_is_allowed_what_its_role_binding_grants() {
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let admin = c.client().await.expect("client");
+    let configmaps: Api<ConfigMap> = Api::namespaced(admin, NS);
+    configmaps.create(&PostParams::default(), &typed(json!({"metadata": {"name": "allowed"}}))).await.expect("cm");
+
+    let client = robot(&c).await;
+    let mark = c.requests().mark();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    pods.create(&PostParams::default(), &pod("p")).await.expect("create a pod");
+    assert_eq!(pods.list(&ListParams::default()).await.expect("list pods").items.len(), 1);
+    pods.get("p").await.expect("get a pod");
+    pods.get_status("p").await.expect("get a pod's status");
+    let mine: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    mine.get("allowed").await.expect("get the named configmap");
+    let one = ListParams::default().fields("metadata.name=allowed");
+    assert_eq!(mine.list(&one).await.expect("a list of the named configmap only").items.len(), 1);
+    let namespaces: Api<Namespace> = Api::all(client);
+    namespaces.get(NS).await.expect("a namespace object is in its own namespace");
+
+    let entries = c.requests().since(mark);
+    assert_eq!(entries.len(), 7);
+    assert!(entries.iter().all(|e| e.user == ROBOT && e.code < 300), "{entries:?}");
+}
+
+#[tokio::test]
+async fn every_kind_of_denial_has_the_real_forbidden_body() {
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let client = robot(&c).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+
+    let (message, details) = forbidden(pods.delete("p", &Default::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "pods \"p\" is forbidden: {} in the namespace \"team\"",
+            robot_cannot("delete resource \"pods\" in API group \"\"")
+        )
+    );
+    assert_eq!((details.name.as_str(), details.group.as_str(), details.kind.as_str()), ("p", "", "pods"));
+
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let (message, details) = forbidden(secrets.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "secrets is forbidden: {} in the namespace \"team\"",
+            robot_cannot("list resource \"secrets\" in API group \"\"")
+        )
+    );
+    assert_eq!((details.name.as_str(), details.kind.as_str()), ("", "secrets"));
+
+    let (message, _) = forbidden(
+        pods.patch_status("p", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Running"}}))).await,
+    );
+    assert_eq!(
+        message,
+        format!(
+            "pods \"p\" is forbidden: {} in the namespace \"team\"",
+            robot_cannot("patch resource \"pods/status\" in API group \"\"")
+        )
+    );
+
+    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let (message, details) = forbidden(jobs.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "jobs.batch is forbidden: {} in the namespace \"team\"",
+            robot_cannot("list resource \"jobs\" in API group \"batch\"")
+        )
+    );
+    assert_eq!((details.group.as_str(), details.kind.as_str()), ("batch", "jobs"));
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let (message, _) = forbidden(configmaps.get("other").await);
+    assert_eq!(
+        message,
+        format!(
+            "configmaps \"other\" is forbidden: {} in the namespace \"team\"",
+            robot_cannot("get resource \"configmaps\" in API group \"\"")
+        )
+    );
+    let (message, _) = forbidden(configmaps.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "configmaps is forbidden: {} in the namespace \"team\"",
+            robot_cannot("list resource \"configmaps\" in API group \"\"")
+        ),
+        "a rule with resourceNames does not allow an unnamed list"
+    );
+
+    let elsewhere: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let (message, _) = forbidden(elsewhere.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "pods is forbidden: {} in the namespace \"default\"",
+            robot_cannot("list resource \"pods\" in API group \"\"")
+        )
+    );
+
+    let all_pods: Api<Pod> = Api::all(client.clone());
+    let (message, _) = forbidden(all_pods.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!("pods is forbidden: {} at the cluster scope", robot_cannot("list resource \"pods\" in API group \"\""))
+    );
+    let nodes: Api<Node> = Api::all(client.clone());
+    let (message, details) = forbidden(nodes.get("node-1").await);
+    assert_eq!(
+        message,
+        format!(
+            "nodes \"node-1\" is forbidden: {} at the cluster scope",
+            robot_cannot("get resource \"nodes\" in API group \"\"")
+        )
+    );
+    assert_eq!(details.name, "node-1");
+
+    let unserved = http::Request::get(format!("/api/v1/namespaces/{NS}/widgets")).body(Vec::new()).expect("request");
+    let (message, _) = forbidden(client.request_text(unserved).await);
+    assert_eq!(
+        message,
+        format!(
+            "widgets is forbidden: {} in the namespace \"team\"",
+            robot_cannot("list resource \"widgets\" in API group \"\"")
+        ),
+        "authorization comes before routing"
+    );
+
+    let admin_only = http::Request::get("/embedded-cluster/requests").body(Vec::new()).expect("request");
+    let err = api_error(client.request_text(admin_only).await.expect_err("admin only"));
+    assert_eq!((err.code, err.message.as_str()), (403, "the embedded cluster's admin endpoints need the admin token"));
+
+    let entries = c.requests().entries();
+    let denied: Vec<_> = entries.iter().filter(|e| e.user == ROBOT && e.code == 403).collect();
+    assert_eq!(denied.len(), 11, "{denied:?}");
+}
+
+#[tokio::test]
+async fn a_binding_to_a_group_or_a_cluster_role_grants_too() {
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let client = robot(&c).await;
+    let admin = c.client().await.expect("client");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    forbidden(secrets.list(&ListParams::default()).await);
+
+    let roles: Api<Role> = Api::namespaced(admin.clone(), NS);
+    roles
+        .create(
+            &PostParams::default(),
+            &role("secrets", json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}])),
+        )
+        .await
+        .expect("role");
+    let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), NS);
+    let group = json!([{"kind": "Group", "name": "system:serviceaccounts:team"}]);
+    bindings
+        .create(&PostParams::default(), &binding("all-accounts", json!({"kind": "Role", "name": "secrets"}), group))
+        .await
+        .expect("binding");
+    secrets.list(&ListParams::default()).await.expect("every ServiceAccount of the namespace may list secrets");
+
+    let nodes: Api<Node> = Api::all(client);
+    forbidden(nodes.list(&ListParams::default()).await);
+    let cluster_roles: Api<ClusterRole> = Api::all(admin.clone());
+    cluster_roles
+        .create(
+            &PostParams::default(),
+            &typed(json!({"metadata": {"name": "node-reader"},
+                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]})),
+        )
+        .await
+        .expect("cluster role");
+    let cluster_bindings: Api<ClusterRoleBinding> = Api::all(admin);
+    cluster_bindings
+        .create(
+            &PostParams::default(),
+            &typed(
+                json!({"metadata": {"name": "robot-nodes"}, "roleRef": {"kind": "ClusterRole", "name": "node-reader"},
+                "subjects": [{"kind": "User", "name": ROBOT}]}),
+            ),
+        )
+        .await
+        .expect("cluster binding");
+    nodes.list(&ListParams::default()).await.expect("a ClusterRoleBinding grants at the cluster scope");
+}
+
+#[tokio::test]
+async fn deleting_the_binding_or_the_role_revokes_at_once() {
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let client = robot(&c).await;
+    let pods: Api<Pod> = Api::namespaced(client, NS);
+    pods.list(&ListParams::default()).await.expect("allowed");
+
+    let admin = c.client().await.expect("client");
+    let roles: Api<Role> = Api::namespaced(admin.clone(), NS);
+    roles.delete("robot", &Default::default()).await.expect("delete the role");
+    let (message, _) = forbidden(pods.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "pods is forbidden: {} in the namespace \"team\": RBAC: role.rbac.authorization.k8s.io \"robot\" not found",
+            robot_cannot("list resource \"pods\" in API group \"\"")
+        ),
+        "a binding to a missing role is the reason"
+    );
+
+    roles.create(&PostParams::default(), &role("robot", robot_rules())).await.expect("recreate the role");
+    pods.list(&ListParams::default()).await.expect("allowed again");
+    let bindings: Api<RoleBinding> = Api::namespaced(admin, NS);
+    bindings.delete("robot", &Default::default()).await.expect("delete the binding");
+    let (message, _) = forbidden(pods.list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "pods is forbidden: {} in the namespace \"team\"",
+            robot_cannot("list resource \"pods\" in API group \"\"")
+        )
+    );
+}
+
+#[tokio::test]
+async fn discovery_works_with_a_token_that_grants_nothing_else() {
+    let c = cluster().await;
+    let admin = c.client().await.expect("client");
+    let sas: Api<ServiceAccount> = Api::namespaced(admin, NS);
+    sas.create(&PostParams::default(), &typed(json!({"metadata": {"name": "nobody"}}))).await.expect("sa");
+    let token = c.service_account_token(NS, "nobody").await.expect("token");
+    let client = c.client_for_token("nobody", &token).await.expect("client");
+    let discovery = Discovery::new(client.clone()).run().await.expect("discovery through system:discovery");
+    assert!(discovery.groups().any(|g| g.name() == "rbac.authorization.k8s.io"));
+    client.apiserver_version().await.expect("version");
+    let openapi = http::Request::get("/openapi/v3").body(Vec::new()).expect("request");
+    client.request_text(openapi).await.expect("openapi");
+    assert_eq!(code_of(&client).await, 403);
 }
