@@ -28,6 +28,7 @@ mod json;
 pub mod names;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 mod quantity;
 pub mod rbac;
 pub mod request;

@@ -318,7 +318,7 @@ impl HttpFront {
         };
         let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),
-            ("create", Some("token")) => self.api.create_token(&ctx, &body),
+            ("create", Some("token")) => self.api.create_token(&ctx, &content_type, &body),
             ("create", _) => self.api.create(&ctx, &body),
             ("get", _) => self.api.get(&ctx),
             ("list", _) => self.api.list(&ctx),

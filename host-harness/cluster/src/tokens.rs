@@ -1,5 +1,5 @@
 //! ServiceAccount tokens: issued by the `token` subresource of serviceaccounts (a TokenRequest,
-//! `authentication.k8s.io/v1`, which `kubectl create token` sends) and accepted as bearer
+//! `authentication.k8s.io/v1`, which `kubectl create token` sends as protobuf) and accepted as bearer
 //! tokens while valid, as kube-apiserver's `TokenREST`
 //! (`pkg/registry/core/serviceaccount/storage/token.go`) and its service-account token
 //! validator (`pkg/serviceaccount/claims.go`) do:
@@ -29,6 +29,7 @@ use crate::apiserver::{ApiServer, Ctx, Reply};
 use crate::authorization::{Access, Identity};
 use crate::clock::{format_time, parse_time};
 use crate::field_error::{FieldError, quoted};
+use crate::protobuf;
 use crate::rbac::authorizer::service_account_user;
 use crate::rbac::bootstrap::AUTHENTICATED_GROUP;
 use crate::status::{ApiError, Subject};
@@ -144,11 +145,19 @@ fn validate_expiration(seconds: i64) -> Result<(), ApiError> {
 }
 
 impl ApiServer {
-    /// POST `serviceaccounts/{name}/token`: validates the TokenRequest, issues a token and
-    /// answers with the request, its defaults, and `status.token` and `expirationTimestamp`.
-    pub fn create_token(&self, ctx: &Ctx<'_>, body: &[u8]) -> Result<Reply, ApiError> {
+    /// POST `serviceaccounts/{name}/token` (JSON or, as kubectl sends it, protobuf): validates
+    /// the TokenRequest, issues a token and answers with the request, its defaults, and
+    /// `status.token` and `expirationTimestamp`.
+    pub fn create_token(&self, ctx: &Ctx<'_>, content_type: &str, body: &[u8]) -> Result<Reply, ApiError> {
         let name = ctx.name.ok_or_else(|| ApiError::method_not_allowed("a resource name is required"))?;
         let namespace = ctx.namespace.unwrap_or_default();
+        let decoded;
+        let body = if protobuf::is_protobuf(content_type) {
+            decoded = protobuf::token_request_json(body)?;
+            decoded.as_slice()
+        } else {
+            body
+        };
         let (obj, warnings) = Self::decode_body_as("TokenRequest", GROUP, "v1", body, ctx.query)?;
         let request: TokenRequest = serde_json::from_value(obj.clone())
             .map_err(|e| ApiError::bad_request(format!("TokenRequest cannot be decoded: {e}")))?;
