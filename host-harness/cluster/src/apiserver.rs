@@ -12,6 +12,7 @@ use crate::conversion;
 use crate::faults::Faults;
 use crate::patch;
 use crate::rbac;
+use crate::rbac::authorizer::User;
 use crate::request::Query;
 use crate::request_log::RequestLog;
 use crate::resources::{Flavor, ResourceType, SandboxVersions};
@@ -42,6 +43,9 @@ pub struct Ctx<'a> {
     pub name: Option<&'a str>,
     pub subresource: Option<&'a str>,
     pub query: &'a Query,
+    /// The RBAC-authorized user making the request, whose own grants bound the Roles and
+    /// bindings it may write (`rbac::escalation`); None for the built-in users, which hold all.
+    pub grants_of: Option<User<'a>>,
 }
 
 impl Ctx<'_> {
@@ -132,7 +136,7 @@ impl ApiServer {
                 .cloned()
                 .ok_or_else(|| anyhow::anyhow!("bootstrap objects need {plural} to be served"))?;
             let query = Query::default();
-            let ctx = Ctx { rt: &rt, namespace: None, name: None, subresource: None, query: &query };
+            let ctx = Ctx { rt: &rt, namespace: None, name: None, subresource: None, query: &query, grants_of: None };
             server.create(&ctx, body.to_string().as_bytes()).map_err(|e| anyhow::anyhow!("bootstrap {body}: {e}"))?;
         }
         Ok(server)
@@ -315,6 +319,9 @@ impl ApiServer {
             }
             let name = stored.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
             let served = conversion::from_storage(ctx.rt, &stored);
+            if let Some(user) = ctx.grants_of {
+                rbac::escalation::check(&*txn, user, ctx.rt.kind, ctx.ns(), &served, None)?;
+            }
             let errors = strategy::validate_create(ctx.rt, &self.schemas, &served);
             if !errors.is_empty() {
                 return Err(ApiError::invalid(ctx.subject(&name), &errors));
@@ -449,6 +456,9 @@ impl ApiServer {
         stored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
         let served_new = conversion::from_storage(ctx.rt, &stored);
         let served_old = conversion::from_storage(ctx.rt, current);
+        if let Some(user) = ctx.grants_of {
+            rbac::escalation::check(&*txn, user, ctx.rt.kind, ctx.ns(), &served_new, Some(&served_old))?;
+        }
         let errors = strategy::validate_update(ctx.rt, &self.schemas, &served_new, &served_old);
         if !errors.is_empty() {
             return Err(ApiError::invalid(ctx.subject(name), &errors));

@@ -17,8 +17,9 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 
 use crate::apiserver::{ApiServer, Ctx, Reply};
-use crate::authorization::{self, Identity};
+use crate::authorization::{self, Access, Identity};
 use crate::faults::{Action, RequestFacts};
+use crate::rbac::authorizer::User;
 use crate::request::{self, Query, ResourceRequest, Route};
 use crate::request_info::RequestInfo;
 use crate::request_log::Entry;
@@ -315,6 +316,7 @@ impl HttpFront {
             name: r.name.as_deref(),
             subresource: r.subresource.as_deref(),
             query: &query,
+            grants_of: (id.access == Access::Rbac).then_some(User { name: &id.user, groups: &id.groups }),
         };
         let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),

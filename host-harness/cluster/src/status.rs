@@ -150,14 +150,21 @@ impl ApiError {
         }
         let resource = if info.is_resource_request { info.resource.as_str() } else { "" };
         let group = if info.is_resource_request { info.api_group.as_str() } else { "" };
+        Self::forbidden_object(group, resource, &info.name, &why)
+    }
+
+    /// 403 about an object (or a resource, without a name, or nothing, without either), as
+    /// apimachinery's `NewForbidden` words and details it: `roles.rbac.authorization.k8s.io "r"
+    /// is forbidden: <why>`.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
         let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
-        let message = match (qualified.is_empty(), info.name.is_empty()) {
+        let message = match (qualified.is_empty(), name.is_empty()) {
             (true, _) => format!("forbidden: {why}"),
             (false, true) => format!("{qualified} is forbidden: {why}"),
-            (false, false) => format!("{qualified} {} is forbidden: {why}", quoted(&info.name)),
+            (false, false) => format!("{qualified} {} is forbidden: {why}", quoted(name)),
         };
         let mut details = serde_json::Map::new();
-        for (key, value) in [("name", info.name.as_str()), ("group", group), ("kind", resource)] {
+        for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
             if !value.is_empty() {
                 details.insert(key.into(), json!(value));
             }

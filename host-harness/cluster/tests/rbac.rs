@@ -441,3 +441,79 @@ async fn discovery_works_with_a_token_that_grants_nothing_else() {
     client.request_text(openapi).await.expect("openapi");
     assert_eq!(code_of(&client).await, 403);
 }
+
+#[tokio::test]
+async fn a_token_may_grant_only_what_it_holds_unless_it_may_escalate_or_bind() {
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let admin = c.client().await.expect("client");
+    let writes = json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+        "verbs": ["create", "update", "patch"]}]);
+    Api::<Role>::namespaced(admin.clone(), NS)
+        .create(&PostParams::default(), &role("rbac-writer", writes))
+        .await
+        .expect("role");
+    let subjects = json!([{"kind": "ServiceAccount", "name": "robot"}]);
+    let admin_bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), NS);
+    admin_bindings
+        .create(
+            &PostParams::default(),
+            &binding("rbac-writer", json!({"kind": "Role", "name": "rbac-writer"}), subjects),
+        )
+        .await
+        .expect("binding");
+
+    let client = robot(&c).await;
+    let roles: Api<Role> = Api::namespaced(client.clone(), NS);
+    let held = json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]);
+    roles.create(&PostParams::default(), &role("pods", held)).await.expect("a role with rules the robot holds");
+    let more = json!([{"apiGroups": [""], "resources": ["pods", "secrets"], "verbs": ["get", "delete"]}]);
+    let (message, details) = forbidden(roles.create(&PostParams::default(), &role("more", more.clone())).await);
+    assert_eq!(
+        message,
+        format!(
+            "roles.rbac.authorization.k8s.io \"more\" is forbidden: user \"{ROBOT}\" (groups=[\"system:serviceaccounts\" \
+             \"system:serviceaccounts:team\" \"system:authenticated\"]) is attempting to grant RBAC permissions not \
+             currently held:\n{{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}}\n\
+             {{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"delete\"]}}"
+        )
+    );
+    assert_eq!(
+        (details.name.as_str(), details.group.as_str(), details.kind.as_str()),
+        ("more", "rbac.authorization.k8s.io", "roles")
+    );
+
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), NS);
+    let to_admin = binding(
+        "admin",
+        json!({"kind": "ClusterRole", "name": "cluster-admin"}),
+        json!([{"kind": "User", "name": "x"}]),
+    );
+    let (message, _) = forbidden(bindings.create(&PostParams::default(), &to_admin).await);
+    assert!(
+        message.starts_with("rolebindings.rbac.authorization.k8s.io \"admin\" is forbidden: user \"system:serviceaccount:team:robot\"")
+            && message.ends_with(
+                "not currently held:\n{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}\n{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}"
+            ),
+        "{message}"
+    );
+    let to_ghost = binding("ghost", json!({"kind": "Role", "name": "ghost"}), json!([{"kind": "User", "name": "x"}]));
+    let err = api_error(bindings.create(&PostParams::default(), &to_ghost).await.expect_err("no such role"));
+    assert_eq!((err.code, err.message.as_str()), (404, "roles.rbac.authorization.k8s.io \"ghost\" not found"));
+
+    let special = json!([
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["cluster-admin"], "verbs": ["bind"]}
+    ]);
+    Api::<Role>::namespaced(admin.clone(), NS)
+        .create(&PostParams::default(), &role("special", special))
+        .await
+        .expect("role");
+    let subjects = json!([{"kind": "ServiceAccount", "name": "robot"}]);
+    admin_bindings
+        .create(&PostParams::default(), &binding("special", json!({"kind": "Role", "name": "special"}), subjects))
+        .await
+        .expect("binding");
+    roles.create(&PostParams::default(), &role("more", more)).await.expect("escalate allows any rules");
+    bindings.create(&PostParams::default(), &to_admin).await.expect("bind allows binding that role");
+}

@@ -8,7 +8,8 @@
 //! name and namespace (a RoleBinding's subject without a namespace means the binding's own).
 //! Nothing is cached: every request reads the bindings and roles as stored, so a change takes
 //! effect at once. Bindings whose role is missing contribute the `RBAC: ...` reason upstream
-//! appends to the Forbidden message.
+//! appends to the Forbidden message. The rules a user holds also bound what it may grant (see
+//! `escalation`).
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use serde::de::DeserializeOwned;
@@ -17,7 +18,7 @@ use serde_json::Value;
 use super::{CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES, rules};
 use crate::request_info::RequestInfo;
 use crate::status::aggregate;
-use crate::store::Store;
+use crate::store::Objects;
 
 /// The user a request is authorized for.
 #[derive(Debug, Clone, Copy)]
@@ -36,28 +37,89 @@ pub enum Decision {
     },
 }
 
-/// Decides a request from the bindings and roles in `store`.
-pub fn authorize(store: &Store, user: User<'_>, info: &RequestInfo) -> Decision {
-    let mut errors = Vec::new();
-    let cluster_bindings = store.list(CLUSTER_ROLE_BINDINGS, None).1;
-    for binding in cluster_bindings.iter().filter_map(|b| decode::<ClusterRoleBinding>(b)) {
-        if applies(user, binding.subjects.as_deref(), "") && allowed_by(store, &binding.role_ref, "", info, &mut errors)
-        {
-            return Decision::Allow;
+/// Why the role a binding refers to could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoleRefError {
+    NotFound { kind: String, name: String },
+    UnsupportedKind(String),
+}
+
+impl RoleRefError {
+    fn of(role_ref: &RoleRef) -> Self {
+        match role_ref.kind.as_str() {
+            "Role" | "ClusterRole" => Self::NotFound { kind: role_ref.kind.clone(), name: role_ref.name.clone() },
+            other => Self::UnsupportedKind(other.to_string()),
         }
     }
-    if !info.namespace.is_empty() {
-        let bindings = store.list(ROLE_BINDINGS, Some(&info.namespace)).1;
-        for binding in bindings.iter().filter_map(|b| decode::<RoleBinding>(b)) {
-            if applies(user, binding.subjects.as_deref(), &info.namespace)
-                && allowed_by(store, &binding.role_ref, &info.namespace, info, &mut errors)
-            {
-                return Decision::Allow;
-            }
+
+    /// As the authorizer's informer listers word it: `role.rbac.authorization.k8s.io "x" not found`.
+    pub fn lister_text(&self) -> String {
+        self.text(|kind| kind.to_ascii_lowercase())
+    }
+
+    /// As the RBAC storage words it: `roles.rbac.authorization.k8s.io "x" not found`.
+    pub fn registry_text(&self) -> String {
+        self.text(|kind| format!("{}s", kind.to_ascii_lowercase()))
+    }
+
+    fn text(&self, resource: impl Fn(&str) -> String) -> String {
+        match self {
+            Self::NotFound { kind, name } => format!("{}.{} {name:?} not found", resource(kind), super::GROUP),
+            Self::UnsupportedKind(kind) => format!("unsupported role reference kind: {kind:?}"),
         }
     }
-    let reason = if errors.is_empty() { String::new() } else { format!("RBAC: {}", aggregate(errors)) };
+}
+
+/// Decides a request from the bindings and roles stored.
+pub fn authorize(objects: &dyn Objects, user: User<'_>, info: &RequestInfo) -> Decision {
+    let (allowed, errors) = visit_rules(objects, user, &info.namespace, |rule| rules::allows(rule, info));
+    if allowed {
+        return Decision::Allow;
+    }
+    let reason = match errors.is_empty() {
+        true => String::new(),
+        false => format!("RBAC: {}", aggregate(errors.iter().map(RoleRefError::lister_text).collect())),
+    };
     Decision::Deny { reason }
+}
+
+/// `RulesFor`: every rule granted to the user in `namespace` (cluster-wide ones only when it is
+/// empty), with the bindings whose role could not be read.
+pub fn rules_for(objects: &dyn Objects, user: User<'_>, namespace: &str) -> (Vec<PolicyRule>, Vec<RoleRefError>) {
+    let mut granted = Vec::new();
+    let (_, errors) = visit_rules(objects, user, namespace, |rule| {
+        granted.push(rule.clone());
+        false
+    });
+    (granted, errors)
+}
+
+/// `VisitRulesFor`: hands `visit` each rule bound to the user, ClusterRoleBindings first, then
+/// the RoleBindings of `namespace`, until it returns true. Says whether it did, and lists the
+/// roles that could not be read.
+fn visit_rules(
+    objects: &dyn Objects,
+    user: User<'_>,
+    namespace: &str,
+    mut visit: impl FnMut(&PolicyRule) -> bool,
+) -> (bool, Vec<RoleRefError>) {
+    let mut errors = Vec::new();
+    let cluster_bindings = objects.objects(CLUSTER_ROLE_BINDINGS, None);
+    let cluster_bindings = cluster_bindings.iter().filter_map(|b| decode::<ClusterRoleBinding>(b));
+    let cluster_wide = cluster_bindings.map(|b| (b.role_ref, b.subjects, ""));
+    let local: Vec<_> = if namespace.is_empty() { Vec::new() } else { objects.objects(ROLE_BINDINGS, Some(namespace)) };
+    let local = local.iter().filter_map(|b| decode::<RoleBinding>(b)).map(|b| (b.role_ref, b.subjects, namespace));
+    for (role_ref, subjects, binding_namespace) in cluster_wide.chain(local) {
+        if !applies(user, subjects.as_deref(), binding_namespace) {
+            continue;
+        }
+        match role_rules(objects, &role_ref, binding_namespace) {
+            Ok(rules) if rules.iter().any(&mut visit) => return (true, errors),
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    (false, errors)
 }
 
 fn decode<T: DeserializeOwned>(obj: &Value) -> Option<T> {
@@ -77,34 +139,17 @@ fn applies(user: User<'_>, subjects: Option<&[Subject]>, namespace: &str) -> boo
     })
 }
 
-/// Whether a rule of the referenced role allows the request; a role that cannot be read is
-/// recorded in `errors`.
-fn allowed_by(
-    store: &Store,
-    role_ref: &RoleRef,
-    namespace: &str,
-    info: &RequestInfo,
-    errors: &mut Vec<String>,
-) -> bool {
-    match role_rules(store, role_ref, namespace) {
-        Ok(rules) => rules.iter().any(|rule| rules::allows(rule, info)),
-        Err(e) => {
-            errors.push(e);
-            false
-        }
-    }
-}
-
-/// `GetRoleReferenceRules`, with the listers' NotFound text.
-fn role_rules(store: &Store, role_ref: &RoleRef, namespace: &str) -> Result<Vec<PolicyRule>, String> {
+/// `GetRoleReferenceRules`: the rules of the role a binding in `namespace` refers to.
+pub fn role_rules(objects: &dyn Objects, role_ref: &RoleRef, namespace: &str) -> Result<Vec<PolicyRule>, RoleRefError> {
     let name = &role_ref.name;
     let rules = match role_ref.kind.as_str() {
-        "Role" => store.get(ROLES, namespace, name).and_then(|r| decode::<Role>(&r)).map(|r| r.rules),
-        "ClusterRole" => store.get(CLUSTER_ROLES, "", name).and_then(|r| decode::<ClusterRole>(&r)).map(|r| r.rules),
-        other => return Err(format!("unsupported role reference kind: {other:?}")),
+        "Role" => objects.object(ROLES, namespace, name).and_then(|r| decode::<Role>(&r)).map(|r| r.rules),
+        "ClusterRole" => {
+            objects.object(CLUSTER_ROLES, "", name).and_then(|r| decode::<ClusterRole>(&r)).map(|r| r.rules)
+        }
+        _ => None,
     };
-    let singular = role_ref.kind.to_ascii_lowercase();
-    rules.map(Option::unwrap_or_default).ok_or_else(|| format!("{singular}.{} {name:?} not found", super::GROUP))
+    rules.map(Option::unwrap_or_default).ok_or_else(|| RoleRefError::of(role_ref))
 }
 
 /// The user name of a ServiceAccount's tokens (`system:serviceaccount:NS:NAME`).
@@ -116,6 +161,7 @@ pub fn service_account_user(namespace: &str, name: &str) -> String {
 mod tests {
     use super::*;
     use crate::request::Query;
+    use crate::store::Store;
     use http::Method;
     use serde_json::json;
 

@@ -3,6 +3,7 @@
 //!
 //! - [`authorizer`]: which bindings apply to a user, and whether their roles allow a request;
 //! - [`rules`]: whether one policy rule allows a request;
+//! - [`escalation`]: a user may grant only what it holds (or may `escalate` or `bind`);
 //! - [`bootstrap`]: the default ClusterRoles and ClusterRoleBindings every cluster starts with;
 //! - [`validation`] and [`defaults`]: what the server checks and fills in on Roles,
 //!   ClusterRoles, RoleBindings and ClusterRoleBindings.
@@ -10,6 +11,7 @@
 pub mod authorizer;
 pub mod bootstrap;
 pub mod defaults;
+pub mod escalation;
 pub mod rules;
 pub mod validation;
 
