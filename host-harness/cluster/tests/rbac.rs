@@ -232,6 +232,17 @@ async fn every_kind_of_denial_has_the_real_forbidden_body() {
     let client = robot(&c).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
 
+    let raw = http::Request::delete(format!("/api/v1/namespaces/{NS}/pods/p")).body(Vec::new()).expect("request");
+    let answer = client.send(raw.map(kube::client::Body::from)).await.expect("an answer");
+    assert_eq!(answer.status(), 403);
+    let body = answer.into_body().collect_bytes().await.expect("body");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).expect("a JSON Status"),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden",
+            "code": 403, "details": {"name": "p", "kind": "pods"},
+            "message": format!("pods \"p\" is forbidden: User \"{ROBOT}\" cannot delete resource \"pods\" in API group \"\" in the namespace \"team\"")}),
+        "the whole Status, as kube-apiserver sends it"
+    );
     let (message, details) = forbidden(pods.delete("p", &Default::default()).await);
     assert_eq!(
         message,
@@ -338,7 +349,7 @@ async fn every_kind_of_denial_has_the_real_forbidden_body() {
 
     let entries = c.requests().entries();
     let denied: Vec<_> = entries.iter().filter(|e| e.user == ROBOT && e.code == 403).collect();
-    assert_eq!(denied.len(), 11, "{denied:?}");
+    assert_eq!(denied.len(), 12, "{denied:?}");
 }
 
 #[tokio::test]
