@@ -11,6 +11,8 @@ use crate::clock::Clock;
 use crate::conversion;
 use crate::faults::Faults;
 use crate::patch;
+use crate::rbac;
+use crate::rbac::authorizer::User;
 use crate::request::Query;
 use crate::request_log::RequestLog;
 use crate::resources::{Flavor, ResourceType, SandboxVersions};
@@ -18,6 +20,7 @@ use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Subject};
 use crate::store::{Store, Txn, object_rv};
 use crate::strategy::{self, Findings, Schemas};
+use crate::tokens::ServiceAccountTokens;
 use crate::typed::{self, Decoded};
 
 /// The API server's state, shared by every connection.
@@ -28,6 +31,8 @@ pub struct ApiServer {
     pub faults: Faults,
     pub log: RequestLog,
     pub schemas: Schemas,
+    /// The ServiceAccount tokens issued so far.
+    pub sa_tokens: ServiceAccountTokens,
     next_ip: AtomicU32,
 }
 
@@ -38,6 +43,9 @@ pub struct Ctx<'a> {
     pub name: Option<&'a str>,
     pub subresource: Option<&'a str>,
     pub query: &'a Query,
+    /// The RBAC-authorized user making the request, whose own grants bound the Roles and
+    /// bindings it may write (`rbac::escalation`); None for the built-in users, which hold all.
+    pub grants_of: Option<User<'a>>,
 }
 
 impl Ctx<'_> {
@@ -101,7 +109,8 @@ fn field_validation(query: &Query) -> Result<FieldValidation, ApiError> {
 const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 impl ApiServer {
-    /// A server with an empty store and the `default`, `kube-system` and `kube-public` namespaces.
+    /// A server with the `default`, `kube-system`, `kube-public` and `kube-node-lease` namespaces
+    /// and the bootstrap RBAC policy.
     pub fn new(
         sandbox_versions: SandboxVersions,
         clock: Arc<Clock>,
@@ -115,18 +124,20 @@ impl ApiServer {
             faults: Faults::new(fault_seed),
             log: RequestLog::new(100_000),
             schemas: Schemas::load()?,
+            sa_tokens: ServiceAccountTokens::default(),
             next_ip: AtomicU32::new(10),
         };
-        let ns_type = server.type_of("", "namespaces").cloned();
-        if let Some(rt) = ns_type {
+        let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .map(|ns| ("", "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})));
+        let policy = crate::rbac::bootstrap::policy().into_iter().map(|(plural, obj)| (rbac::GROUP, plural, obj));
+        for (group, plural, body) in namespaces.into_iter().chain(policy) {
+            let rt = server
+                .type_of(group, plural)
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("bootstrap objects need {plural} to be served"))?;
             let query = Query::default();
-            let ctx = Ctx { rt: &rt, namespace: None, name: None, subresource: None, query: &query };
-            for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-                let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                server
-                    .create(&ctx, body.to_string().as_bytes())
-                    .map_err(|e| anyhow::anyhow!("bootstrap namespace {ns}: {e}"))?;
-            }
+            let ctx = Ctx { rt: &rt, namespace: None, name: None, subresource: None, query: &query, grants_of: None };
+            server.create(&ctx, body.to_string().as_bytes()).map_err(|e| anyhow::anyhow!("bootstrap {body}: {e}"))?;
         }
         Ok(server)
     }
@@ -155,7 +166,11 @@ impl ApiServer {
     }
 
     fn check_kind(ctx: &Ctx<'_>, obj: &mut Value, expect_kind: &str) -> Result<(), ApiError> {
-        let expected = ctx.rt.api_version();
+        Self::check_type(obj, &ctx.rt.api_version(), expect_kind)
+    }
+
+    /// Checks (or fills in) a body's `apiVersion` and `kind`.
+    fn check_type(obj: &mut Value, expected: &str, expect_kind: &str) -> Result<(), ApiError> {
         match obj.get("apiVersion").and_then(Value::as_str) {
             Some(v) if v != expected => {
                 return Err(ApiError::bad_request(format!(
@@ -206,8 +221,31 @@ impl ApiServer {
         }
     }
 
+    /// Parses and decodes the body of a request for a kind other than the resource's own (a
+    /// subresource's, such as TokenRequest), applying `fieldValidation`: the object with its
+    /// `apiVersion` and `kind` filled in, and the warnings to send.
+    pub fn decode_body_as(
+        kind: &str,
+        group: &str,
+        version: &str,
+        body: &[u8],
+        query: &Query,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let mode = field_validation(query)?;
+        let mut obj = Self::parse_body(body)?;
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        Self::check_type(&mut obj, &api_version, kind)?;
+        let findings = match typed::decode(kind, &obj) {
+            Decoded::Ok { unknown } => Findings { unknown_fields: unknown },
+            Decoded::Malformed(msg) => return Err(ApiError::bad_request(msg)),
+        };
+        let warnings = Self::apply_field_validation(kind, version, mode, &findings)?;
+        Ok((obj, warnings))
+    }
+
     fn apply_field_validation(
-        rt: &ResourceType,
+        kind: &str,
+        version: &str,
         mode: FieldValidation,
         findings: &Findings,
     ) -> Result<Vec<String>, ApiError> {
@@ -219,8 +257,6 @@ impl ApiServer {
             FieldValidation::Strict => Err(ApiError::bad_request(format!(
                 "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
                 msgs.join(", "),
-                kind = rt.kind,
-                version = rt.version,
             ))),
             _ => Ok(msgs),
         }
@@ -260,7 +296,7 @@ impl ApiServer {
         strategy::prepare_create(ctx.rt, &mut obj, &uid, &now, &mut || self.alloc_ip());
         findings.unknown_fields.extend(strategy::default_and_prune(ctx.rt, &self.schemas, &mut obj).unknown_fields);
         let mut stored = conversion::to_storage(ctx.rt, obj);
-        let warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+        let warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         let generate = stored.pointer("/metadata/generateName").and_then(Value::as_str).map(String::from);
         let storage = ctx.rt.storage;
         let created = self.store.write(|txn| {
@@ -283,6 +319,9 @@ impl ApiServer {
             }
             let name = stored.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
             let served = conversion::from_storage(ctx.rt, &stored);
+            if let Some(user) = ctx.grants_of {
+                rbac::escalation::check(&*txn, user, ctx.rt.kind, ctx.ns(), &served, None)?;
+            }
             let errors = strategy::validate_create(ctx.rt, &self.schemas, &served);
             if !errors.is_empty() {
                 return Err(ApiError::invalid(ctx.subject(&name), &errors));
@@ -369,7 +408,7 @@ impl ApiServer {
         }
         Self::check_namespace(ctx, &mut obj)?;
         let findings = Self::decode_findings(ctx, &obj)?;
-        let mut warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+        let mut warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         let requested_rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(String::from);
         let (reply, more) = self.store.write(|txn| {
             let current =
@@ -412,11 +451,14 @@ impl ApiServer {
         let findings = strategy::default_and_prune(ctx.rt, &self.schemas, &mut new);
         let mut stored = conversion::to_storage(ctx.rt, new);
         strategy::prepare_update(ctx.rt, status_update, &mut stored, current);
-        let warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+        let warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         strategy::bump_generation(ctx.rt, &mut stored, current);
         stored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
         let served_new = conversion::from_storage(ctx.rt, &stored);
         let served_old = conversion::from_storage(ctx.rt, current);
+        if let Some(user) = ctx.grants_of {
+            rbac::escalation::check(&*txn, user, ctx.rt.kind, ctx.ns(), &served_new, Some(&served_old))?;
+        }
         let errors = strategy::validate_update(ctx.rt, &self.schemas, &served_new, &served_old);
         if !errors.is_empty() {
             return Err(ApiError::invalid(ctx.subject(name), &errors));
@@ -479,7 +521,7 @@ impl ApiServer {
             }
             Self::check_kind(ctx, &mut patched, ctx.rt.kind)?;
             let findings = Self::decode_findings(ctx, &patched)?;
-            let mut warnings = Self::apply_field_validation(ctx.rt, mode, &findings)?;
+            let mut warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
             let (reply, more) = self.apply_update(txn, ctx, name, patched, &current, mode)?;
             warnings.extend(more);
             Ok((reply, warnings))

@@ -7,17 +7,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::ServiceAccount;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::apiserver::ApiServer;
+use crate::authorization::{Access, Identity};
 use crate::clock::Clock;
 use crate::controllers::kubelet::KubeletConfig;
 use crate::controllers::{self, ControllerKind};
 use crate::faults::Faults;
+use crate::rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP};
 use crate::request_log::RequestLog;
 use crate::resources::SandboxVersions;
-use crate::server::{HttpFront, Identity};
+use crate::server::HttpFront;
 use crate::tls::{self, Pki};
 
 /// The user of the admin token written to kubeconfigs.
@@ -91,16 +95,20 @@ impl EmbeddedCluster {
 
         let mut tokens = HashMap::new();
         let mut identities = HashMap::new();
-        let mut add = |user: &str, read_only: bool, admin: bool| {
+        let mut add = |user: &str, access: Access| {
             let token = uuid::Uuid::new_v4().simple().to_string();
             tokens.insert(user.to_string(), token.clone());
-            identities.insert(token, Identity { user: user.to_string(), read_only, admin });
+            let mut groups = vec![AUTHENTICATED_GROUP.to_string()];
+            if access == Access::Admin {
+                groups.insert(0, MASTERS_GROUP.to_string());
+            }
+            identities.insert(token, Identity { user: user.to_string(), groups, access });
         };
-        add(ADMIN_USER, false, true);
-        add(VIEWER_USER, true, false);
-        add(PROVIDER_USER, false, false);
+        add(ADMIN_USER, Access::Admin);
+        add(VIEWER_USER, Access::ReadOnly);
+        add(PROVIDER_USER, Access::Unrestricted);
         for kind in ControllerKind::ALL {
-            add(kind.user(), false, false);
+            add(kind.user(), Access::Unrestricted);
         }
 
         let front = Arc::new(HttpFront {
@@ -138,7 +146,30 @@ impl EmbeddedCluster {
     /// A kubeconfig for a user (default: the admin).
     pub fn kubeconfig(&self, user: &str) -> anyhow::Result<String> {
         let token = self.token(user).with_context(|| format!("the embedded cluster has no user {user:?}"))?;
-        tls::kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), user, token)
+        self.kubeconfig_for_token(user, token)
+    }
+
+    /// A kubeconfig that authenticates with any bearer token, such as a ServiceAccount token
+    /// from [`Self::service_account_token`] or a made-up one; `user_label` only names the
+    /// kubeconfig's user entry (the server decides who the token belongs to).
+    pub fn kubeconfig_for_token(&self, user_label: &str, token: &str) -> anyhow::Result<String> {
+        tls::kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), user_label, token)
+    }
+
+    /// A kube-rs client that authenticates with any bearer token.
+    pub async fn client_for_token(&self, user_label: &str, token: &str) -> anyhow::Result<kube::Client> {
+        tls::client_from_kubeconfig(&self.kubeconfig_for_token(user_label, token)?).await
+    }
+
+    /// Requests a token for a ServiceAccount through the API as the admin, with the TokenRequest
+    /// `kubectl create token` sends (default audience and expiry).
+    pub async fn service_account_token(&self, namespace: &str, name: &str) -> anyhow::Result<String> {
+        let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(self.client().await?, namespace);
+        let answer = accounts
+            .create_token_request(name, &kube::api::PostParams::default(), &TokenRequest::default())
+            .await
+            .with_context(|| format!("request a token for serviceaccount {namespace}/{name}"))?;
+        answer.status.map(|s| s.token).context("the TokenRequest answer has no status")
     }
 
     /// Writes the admin kubeconfig to `path` (creating parent directories).

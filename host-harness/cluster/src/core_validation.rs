@@ -49,7 +49,7 @@ pub fn name_rule(kind: &str) -> NameRule {
     match kind {
         "Service" => NameRule::Dns1035Label,
         "Namespace" => NameRule::Dns1123Label,
-        "Pod" | "Job" | "Secret" | "Node" | "PersistentVolumeClaim" | "Event" | "ConfigMap" => {
+        "Pod" | "Job" | "Secret" | "Node" | "PersistentVolumeClaim" | "Event" | "ConfigMap" | "ServiceAccount" => {
             NameRule::Dns1123Subdomain
         }
         _ => NameRule::PathSegment,
@@ -185,7 +185,7 @@ fn type_error(path: String, v: &Value, expected: &str) -> FieldError {
 
 /// A value as the server prints it in a message: strings quoted, numbers plain, lists and maps of
 /// strings in Go's `%#v` form, anything else as compact JSON.
-fn shown(v: &Value) -> String {
+pub(crate) fn shown(v: &Value) -> String {
     match v {
         Value::String(s) => quoted(s),
         Value::Array(items) if items.iter().all(Value::is_string) => {
@@ -492,7 +492,7 @@ fn object_meta_update(new: &Value, old: &Value, errs: &mut Vec<FieldError>) {
 }
 
 /// `ValidateLabelSelector` for `matchLabels`/`matchExpressions` selectors.
-fn label_selector(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
+pub(crate) fn label_selector(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let labels = t_str_map(sel, "matchLabels", path, errs);
     validate_labels(&labels, &child(path, "matchLabels"), errs);
     for (_, req, rp) in t_obj_list(sel, "matchExpressions", path, errs) {

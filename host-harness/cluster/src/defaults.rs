@@ -49,6 +49,7 @@ pub fn apply_scheme_defaults(kind: &str, obj: &mut Value) {
         "Service" => default_service(obj),
         "Secret" => default_secret(obj),
         "Namespace" => default_namespace(obj),
+        "RoleBinding" | "ClusterRoleBinding" => crate::rbac::defaults::binding(obj),
         "PersistentVolumeClaim" => {
             if let Some(spec) = ensure_obj_value(obj, "spec") {
                 default_field(spec, "volumeMode", json!("Filesystem"));

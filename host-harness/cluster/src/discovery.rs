@@ -72,15 +72,22 @@ pub fn resource_list(types: &[ResourceType], group: &str, version: &str) -> Opti
             let (kind, verbs): (&str, &[&str]) = match *sub {
                 "binding" => ("Binding", &["create"]),
                 "finalize" => (t.kind, &["update"]),
+                "token" => ("TokenRequest", &["create"]),
                 _ => (t.kind, &["get", "patch", "update"]),
             };
-            resources.push(json!({
+            let mut doc = json!({
                 "name": format!("{}/{sub}", t.plural),
                 "singularName": "",
                 "namespaced": t.namespaced,
                 "kind": kind,
                 "verbs": verbs,
-            }));
+            });
+            if *sub == "token" {
+                // A subresource of another group's kind names that group and version.
+                doc["group"] = json!("authentication.k8s.io");
+                doc["version"] = json!("v1");
+            }
+            resources.push(doc);
         }
     }
     if resources.is_empty() {
@@ -101,6 +108,12 @@ mod tests {
         let names: Vec<&str> =
             doc["resources"].as_array().into_iter().flatten().filter_map(|r| r["name"].as_str()).collect();
         assert!(names.contains(&"pods/status") && names.contains(&"pods/binding") && names.contains(&"namespaces"));
+        let token = doc["resources"].as_array().into_iter().flatten().find(|r| r["name"] == "serviceaccounts/token");
+        assert_eq!(
+            token,
+            Some(&json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}))
+        );
     }
 
     #[test]

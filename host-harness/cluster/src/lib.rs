@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod apiserver;
+pub mod authorization;
 pub mod behaviour;
 pub mod clock;
 pub mod cluster;
@@ -27,8 +28,11 @@ mod json;
 pub mod names;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 mod quantity;
+pub mod rbac;
 pub mod request;
+pub mod request_info;
 pub mod request_log;
 pub mod resources;
 pub mod selectors;
@@ -38,6 +42,7 @@ pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
 pub mod tls;
+pub mod tokens;
 pub mod typed;
 pub mod watch;
 

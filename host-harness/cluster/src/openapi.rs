@@ -17,6 +17,7 @@ fn definition_name(rt: &ResourceType) -> String {
     match rt.group {
         "" => format!("io.k8s.api.core.v1.{}", rt.kind),
         "batch" => format!("io.k8s.api.batch.v1.{}", rt.kind),
+        crate::rbac::GROUP => format!("io.k8s.api.rbac.v1.{}", rt.kind),
         g => {
             let reversed: Vec<&str> = g.split('.').rev().collect();
             format!("{}.{}.{}", reversed.join("."), rt.version, rt.kind)

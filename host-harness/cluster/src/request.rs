@@ -123,7 +123,7 @@ pub fn verb(method: &Method, req: &ResourceRequest, query: &Query) -> Result<&'s
         Method::GET if named => "get",
         Method::GET => "list",
         Method::POST if !named => "create",
-        Method::POST if req.subresource.as_deref() == Some("binding") => "create",
+        Method::POST if matches!(req.subresource.as_deref(), Some("binding" | "token")) => "create",
         Method::PUT if named => "update",
         Method::PATCH if named => "patch",
         Method::DELETE if named => "delete",
@@ -156,9 +156,10 @@ impl Query {
         self.0.get(key).map(String::as_str).filter(|v| !v.is_empty())
     }
 
-    /// A boolean parameter (`true`, `1`).
+    /// A boolean parameter, decoded as the API server's parameter codec does: present and not
+    /// `0` or `false` (any case) is true, so the authorizer and the handlers agree on `?watch`.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
+        self.get(key).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
     }
 
     /// An integer parameter; malformed values are a 400.
@@ -242,6 +243,8 @@ mod tests {
         let q = Query::parse(Some("labelSelector=app%3Dx%2Cenv+in+%28a%29&watch=1&limit=5"));
         assert_eq!(q.get("labelSelector"), Some("app=x,env in (a)"));
         assert!(q.flag("watch"));
+        assert!(Query::parse(Some("watch=yes")).flag("watch"));
+        assert!(!Query::parse(Some("watch=False")).flag("watch") && !Query::parse(Some("watch=")).flag("watch"));
         assert_eq!(q.int("limit").ok().flatten(), Some(5));
         assert!(Query::parse(Some("limit=x")).int("limit").is_err());
     }

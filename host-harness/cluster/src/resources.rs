@@ -48,7 +48,7 @@ pub struct ResourceType {
     pub namespaced: bool,
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
-    /// Subresources served besides the object itself (`status`, `binding`).
+    /// Subresources served besides the object itself (`status`, `binding`, `token`).
     pub subresources: &'static [&'static str],
     pub verbs: &'static [&'static str],
     /// Objects of several versions of one resource share this storage key.
@@ -107,6 +107,11 @@ fn core(plural: &'static str, singular: &'static str, kind: &'static str, namesp
     }
 }
 
+/// A kind of `rbac.authorization.k8s.io/v1`; callers set the storage key.
+fn rbac(plural: &'static str, singular: &'static str, kind: &'static str, namespaced: bool) -> ResourceType {
+    ResourceType { group: crate::rbac::GROUP, ..core(plural, singular, kind, namespaced) }
+}
+
 /// The table of served resources for a given Sandbox version setting.
 pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
     let mut out = vec![
@@ -138,12 +143,30 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         },
         ResourceType { short_names: &["ev"], ..core("events", "event", "Event", true) },
         ResourceType {
+            short_names: &["sa"],
+            subresources: &["token"],
+            ..core("serviceaccounts", "serviceaccount", "ServiceAccount", true)
+        },
+        ResourceType {
             group: "batch",
             categories: &["all"],
             subresources: &["status"],
             storage: "jobs.batch",
             has_generation: true,
             ..core("jobs", "job", "Job", true)
+        },
+        ResourceType { storage: crate::rbac::ROLES, ..rbac("roles", "role", "Role", true) },
+        ResourceType {
+            storage: crate::rbac::ROLE_BINDINGS,
+            ..rbac("rolebindings", "rolebinding", "RoleBinding", true)
+        },
+        ResourceType {
+            storage: crate::rbac::CLUSTER_ROLES,
+            ..rbac("clusterroles", "clusterrole", "ClusterRole", false)
+        },
+        ResourceType {
+            storage: crate::rbac::CLUSTER_ROLE_BINDINGS,
+            ..rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false)
         },
     ];
     let sandbox = |version: &'static str| ResourceType {
@@ -197,6 +220,13 @@ mod tests {
     #[test]
     fn groups_list_preferred_version_first() {
         let g = groups(&served(SandboxVersions::Both));
-        assert_eq!(g, vec![("batch", vec!["v1"]), ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"])]);
+        assert_eq!(
+            g,
+            vec![
+                ("batch", vec!["v1"]),
+                ("rbac.authorization.k8s.io", vec!["v1"]),
+                ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"])
+            ]
+        );
     }
 }

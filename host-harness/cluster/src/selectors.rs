@@ -8,6 +8,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::status::aggregate;
+
 /// How one label requirement compares a label's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Operator {
@@ -557,17 +559,6 @@ fn go_string_slice(values: &[String]) -> String {
     }
     let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
     format!("[]string{{{}}}", quoted.join(", "))
-}
-
-/// Go's `utilerrors.Aggregate` text: one error verbatim, several in brackets.
-fn aggregate(errors: Vec<String>) -> String {
-    let mut unique: Vec<String> = Vec::new();
-    for e in errors {
-        if !unique.contains(&e) {
-            unique.push(e);
-        }
-    }
-    if unique.len() == 1 { unique.concat() } else { format!("[{}]", unique.join(", ")) }
 }
 
 /// Comparison of one field-selector term.

@@ -17,8 +17,11 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 
 use crate::apiserver::{ApiServer, Ctx, Reply};
+use crate::authorization::{self, Access, Identity};
 use crate::faults::{Action, RequestFacts};
+use crate::rbac::authorizer::User;
 use crate::request::{self, Query, ResourceRequest, Route};
+use crate::request_info::RequestInfo;
 use crate::request_log::Entry;
 use crate::status::ApiError;
 use crate::watch::{self, WatchCut, WatchRequest};
@@ -27,19 +30,10 @@ use crate::{admin, discovery, openapi};
 /// The response body type: a full JSON document or a watch stream.
 pub type Body = BoxBody<Bytes, Infallible>;
 
-/// Who a bearer token belongs to and what it may do.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub user: String,
-    /// Only get, list and watch (to exercise 403 Forbidden).
-    pub read_only: bool,
-    /// May use the `/embedded-cluster/` admin endpoints.
-    pub admin: bool,
-}
-
 /// The HTTP layer around one [`ApiServer`].
 pub struct HttpFront {
     pub api: Arc<ApiServer>,
+    /// The built-in users' bearer tokens.
     pub tokens: HashMap<String, Identity>,
     /// `host:port`, reported in `/api`.
     pub address: String,
@@ -121,36 +115,41 @@ impl HttpFront {
         }
     }
 
+    /// The identity of the request's bearer token: a built-in user's, or a ServiceAccount's
+    /// while its token is valid. Anything else is anonymous.
     fn identify(&self, req: &Request<Incoming>) -> Option<Identity> {
         let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-        let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?;
-        self.tokens.get(token.trim()).cloned()
+        let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?.trim();
+        match self.tokens.get(token) {
+            Some(id) => Some(id.clone()),
+            None => self.api.sa_tokens.authenticate(&self.api.store, self.api.clock.now(), token),
+        }
     }
 
-    /// Handles one request. An `Err` closes the connection (a dropped-connection fault).
+    /// Handles one request: authentication, then authorization (on the URL, before routing, as
+    /// kube-apiserver's filters run), then the handler. An `Err` closes the connection (a
+    /// dropped-connection fault).
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<Body>, Dropped> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
+        let query = Query::parse(req.uri().query());
         let route = request::route(&path, &self.api.types);
-        let public = matches!(route, Ok(Route::Health | Route::Version));
         let identity = self.identify(&req);
-        let user = identity.as_ref().map(|i| i.user.clone()).unwrap_or_else(|| "system:anonymous".into());
-        let mut entry = Entry {
-            seq: 0,
-            user: user.clone(),
-            verb: req.method().as_str().to_ascii_lowercase(),
-            resource: String::new(),
-            subresource: String::new(),
-            namespace: String::new(),
-            name: path.clone(),
-            code: 0,
-            latency_micros: 0,
-        };
+        let mut entry = self.log_entry(&req, &route, &query, identity.as_ref());
         let outcome = match (route, identity) {
-            (Err(e), _) => Ok(error_response(&e)),
-            (Ok(_), None) if !public => Ok(error_response(&ApiError::unauthorized())),
-            (Ok(Route::Resource(r)), Some(id)) => self.resource(req, r, &id, &mut entry).await,
-            (Ok(route), id) => Ok(self.non_resource(req, route, id.as_ref()).await),
+            (Err(e), None) => Ok(error_response(&e)),
+            (Ok(route @ (Route::Health | Route::Version)), None) => Ok(self.non_resource(req, route).await),
+            (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
+            (route, Some(id)) => {
+                match authorization::authorize(&self.api.store, &id, &RequestInfo::new(req.method(), &path, &query)) {
+                    Err(denied) => Ok(error_response(&denied)),
+                    Ok(()) => match route {
+                        Err(e) => Ok(error_response(&e)),
+                        Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
+                        Ok(route) => Ok(self.non_resource(req, route).await),
+                    },
+                }
+            }
         };
         entry.code = match &outcome {
             Ok(resp) => resp.status().as_u16(),
@@ -160,7 +159,38 @@ impl HttpFront {
         outcome
     }
 
-    async fn non_resource(&self, req: Request<Incoming>, route: Route, id: Option<&Identity>) -> Response<Body> {
+    /// The request log's record of a request, before it is answered.
+    fn log_entry(
+        &self,
+        req: &Request<Incoming>,
+        route: &Result<Route, ApiError>,
+        query: &Query,
+        id: Option<&Identity>,
+    ) -> Entry {
+        let mut entry = Entry {
+            seq: 0,
+            user: id.map(|i| i.user.clone()).unwrap_or_else(|| "system:anonymous".into()),
+            verb: req.method().as_str().to_ascii_lowercase(),
+            resource: String::new(),
+            subresource: String::new(),
+            namespace: String::new(),
+            name: req.uri().path().to_string(),
+            code: 0,
+            latency_micros: 0,
+        };
+        if let Ok(Route::Resource(r)) = route {
+            entry.resource = self.api.types[r.resource].plural.to_string();
+            entry.subresource = r.subresource.clone().unwrap_or_default();
+            entry.namespace = r.namespace.clone().unwrap_or_default();
+            entry.name = r.name.clone().unwrap_or_default();
+            if let Ok(verb) = request::verb(req.method(), r, query) {
+                entry.verb = verb.to_string();
+            }
+        }
+        entry
+    }
+
+    async fn non_resource(&self, req: Request<Incoming>, route: Route) -> Response<Body> {
         let types = &self.api.types;
         let doc = match route {
             Route::Health => return Response::new(full("ok")),
@@ -179,11 +209,6 @@ impl HttpFront {
             Route::OpenApiV3Root => Some(openapi::v3_root(&self.api)),
             Route::OpenApiV3 { group, version } => openapi::v3_group_version(&self.api, &group, &version),
             Route::Admin(segs) => {
-                if !id.is_some_and(|i| i.admin) {
-                    return error_response(&ApiError::forbidden(
-                        "the embedded cluster's admin endpoints need the admin token",
-                    ));
-                }
                 let method = req.method().clone();
                 let query = Query::parse(req.uri().query());
                 let body = match read_body(req).await {
@@ -207,39 +232,19 @@ impl HttpFront {
         &self,
         req: Request<Incoming>,
         r: ResourceRequest,
+        query: Query,
         id: &Identity,
         entry: &mut Entry,
     ) -> Result<Response<Body>, Dropped> {
         let rt = self.api.types[r.resource].clone();
-        let query = Query::parse(req.uri().query());
-        let method = req.method().clone();
-        entry.resource = rt.plural.to_string();
-        entry.subresource = r.subresource.clone().unwrap_or_default();
-        entry.namespace = r.namespace.clone().unwrap_or_default();
-        entry.name = r.name.clone().unwrap_or_default();
-        let verb = match request::verb(&method, &r, &query) {
+        let verb = match request::verb(req.method(), &r, &query) {
             Ok(v) => v,
             Err(e) => return Ok(error_response(&e)),
         };
-        entry.verb = verb.to_string();
         if !rt.verbs.contains(&verb) && r.subresource.is_none() {
             return Ok(error_response(&ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource ({verb} {})",
                 rt.plural
-            ))));
-        }
-        if id.read_only && !matches!(verb, "get" | "list" | "watch") {
-            let resource = match &r.subresource {
-                Some(s) => format!("{}/{s}", rt.plural),
-                None => rt.plural.to_string(),
-            };
-            let scope = match &r.namespace {
-                Some(ns) => format!(" in the namespace \"{ns}\""),
-                None => " at the cluster scope".to_string(),
-            };
-            return Ok(error_response(&ApiError::forbidden(format!(
-                "{resource} is forbidden: User \"{}\" cannot {verb} resource \"{resource}\" in API group \"{}\"{scope}",
-                id.user, rt.group
             ))));
         }
 
@@ -311,9 +316,11 @@ impl HttpFront {
             name: r.name.as_deref(),
             subresource: r.subresource.as_deref(),
             query: &query,
+            grants_of: (id.access == Access::Rbac).then_some(User { name: &id.user, groups: &id.groups }),
         };
         let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),
+            ("create", Some("token")) => self.api.create_token(&ctx, &content_type, &body),
             ("create", _) => self.api.create(&ctx, &body),
             ("get", _) => self.api.get(&ctx),
             ("list", _) => self.api.list(&ctx),

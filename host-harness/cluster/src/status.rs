@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::field_error::FieldError;
+use crate::field_error::{FieldError, quoted};
+use crate::request_info::RequestInfo;
 
 /// An error the API server answers with; renders to a `Status` body.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -122,6 +123,55 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// 403 for a request an authorizer refused, worded and detailed as kube-apiserver's
+    /// `responsewriters.Forbidden` does, since clients show and match that text:
+    /// `pods "x" is forbidden: User "u" cannot get resource "pods" in API group "" in the
+    /// namespace "ns"`, `... at the cluster scope`, or `forbidden: User "u" cannot get path "/p"`,
+    /// with the authorizer's `reason` appended when it gives one.
+    pub fn forbidden_request(info: &RequestInfo, user: &str, reason: &str) -> Self {
+        let mut why = if info.is_resource_request {
+            let scope = if info.namespace.is_empty() {
+                "at the cluster scope".to_string()
+            } else {
+                format!("in the namespace {}", quoted(&info.namespace))
+            };
+            format!(
+                "User {} cannot {} resource {} in API group {} {scope}",
+                quoted(user),
+                info.verb,
+                quoted(&info.resource_and_subresource()),
+                quoted(&info.api_group)
+            )
+        } else {
+            format!("User {} cannot {} path {}", quoted(user), info.verb, quoted(&info.path))
+        };
+        if !reason.is_empty() {
+            why = format!("{why}: {reason}");
+        }
+        let resource = if info.is_resource_request { info.resource.as_str() } else { "" };
+        let group = if info.is_resource_request { info.api_group.as_str() } else { "" };
+        Self::forbidden_object(group, resource, &info.name, &why)
+    }
+
+    /// 403 about an object (or a resource, without a name, or nothing, without either), as
+    /// apimachinery's `NewForbidden` words and details it: `roles.rbac.authorization.k8s.io "r"
+    /// is forbidden: <why>`.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        let message = match (qualified.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {why}"),
+            (false, true) => format!("{qualified} is forbidden: {why}"),
+            (false, false) => format!("{qualified} {} is forbidden: {why}", quoted(name)),
+        };
+        let mut details = serde_json::Map::new();
+        for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
+            if !value.is_empty() {
+                details.insert(key.into(), json!(value));
+            }
+        }
+        Self { details: Some(Value::Object(details)), ..Self::new(403, "Forbidden", message) }
+    }
+
     /// 415 for a patch type the resource does not accept.
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {
         Self::new(415, "UnsupportedMediaType", message)
@@ -165,6 +215,17 @@ impl ApiError {
     }
 }
 
+/// Go's `utilerrors.Aggregate` text: one error verbatim, several (deduplicated) in brackets.
+pub fn aggregate(errors: Vec<String>) -> String {
+    let mut unique: Vec<String> = Vec::new();
+    for e in errors {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    if unique.len() == 1 { unique.concat() } else { format!("[{}]", unique.join(", ")) }
+}
+
 /// The Status a successful immediate DELETE answers with.
 pub fn delete_success(group: &str, resource: &str, name: &str, uid: &str) -> Value {
     json!({
@@ -188,6 +249,51 @@ mod tests {
         assert_eq!(st["reason"], "NotFound");
         assert_eq!(st["message"], "sandboxes.agents.x-k8s.io \"a\" not found");
         assert_eq!(st["details"]["kind"], "sandboxes");
+    }
+
+    fn request(method: http::Method, path_and_query: &str) -> RequestInfo {
+        let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+        RequestInfo::new(&method, path, &crate::request::Query::parse(Some(query)))
+    }
+
+    #[test]
+    fn forbidden_requests_read_like_kube_apiserver() {
+        let user = "system:serviceaccount:ns:sa";
+        let st = ApiError::forbidden_request(&request(http::Method::GET, "/api/v1/namespaces/ns/pods/x"), user, "")
+            .to_status();
+        assert_eq!(st["code"], 403);
+        assert_eq!(st["reason"], "Forbidden");
+        assert_eq!(
+            st["message"],
+            "pods \"x\" is forbidden: User \"system:serviceaccount:ns:sa\" cannot get resource \"pods\" in API group \"\" in the namespace \"ns\""
+        );
+        assert_eq!(st["details"], json!({"name": "x", "kind": "pods"}));
+
+        let list = ApiError::forbidden_request(&request(http::Method::GET, "/apis/batch/v1/jobs"), user, "RBAC: why");
+        assert_eq!(
+            list.message,
+            "jobs.batch is forbidden: User \"system:serviceaccount:ns:sa\" cannot list resource \"jobs\" in API group \"batch\" at the cluster scope: RBAC: why"
+        );
+        assert_eq!(list.details, Some(json!({"group": "batch", "kind": "jobs"})));
+
+        let status =
+            ApiError::forbidden_request(&request(http::Method::PATCH, "/api/v1/namespaces/ns/pods/x/status"), user, "");
+        assert!(status.message.starts_with(
+            "pods \"x\" is forbidden: User \"system:serviceaccount:ns:sa\" cannot patch resource \"pods/status\""
+        ));
+
+        let path = ApiError::forbidden_request(&request(http::Method::POST, "/embedded-cluster/faults"), user, "");
+        assert_eq!(
+            path.message,
+            "forbidden: User \"system:serviceaccount:ns:sa\" cannot post path \"/embedded-cluster/faults\""
+        );
+        assert_eq!(path.to_status()["details"], json!({}));
+    }
+
+    #[test]
+    fn aggregates_read_like_go() {
+        assert_eq!(aggregate(vec!["a".into()]), "a");
+        assert_eq!(aggregate(vec!["a".into(), "b".into(), "a".into()]), "[a, b]");
     }
 
     #[test]

@@ -171,6 +171,35 @@ impl Store {
     }
 }
 
+/// Reading stored objects, outside a transaction or inside one (where [`Store`]'s own reads
+/// would wait for the lock the transaction holds), for code that runs in both places.
+pub trait Objects {
+    /// One object.
+    fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>>;
+    /// Every object of a table in one namespace (or all namespaces), in key order.
+    fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>>;
+}
+
+impl Objects for Store {
+    fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.get(storage, namespace, name)
+    }
+
+    fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.list(storage, namespace).1
+    }
+}
+
+impl Objects for Txn<'_> {
+    fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.get(storage, namespace, name)
+    }
+
+    fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.list(storage, namespace)
+    }
+}
+
 impl Txn<'_> {
     /// One object, as this transaction sees it.
     pub fn get(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {

@@ -51,9 +51,9 @@ impl std::error::Error for PatchError {}
 /// would against a real cluster.
 ///
 /// Known kinds: `Pod`, `Job`, `Service`, `Secret`, `Namespace`, `Node`,
-/// `PersistentVolumeClaim`, `Event`. Any other kind gets JSON-merge-like
-/// semantics (maps merge, `null` deletes, lists are replaced) while the
-/// `$`-directives keep working.
+/// `PersistentVolumeClaim`, `Event`, `ServiceAccount` and the RBAC kinds.
+/// Any other kind gets JSON-merge-like semantics (maps merge, `null` deletes,
+/// lists are replaced) while the `$`-directives keep working.
 pub fn apply(kind: &str, original: &Value, patch: &Value) -> Result<Value, PatchError> {
     let patch = match patch {
         Value::Object(m) => m.clone(),
@@ -170,6 +170,9 @@ const SERVICE_SPEC: Rules = &[("ports", MergeByKey("port"))];
 /// `core/v1.NodeSpec`.
 const NODE_SPEC: Rules = &[("podCIDRs", MergeSet), ("taints", Replace)];
 
+/// `core/v1.ServiceAccount` (its own fields, mounted at the root).
+const SERVICE_ACCOUNT: Rules = &[("secrets", MergeByKey("name"))];
+
 /// `core/v1.NodeStatus`.
 const NODE_STATUS: Rules = &[("conditions", MergeByKey("type")), ("addresses", MergeByKey("type"))];
 
@@ -207,15 +210,30 @@ fn kind_mounts(kind: &str) -> Vec<(String, Rules)> {
         "Namespace" | "PersistentVolumeClaim" => {
             mounts.push(("status".to_string(), CONDITIONS_BY_TYPE));
         }
-        "Secret" | "Event" => {}
+        "ServiceAccount" => mounts.push((String::new(), SERVICE_ACCOUNT)),
+        // Rules, subjects and selectors are atomic lists; only metadata has strategies.
+        "Secret" | "Event" | "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {}
         _ => return Vec::new(),
     }
     mounts
 }
 
 /// Known kinds, so their flattened tables can be built once.
-const KNOWN_KINDS: &[&str] =
-    &["Pod", "Job", "Service", "Secret", "Namespace", "Node", "PersistentVolumeClaim", "Event"];
+const KNOWN_KINDS: &[&str] = &[
+    "Pod",
+    "Job",
+    "Service",
+    "Secret",
+    "Namespace",
+    "Node",
+    "PersistentVolumeClaim",
+    "Event",
+    "ServiceAccount",
+    "Role",
+    "ClusterRole",
+    "RoleBinding",
+    "ClusterRoleBinding",
+];
 
 type PathRules = HashMap<String, Strategy>;
 
@@ -230,7 +248,7 @@ fn rules_for_kind(kind: &str) -> &'static PathRules {
                 let mut flat = PathRules::new();
                 for (prefix, rules) in kind_mounts(k) {
                     for (field, strategy) in rules {
-                        flat.insert(format!("{prefix}.{field}"), *strategy);
+                        flat.insert(child_path(&prefix, field), *strategy);
                     }
                 }
                 (k, flat)
@@ -1236,6 +1254,23 @@ mod tests {
         );
         assert_eq!(out["status"]["conditions"], json!([{"type": "Ready", "status": "True"}]));
         assert_eq!(out["status"]["addresses"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn service_account_secrets_merge_by_name_and_binding_subjects_replace() {
+        let sa = json!({"secrets": [{"name": "a"}], "imagePullSecrets": [{"name": "p"}]});
+        let out = patch("ServiceAccount", sa, json!({"secrets": [{"name": "b"}], "imagePullSecrets": [{"name": "q"}]}));
+        assert_eq!(out["secrets"], json!([{"name": "b"}, {"name": "a"}]));
+        assert_eq!(out["imagePullSecrets"], json!([{"name": "q"}]));
+
+        let rb = json!({"metadata": {"finalizers": ["x"]}, "subjects": [{"kind": "User", "name": "a"}]});
+        let out = patch(
+            "RoleBinding",
+            rb,
+            json!({"metadata": {"finalizers": ["y"]}, "subjects": [{"kind": "User", "name": "b"}]}),
+        );
+        assert_eq!(out["subjects"], json!([{"kind": "User", "name": "b"}]));
+        assert_eq!(out["metadata"]["finalizers"], json!(["y", "x"]));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::core_validation::{self, NameRule};
 use crate::crd_schema::CrdSchema;
 use crate::defaults;
 use crate::field_error::FieldError;
+use crate::rbac;
 use crate::resources::{Flavor, ResourceType};
 
 /// The CRD schemas of the custom resources, by version.
@@ -157,6 +158,7 @@ pub fn default_and_prune(rt: &ResourceType, schemas: &Schemas, obj: &mut Value) 
 /// Validates an object on create.
 pub fn validate_create(rt: &ResourceType, schemas: &Schemas, obj: &Value) -> Vec<FieldError> {
     match rt.flavor {
+        Flavor::BuiltIn if rbac::validation::handles(rt.kind) => rbac::validation::validate_create(rt.kind, obj),
         Flavor::BuiltIn => core_validation::validate_create(rt.kind, obj),
         Flavor::Custom => {
             let mut errs = core_validation::validate_object_meta(&obj["metadata"], NameRule::Dns1123Subdomain);
@@ -171,6 +173,7 @@ pub fn validate_create(rt: &ResourceType, schemas: &Schemas, obj: &Value) -> Vec
 /// Validates an update against the stored object (immutability and transition rules included).
 pub fn validate_update(rt: &ResourceType, schemas: &Schemas, new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = match rt.flavor {
+        Flavor::BuiltIn if rbac::validation::handles(rt.kind) => rbac::validation::validate_update(rt.kind, new, old),
         Flavor::BuiltIn => core_validation::validate_update(rt.kind, new, old),
         Flavor::Custom => validate_create(rt, schemas, new),
     };

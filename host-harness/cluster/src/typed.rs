@@ -16,7 +16,9 @@ pub enum Decoded {
 
 /// Decodes `obj` as the built-in `kind`. Kinds without a typed model decode as-is.
 pub fn decode(kind: &str, obj: &Value) -> Decoded {
-    use k8s_openapi::api::{batch::v1 as batch, core::v1 as core};
+    use k8s_openapi::api::{
+        authentication::v1 as authentication, batch::v1 as batch, core::v1 as core, rbac::v1 as rbac,
+    };
     match kind {
         "Pod" => roundtrip::<core::Pod>(kind, obj),
         "Secret" => roundtrip::<core::Secret>(kind, obj),
@@ -28,6 +30,12 @@ pub fn decode(kind: &str, obj: &Value) -> Decoded {
         "Event" => roundtrip::<core::Event>(kind, obj),
         "Binding" => roundtrip::<core::Binding>(kind, obj),
         "Job" => roundtrip::<batch::Job>(kind, obj),
+        "ServiceAccount" => roundtrip::<core::ServiceAccount>(kind, obj),
+        "TokenRequest" => roundtrip::<authentication::TokenRequest>(kind, obj),
+        "Role" => roundtrip::<rbac::Role>(kind, obj),
+        "ClusterRole" => roundtrip::<rbac::ClusterRole>(kind, obj),
+        "RoleBinding" => roundtrip::<rbac::RoleBinding>(kind, obj),
+        "ClusterRoleBinding" => roundtrip::<rbac::ClusterRoleBinding>(kind, obj),
         _ => Decoded::Ok { unknown: Vec::new() },
     }
 }

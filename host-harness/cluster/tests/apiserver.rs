@@ -214,6 +214,24 @@ async fn authentication_and_authorization() {
             .expect_err("viewer cannot write"),
     );
     assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        err.message,
+        "namespaces is forbidden: User \"viewer\" cannot create resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+
+    let viewer = c.client_as(VIEWER_USER).await.expect("viewer");
+    let pods: Api<Pod> = Api::namespaced(viewer.clone(), "default");
+    let err = api_error(pods.delete("a", &DeleteParams::default()).await.expect_err("viewer cannot delete"));
+    assert_eq!(
+        err.message,
+        "pods \"a\" is forbidden: User \"viewer\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    let details = err.details.expect("details");
+    assert_eq!((details.name.as_str(), details.group.as_str(), details.kind.as_str()), ("a", "", "pods"));
+
+    let req = http::Request::get("/embedded-cluster/requests").body(Vec::new()).expect("request");
+    let err = api_error(viewer.request_text(req).await.expect_err("admin endpoints are for the admin"));
+    assert_eq!((err.code, err.message.as_str()), (403, "the embedded cluster's admin endpoints need the admin token"));
 }
 
 /// A request with no token, through a client built on the cluster's CA only.

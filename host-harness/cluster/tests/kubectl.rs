@@ -1,5 +1,6 @@
 //! Drives the embedded cluster with the real `kubectl`, when it is on PATH: apply a Sandbox from
-//! YAML (server-side validation, no `--validate=false`), wait for Ready, get, watch, delete.
+//! YAML (server-side validation, no `--validate=false`), wait for Ready, get, watch, delete; and
+//! apply a ServiceAccount with a Role and RoleBinding, create a token for it and use it.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use embedded_cluster::SandboxVersions;
+use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
 
 const SANDBOX_YAML: &str = r#"apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
@@ -22,6 +23,34 @@ spec:
       - name: agent
         image: busybox:1.36
         command: ["sleep", "infinity"]
+"#;
+
+const RBAC_YAML: &str = r#"apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pod-reader
+rules:
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: deployer-reads-pods
+subjects:
+- kind: ServiceAccount
+  name: deployer
+  namespace: default
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: pod-reader
 "#;
 
 fn kubectl_available() -> bool {
@@ -99,5 +128,77 @@ async fn kubectl_applies_waits_gets_watches_and_deletes() {
 
     let out = kubectl(&kubeconfig, &["get", "sandbox", "from-kubectl"]).await;
     assert!(text(&out).contains("NotFound"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn kubectl_applies_rbac_and_uses_a_service_account_token() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl scenario");
+        return;
+    }
+    let c = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
+        .await
+        .expect("start the embedded cluster");
+    let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-rbac-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let kubeconfig = dir.join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let manifest = dir.join("rbac.yaml");
+    std::fs::write(&manifest, RBAC_YAML).expect("manifest");
+    let m = manifest.to_string_lossy().to_string();
+    eprintln!("{}", text(&kubectl(&kubeconfig, &["version"]).await));
+
+    let out = kubectl(&kubeconfig, &["apply", "-f", &m]).await;
+    assert!(out.status.success(), "apply: {}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "serviceaccount/deployer created\nrole.rbac.authorization.k8s.io/pod-reader created\n\
+         rolebinding.rbac.authorization.k8s.io/deployer-reads-pods created\n"
+    );
+    let out = kubectl(&kubeconfig, &["apply", "-f", &m]).await;
+    assert_eq!(text(&out).matches("unchanged").count(), 3, "re-apply: {}", text(&out));
+
+    let out = kubectl(&kubeconfig, &["create", "token", "deployer"]).await;
+    assert!(out.status.success(), "create token: {}", text(&out));
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!token.is_empty() && !token.contains(char::is_whitespace), "{token:?}");
+
+    let out = kubectl(&kubeconfig, &["--token", &token, "get", "pods"]).await;
+    assert!(out.status.success(), "get pods with the token: {}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "No resources found in default namespace.");
+    let out = kubectl(&kubeconfig, &["--token", &token, "get", "secrets"]).await;
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): secrets is forbidden: User \"system:serviceaccount:default:deployer\" \
+         cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
+    );
+    let users: Vec<String> =
+        c.requests().entries().iter().filter(|e| e.resource == "secrets").map(|e| e.user.clone()).collect();
+    assert_eq!(users, ["system:serviceaccount:default:deployer"], "the request log names the token's user");
+
+    let out = kubectl(&kubeconfig, &["create", "token", "deployer", "--duration=1m"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: failed to create token: TokenRequest.authentication.k8s.io \"\" is invalid: \
+         spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"
+    );
+    let out = kubectl(&kubeconfig, &["create", "token", "ghost"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: failed to create token: serviceaccounts \"ghost\" not found"
+    );
+
+    let changed = dir.join("changed.yaml");
+    let new_ref = RBAC_YAML.replace("  kind: Role\n  name: pod-reader\n", "  kind: Role\n  name: other\n");
+    std::fs::write(&changed, new_ref).expect("changed manifest");
+    let out = kubectl(&kubeconfig, &["apply", "-f", &changed.to_string_lossy()]).await;
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "The RoleBinding \"deployer-reads-pods\" is invalid: roleRef: Invalid value: \
+         rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"other\"}: cannot change roleRef"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

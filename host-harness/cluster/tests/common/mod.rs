@@ -1,4 +1,4 @@
-//! Helpers shared by the controller scenarios.
+//! Helpers shared by the scenarios (controllers; ServiceAccounts and RBAC in `rbac`).
 
 #![allow(dead_code)]
 
@@ -8,6 +8,8 @@ use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::wait::{Condition, await_condition};
+
+pub mod rbac;
 
 /// A full cluster (API server and all four controllers).
 pub async fn full_cluster(versions: SandboxVersions) -> EmbeddedCluster {
