@@ -1,21 +1,52 @@
-//! The host's default policy grants the provider exactly what it uses: every verb on every
-//! resource type the policy allows is exercised by a full set of lifecycles, and nothing the
-//! provider does falls outside it.
+//! Least privilege, end to end: the host runs the provider under exactly the Role that
+//! `sandbox-host rbac` generates for the effective policy (a ServiceAccount token authorized by
+//! the embedded cluster's RBAC), and a full set of lifecycles on both backends gets no 403 and
+//! uses every verb the Role grants.
 
 use std::collections::BTreeSet;
 
 use embedded_cluster::faults::{Action, Match, Rule};
-use embedded_cluster::{ControllerKind, PROVIDER_USER, SandboxVersions};
+use embedded_cluster::{ControllerKind, SandboxVersions};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use provider_e2e::*;
-use provider_host::Policy;
-use serde_json::json;
+use provider_host::ProviderHost;
+use serde_json::{Value, json};
 
-#[tokio::test]
-async fn the_default_policy_is_exactly_what_the_provider_uses() {
-    let h = Harness::start(SandboxVersions::Both).await;
-    // Make the provider take its slower paths too: the Sandbox turns Ready a little after its
-    // pod (so the provider watches the Sandbox), and that watch is cut with 410 once (so it
-    // re-lists).
+const ACCOUNT: &str = "sandbox-host";
+
+/// Applies the generated RBAC objects as the cluster admin.
+async fn apply(h: &Harness, objects: &[Value]) {
+    for object in objects {
+        let api_version = object["apiVersion"].as_str().expect("apiVersion");
+        let kind = object["kind"].as_str().expect("kind");
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let plural = format!("{}s", kind.to_lowercase());
+        let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural);
+        let namespace = object["metadata"]["namespace"].as_str().expect("namespaced");
+        let api: Api<DynamicObject> = Api::namespaced_with(h.admin.clone(), namespace, &resource);
+        let typed: DynamicObject = serde_json::from_value(object.clone()).expect("object");
+        api.create(&PostParams::default(), &typed).await.unwrap_or_else(|e| panic!("apply {kind}: {e}"));
+    }
+}
+
+/// The (resource, verb) pairs a Role grants, subresources as `plural/sub`.
+fn granted(role: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        for resource in rule["resources"].as_array().expect("resources").iter().filter_map(Value::as_str) {
+            for verb in rule["verbs"].as_array().expect("verbs").iter().filter_map(Value::as_str) {
+                out.insert((resource.to_string(), verb.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Makes the provider take its slower paths too: the Sandbox turns Ready a little after its
+/// pod (so the provider watches the Sandbox), and that watch is cut with 410 once (so it
+/// re-lists).
+fn slow_paths(h: &Harness, user: &str) {
     let faults = h.cluster.faults();
     faults.add(Rule {
         matches: Match {
@@ -33,50 +64,71 @@ async fn the_default_policy_is_exactly_what_the_provider_uses() {
         matches: Match {
             verb: Some("watch".into()),
             resource: Some("sandboxes".into()),
-            user: Some(PROVIDER_USER.into()),
+            user: Some(user.into()),
             ..Default::default()
         },
         action: Action::EndWatch { code: Some(410), after_events: 0 },
         times: Some(1),
         probability: None,
     });
-    let mark = h.cluster.requests().mark();
+}
+
+/// Every operation on both backends, a retried (adopting) acquire, and a reusable lease.
+async fn lifecycles(host: &ProviderHost) {
     for backend in ["sandbox", "job"] {
         let cfg = config(backend, json!({}));
-        assert!(h.host.probe(&cfg).await.expect("probe").ok);
-        let lease = h.host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("acquire");
+        assert!(host.probe(&cfg).await.expect("probe").ok);
+        assert!(host.validate_config(&cfg).await.expect("validate-config").ok);
+        let lease = host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("acquire");
         // A retried acquire adopts what the first made and brings the Secret's values up to date.
-        let again = h.host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("retried acquire");
+        let again = host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("retried acquire");
         assert_eq!(again.workload_uid, lease.workload_uid);
         let r = lease_ref(&lease, &cfg);
-        h.host.resume_check(r.clone()).await.expect("resume-check");
-        h.host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 1_800_000).await.expect("renew");
-        h.host.release(r.clone()).await.expect("release");
-        h.host.destroy(r).await.expect("destroy");
+        host.resume_check(r.clone()).await.expect("resume-check");
+        host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 1_800_000).await.expect("renew");
+        host.release(r.clone()).await.expect("release");
+        host.destroy(r).await.expect("destroy");
     }
     let cfg = config("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
     let mut req = request(&cfg, "least-reuse");
     req.reusable = true;
-    let lease = h.host.acquire(req).await.expect("acquire reusable");
+    let lease = host.acquire(req).await.expect("acquire reusable");
     let r = lease_ref(&lease, &cfg);
-    h.host.release(r.clone()).await.expect("suspend");
-    h.host.resume_check(r.clone()).await.expect("resume");
-    h.host.destroy(r).await.expect("destroy");
+    host.release(r.clone()).await.expect("suspend");
+    host.resume_check(r.clone()).await.expect("resume");
+    host.destroy(r).await.expect("destroy");
+}
 
-    let used: BTreeSet<(String, String)> = h
-        .provider_calls_since(mark)
-        .into_iter()
-        .filter(|e| !e.resource.is_empty())
-        .map(|e| (e.resource, e.verb))
-        .collect();
-    let granted: BTreeSet<(String, String)> = Policy::kubernetes_default([NAMESPACE])
-        .resources
+#[tokio::test]
+async fn the_generated_role_is_exactly_what_the_host_and_provider_use() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let objects =
+        provider_host::rbac::manifests(&h.host.grants().effective, NAMESPACE, ACCOUNT).expect("RBAC manifests");
+    apply(&h, &objects).await;
+    let role = objects.iter().find(|o| o["kind"] == "Role").expect("a Role");
+    let token = h.cluster.service_account_token(NAMESPACE, ACCOUNT).await.expect("token");
+    let user = format!("system:serviceaccount:{NAMESPACE}:{ACCOUNT}");
+    let host = load_host(&h.cluster.kubeconfig_for_token(&user, &token).expect("kubeconfig")).await;
+    slow_paths(&h, &user);
+
+    let mark = h.cluster.requests().mark();
+    lifecycles(&host).await;
+    let calls: Vec<_> = h.cluster.requests().since(mark).into_iter().filter(|e| e.user == user).collect();
+    let refused: Vec<String> =
+        calls.iter().filter(|e| e.code == 403).map(|e| format!("{} {} {}", e.verb, e.resource, e.name)).collect();
+    assert!(refused.is_empty(), "the generated Role refused calls: {refused:?}");
+    let used: BTreeSet<(String, String)> = calls
         .iter()
-        .flat_map(|rule| rule.verbs.iter().map(move |v| (rule.plural.clone(), v.as_str().to_string())))
-        .filter(|(_, verb)| verb != "discovery")
+        .filter(|e| !e.resource.is_empty())
+        .map(|e| {
+            let resource =
+                if e.subresource.is_empty() { e.resource.clone() } else { format!("{}/{}", e.resource, e.subresource) };
+            (resource, e.verb.clone())
+        })
         .collect();
+    let granted = granted(role);
     let unused: Vec<_> = granted.difference(&used).collect();
     let outside: Vec<_> = used.difference(&granted).collect();
-    assert!(outside.is_empty(), "the provider made calls the policy does not grant: {outside:?}");
-    assert!(unused.is_empty(), "the default policy grants verbs the provider never uses: {unused:?} (used: {used:?})");
+    assert!(outside.is_empty(), "calls outside the Role (each would be a 403): {outside:?}");
+    assert!(unused.is_empty(), "the Role grants verbs nothing used: {unused:?} (used: {used:?})");
 }

@@ -1,9 +1,11 @@
 //! Destroy: delete everything a lease can own, from the lease id alone.
 //!
-//! Total and idempotent: the per-lease Secret, the workload (with Background propagation, so its
-//! pods go too) and, for a lease with a persistent workspace, its claim. Only 404 is success
+//! Total and idempotent: the per-lease Secret, for a lease with a persistent workspace its claim,
+//! and the workload (with Background propagation, so its pods go too). Only 404 is success
 //! (already gone): a 410 outside a watch says nothing about the object, so it is a failure like
-//! any other. Every delete is attempted even when one fails; the report says what happened to
+//! any other. An object under the lease's name that the host refuses as not this
+//! installation's means the lease's own object is gone: already gone, and the other one is left
+//! alone. Every delete is attempted even when one fails; the report says what happened to
 //! each object, and the call fails only if something could not be deleted. Lease metadata is
 //! never read, so missing or garbage metadata changes nothing.
 
@@ -67,6 +69,12 @@ pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
     let mut attempts: Vec<(&str, String, Result<bool, KubeError>)> = Vec::new();
     let secret = id.secret_name();
     attempts.push(("Secret", secret.clone(), delete(kube, &api_versions::secrets(), &id.namespace, &secret)));
+    // The workspace claim before its Sandbox: agent-sandbox made it, so the host proves it is this
+    // installation's through its controller, the Sandbox, which must still exist for that.
+    if id.workspace_pvc {
+        let pvc = workspace_pvc_name(&id.name);
+        attempts.push(("PersistentVolumeClaim", pvc.clone(), delete(kube, &api_versions::pvcs(), &id.namespace, &pvc)));
+    }
     match id.backend {
         Backend::Sandbox => {
             attempts.push(("Sandbox", id.name.clone(), delete_sandbox(kube, &id, &lease_ref.lease.api_version)))
@@ -74,10 +82,6 @@ pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
         Backend::Job => {
             attempts.push(("Job", id.name.clone(), delete(kube, &api_versions::jobs(), &id.namespace, &id.name)));
         }
-    }
-    if id.workspace_pvc {
-        let pvc = workspace_pvc_name(&id.name);
-        attempts.push(("PersistentVolumeClaim", pvc.clone(), delete(kube, &api_versions::pvcs(), &id.namespace, &pvc)));
     }
 
     let mut objects = Vec::new();
@@ -241,8 +245,8 @@ mod tests {
             outcomes(&report),
             vec![
                 ("Secret/pc-d-6-env".into(), DeleteOutcome::Deleted),
-                ("Sandbox/pc-d-6".into(), DeleteOutcome::AlreadyGone),
                 ("PersistentVolumeClaim/workspace-pc-d-6".into(), DeleteOutcome::Deleted),
+                ("Sandbox/pc-d-6".into(), DeleteOutcome::AlreadyGone),
             ]
         );
         assert!(env.kube.names_in(NS).is_empty());

@@ -51,19 +51,7 @@ impl Harness {
             )
             .await
             .expect("create the namespace");
-        // The host's own client: no transparent retries, so the guest sees every answer.
-        let kubeconfig = cluster.kubeconfig(PROVIDER_USER).expect("provider kubeconfig");
-        let config = embedded_cluster::tls::config_from_kubeconfig(&kubeconfig).await.expect("provider config");
-        let client = provider_host::client_from_config(config).expect("provider client");
-        let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests");
-        let options = HostOptions {
-            policy: Policy::kubernetes_default([NAMESPACE]),
-            cache_dir: Some(cache),
-            ..Default::default()
-        };
-        let host = ProviderHost::load(ComponentSource::File(component_path()), client, options)
-            .await
-            .expect("load the provider");
+        let host = load_host(&cluster.kubeconfig(PROVIDER_USER).expect("provider kubeconfig")).await;
         Self { cluster, host, admin }
     }
 
@@ -71,6 +59,18 @@ impl Harness {
     pub fn provider_calls_since(&self, mark: u64) -> Vec<embedded_cluster::request_log::Entry> {
         self.cluster.requests().since(mark).into_iter().filter(|e| e.user == PROVIDER_USER).collect()
     }
+}
+
+/// The built provider in a host that reaches the cluster with `kubeconfig`, under the default
+/// policy limited to the test namespace.
+pub async fn load_host(kubeconfig: &str) -> ProviderHost {
+    // The host's own client: no transparent retries, so the guest sees every answer.
+    let config = embedded_cluster::tls::config_from_kubeconfig(kubeconfig).await.expect("provider config");
+    let client = provider_host::client_from_config(config).expect("provider client");
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests");
+    let options =
+        HostOptions { policy: Policy::kubernetes_default([NAMESPACE]), cache_dir: Some(cache), ..Default::default() };
+    ProviderHost::load(ComponentSource::File(component_path()), client, options).await.expect("load the provider")
 }
 
 /// The Sandboxes of the test namespace in one API version, as the cluster admin sees them.
