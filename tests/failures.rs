@@ -326,3 +326,35 @@ async fn the_host_policy_refuses_other_namespaces() {
     let writes = h.provider_calls_since(mark).into_iter().filter(|e| e.namespace == "elsewhere").count();
     assert_eq!(writes, 0, "a denied call never reaches the cluster");
 }
+
+#[tokio::test]
+async fn the_wait_and_its_clean_up_fit_the_hosts_call_deadline() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let limits = provider_host::Limits { call_timeout_ms: 8_000, ..Default::default() };
+    let host = load_host_with(&h.cluster.kubeconfig(PROVIDER_USER).expect("kubeconfig"), limits).await;
+
+    // A wait the host's deadline cannot hold is refused up front, with the largest that fits.
+    let too_long = config("sandbox", json!({"readinessTimeoutSeconds": 20}));
+    let validation = host.validate_config(&too_long).await.expect("validate-config");
+    let problem = validation.errors.iter().find(|p| p.path == "/readinessTimeoutSeconds").expect("refused");
+    assert!(problem.message.contains("at most 2"), "{problem:?}");
+    let mark = h.cluster.requests().mark();
+    let err = provider_error(host.acquire(request(&too_long, "deadline-1")).await.expect_err("refused"));
+    assert!(matches!(&err, ProviderError::InvalidConfig(d) if d.path == "/readinessTimeoutSeconds"), "{err:?}");
+    assert!(h.provider_calls_since(mark).is_empty(), "nothing was sent");
+
+    // A wait that fits ends in the provider's own timeout with everything cleaned up, instead of
+    // the host cutting the call off and leaving the Sandbox, its pod and its Secret behind.
+    knob_namespace(&h, &Behaviour { start_delay: Some(Duration::from_secs(30)), ..Default::default() }).await;
+    let fits = config("sandbox", json!({"readinessTimeoutSeconds": 2}));
+    let started = Instant::now();
+    let err = provider_error(host.acquire(request(&fits, "deadline-2")).await.expect_err("not ready"));
+    assert_eq!((err.kind(), err.retryable()), ("timeout", true), "{err:?}");
+    assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(8), "inside the host's deadline: {:?}", started.elapsed());
+    eventually("the Sandbox to be gone", || async {
+        sandboxes(&h, "v1beta1").get_opt("pc-deadline-2").await.ok().flatten().is_none()
+    })
+    .await;
+    nothing_left(&h, "pc-deadline-2").await;
+}

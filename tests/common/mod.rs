@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef};
-use provider_host::{ComponentSource, HostOptions, Policy, ProviderHost};
+use provider_host::{ComponentSource, HostOptions, Limits, Policy, ProviderHost};
 use serde_json::{Value, json};
 
 /// The namespace every scenario works in.
@@ -64,12 +64,16 @@ impl Harness {
 /// The built provider in a host that reaches the cluster with `kubeconfig`, under the default
 /// policy limited to the test namespace.
 pub async fn load_host(kubeconfig: &str) -> ProviderHost {
+    load_host_with(kubeconfig, Limits::default()).await
+}
+
+/// [`load_host`] with other per-call limits (a shorter call deadline, say).
+pub async fn load_host_with(kubeconfig: &str, limits: Limits) -> ProviderHost {
     // The host's own client: no transparent retries, so the guest sees every answer.
     let config = embedded_cluster::tls::config_from_kubeconfig(kubeconfig).await.expect("provider config");
     let client = provider_host::client_from_config(config).expect("provider client");
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests");
-    let options =
-        HostOptions { policy: Policy::kubernetes_default([NAMESPACE]), cache_dir: Some(cache), ..Default::default() };
+    let options = HostOptions { policy: Policy::kubernetes_default([NAMESPACE]), limits, cache_dir: Some(cache) };
     ProviderHost::load(ComponentSource::File(component_path()), client, options).await.expect("load the provider")
 }
 

@@ -84,6 +84,20 @@ async fn a_valid_call_returns_the_mirrored_record() {
 }
 
 #[tokio::test]
+async fn an_input_larger_than_the_host_passes_is_refused_before_any_instance() {
+    let limits = Limits { max_input_bytes: 1024 * 1024, ..Limits::default() };
+    let host = load(fake_provider(TRAP), limits).await.expect("loads");
+    let huge = format!("{{\"annotations\": {{\"a\": \"{}\"}}}}", "x".repeat(5 * 1024 * 1024));
+    let refused = host.validate_config(&huge).await;
+    assert!(
+        matches!(&refused, Err(HostError::InputTooLarge { call: "validate-config", limit: 1_048_576, .. })),
+        "{refused:?}"
+    );
+    assert_eq!(host.calls_started(), 0, "no guest ran");
+    still_serving(&host).await;
+}
+
+#[tokio::test]
 async fn a_trap_ends_only_its_call() {
     let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
     let result = host.describe().await;
