@@ -211,11 +211,14 @@ impl CallMemory {
     }
 }
 
+/// `(apiVersion, kind)` -> plural, or `None` when the kind is not served there.
+type Plurals = HashMap<(String, String), Option<String>>;
+
 /// Kind -> plural of every group version asked about, for following controller references;
 /// shared by all calls of a host (discovery does not change under it).
 #[derive(Debug, Clone, Default)]
 pub struct KindCache {
-    inner: Arc<Mutex<HashMap<(String, String), Option<String>>>>,
+    inner: Arc<Mutex<Plurals>>,
 }
 
 impl KindCache {

@@ -465,7 +465,7 @@ mod tests {
         assert!(serde_json::from_str::<Policy>(r#"{"namespace":["a"]}"#).is_err());
         let mut writes_pods = policy();
         writes_pods.resources.push(AccessRule::new("", &["v1"], "pods", &[Delete]));
-        writes_pods.resources.retain(|r| !(r.plural == "pods" && !r.allows(Delete)));
+        writes_pods.resources.retain(|r| r.plural != "pods" || r.allows(Delete));
         assert!(matches!(writes_pods.validate(), Err(HostError::Config(m)) if m.contains("read-only")));
     }
 

@@ -275,7 +275,7 @@ async fn a_replaced_object_is_never_deleted_or_patched_by_name() {
         tokio::join!(h.patch(&secret_type, Some(NS), "swap-2", PatchType::Merge, patch, None), replace(&c, "swap-2"));
     assert!(matches!(&patched, Err(KubeError::Invalid(m)) if m.contains("metadata.uid")), "{patched:?}");
     let survivor = api.get("swap-2").await.expect("get");
-    assert!(survivor.metadata.labels.unwrap_or_default().get("patched").is_none(), "the replacement is unchanged");
+    assert!(!survivor.metadata.labels.unwrap_or_default().contains_key("patched"), "the replacement is unchanged");
 
     let stale = DeleteOptions { precondition_uid: Some("an-old-uid".into()), ..no_delete_options() };
     let refused = h.delete(&secrets(), Some(NS), "swap", &stale).await;
