@@ -35,12 +35,7 @@ fn pods() -> provider_host::bindings::kube::ResourceType {
 
 /// The provider's requests since a mark, as `verb resource name`.
 fn provider_requests(c: &EmbeddedCluster, mark: u64) -> Vec<String> {
-    c.requests()
-        .since(mark)
-        .into_iter()
-        .filter(|e| e.user == PROVIDER_USER)
-        .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
-        .collect()
+    requests_by(c, PROVIDER_USER, mark)
 }
 
 fn denied(result: Result<impl std::fmt::Debug, KubeError>, expected: &str) {

@@ -109,12 +109,17 @@ pub fn parse(text: &str) -> Value {
     serde_json::from_str(text).expect("JSON")
 }
 
-/// The requests a user made since a mark.
+/// The requests the admin made since a mark, as `verb resource name`.
 pub fn requests_since(c: &EmbeddedCluster, mark: u64) -> Vec<String> {
+    requests_by(c, ADMIN_USER, mark)
+}
+
+/// The requests `user` made since a mark, as `verb resource name`.
+pub fn requests_by(c: &EmbeddedCluster, user: &str, mark: u64) -> Vec<String> {
     c.requests()
         .since(mark)
         .into_iter()
-        .filter(|e| e.user == ADMIN_USER)
+        .filter(|e| e.user == user)
         .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
         .collect()
 }
