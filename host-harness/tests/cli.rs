@@ -242,12 +242,23 @@ async fn provider_commands_round_trip_a_lease_through_files() {
 
     let out = run(&["resume-check", "--lease", &lease_arg]).output_blocking().expect("resume-check");
     assert_eq!(out.status.code(), Some(0), "resumable: {}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["validate-config"]).output_blocking().expect("validate-config");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    // The namespaces are the operator's: a stored config that names another one neither widens
+    // the policy nor stops destroy, which works from the lease id alone.
+    let elsewhere = json!({"namespace": "kube-system", "backend": "job", "image": "busybox:1.36"});
+    std::fs::write(&cli.config, elsewhere.to_string()).expect("config");
     let out = run(&["destroy", "--json", "--lease", &lease_arg]).output_blocking().expect("destroy");
     assert!(out.status.success(), "destroy: {}", String::from_utf8_lossy(&out.stderr));
     let out = run(&["resume-check", "--lease", &lease_arg]).output_blocking().expect("resume-check");
     assert_eq!(out.status.code(), Some(3), "expired is exit code 3: {}", String::from_utf8_lossy(&out.stdout));
     let out = run(&["validate-config"]).output_blocking().expect("validate-config");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("error   /namespace: the host's policy does not allow namespace \"kube-system\""),
+        "{stdout}"
+    );
 }
 
 /// Asserts that a command failed as a refusal (exit code 1) and returns its stderr.
