@@ -28,7 +28,7 @@ use crate::error::HostError;
 use crate::kube_errors;
 use crate::kube_url;
 use crate::kube_watch::WatchStream;
-use crate::ownership::{self, CallMemory, ControllerRef, KindCache, Owner};
+use crate::ownership::{self, CallMemory, KindCache, Owner};
 use crate::policy::{Access, AccessVerb, Policy, quoted};
 
 /// Builds a client for the host from a kube config, with `kube`'s built-in retries switched
@@ -47,19 +47,19 @@ pub struct KubeHost {
     /// `None` for a host loaded without a cluster (`describe`, `policy show`): every call is
     /// then `unavailable`.
     client: Option<kube::Client>,
-    policy: Arc<Policy>,
+    pub(crate) policy: Arc<Policy>,
     request_timeout: Duration,
-    kinds: KindCache,
-    memory: CallMemory,
+    pub(crate) kinds: KindCache,
+    pub(crate) memory: CallMemory,
 }
 
 /// What one request is about, for the policy, messages and log lines.
-struct Target<'a> {
-    verb: AccessVerb,
-    rt: &'a ResourceType,
-    namespace: Option<&'a str>,
-    name: Option<&'a str>,
-    subresource: Option<&'a str>,
+pub(crate) struct Target<'a> {
+    pub(crate) verb: AccessVerb,
+    pub(crate) rt: &'a ResourceType,
+    pub(crate) namespace: Option<&'a str>,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) subresource: Option<&'a str>,
 }
 
 impl Target<'_> {
@@ -346,7 +346,7 @@ impl KubeHost {
     }
 
     /// A discovery document (`None` on 404), logged like a request.
-    async fn discovery(&self, what: &str, url: String) -> Result<Option<String>, KubeError> {
+    pub(crate) async fn discovery(&self, what: &str, url: String) -> Result<Option<String>, KubeError> {
         let started = Instant::now();
         let result = self.exchange(what, request(Method::GET, url, None, Vec::new())?).await;
         tracing::debug!(target: "provider_host::kube", verb = "discovery", what,
@@ -382,11 +382,12 @@ impl KubeHost {
         })
     }
 
-    /// A refusal for an object that is not the installation's, logged for the operator.
+    /// A refusal for an object that is not the installation's: the reason goes to the
+    /// operator's log, the provider learns only that it is not its.
     fn not_owned(&self, target: &Target<'_>, why: String) -> KubeError {
         tracing::warn!(target: "provider_host::ownership", call = %target.describe(), reason = %why,
             "kube call refused: not this installation's object");
-        KubeError::NotOwned(format!("host refuses {}: {why}", target.describe()))
+        KubeError::NotOwned(format!("host refuses {}: {}", target.describe(), ownership::NOT_OWNED))
     }
 
     /// A refusal of a request the policy would allow but the host will not send as asked.
@@ -420,94 +421,6 @@ impl KubeHost {
         }
     }
 
-    /// Whether `object` is the installation's, its dependent, or foreign (`crate::ownership`).
-    async fn ownership(&self, object: &Value) -> Result<Owner, KubeError> {
-        let owner_id = self.policy.owner_id.as_str();
-        if ownership::managed_by(object) == Some(owner_id) {
-            return Ok(Owner::Owned);
-        }
-        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
-        let mut link = ownership::controller_ref(object);
-        let mut followed: Vec<String> = Vec::new();
-        let verdict = loop {
-            let Some(reference) = link else {
-                break Owner::Foreign(ownership::not_labelled(object, owner_id));
-            };
-            if followed.len() >= ownership::MAX_CHAIN {
-                break Owner::Foreign(format!(
-                    "its controller chain is longer than {} links before reaching an object of this installation",
-                    ownership::MAX_CHAIN
-                ));
-            }
-            if let Some(known) = self.memory.owner(&reference.uid) {
-                break if known { Owner::Dependent } else { Owner::Foreign(ownership::not_labelled(object, owner_id)) };
-            }
-            followed.push(reference.uid.clone());
-            let owner = match self.read_owner(&reference, namespace).await? {
-                Ok(owner) => owner,
-                Err(why) => break Owner::Foreign(why),
-            };
-            if ownership::managed_by(&owner) == Some(owner_id) {
-                break Owner::Dependent;
-            }
-            link = ownership::controller_ref(&owner);
-        };
-        for uid in &followed {
-            self.memory.remember_owner(uid, verdict.allowed());
-        }
-        Ok(verdict)
-    }
-
-    /// Reads the controller an object points at, as the host; `Ok(Err(why))` when it cannot
-    /// be the proof (not a type the policy reads, gone, replaced).
-    async fn read_owner(
-        &self,
-        reference: &ControllerRef,
-        namespace: Option<&str>,
-    ) -> Result<Result<Value, String>, KubeError> {
-        let controller = format!("its controller {} {}", reference.kind, quoted(&reference.name));
-        let Some(plural) = self.plural_of(&reference.api_version, &reference.kind).await? else {
-            return Ok(Err(format!("{controller} is of a kind the cluster does not serve")));
-        };
-        let (group, version) = match reference.api_version.split_once('/') {
-            Some((g, v)) => (g.to_string(), v.to_string()),
-            None => (String::new(), reference.api_version.clone()),
-        };
-        let Some(rule) = self.policy.rule(&group, &plural).filter(|r| r.versions.contains(&version)) else {
-            return Ok(Err(format!("{controller} is of a type the host's policy does not cover")));
-        };
-        let rt = ResourceType { group, version, plural };
-        let namespace = if rule.namespaced { namespace } else { None };
-        let target =
-            Target { verb: AccessVerb::Get, rt: &rt, namespace, name: Some(&reference.name), subresource: None };
-        let url = kube_url::object(&rt, namespace, &reference.name, None)?;
-        let owner = match self.text(&target, request(Method::GET, url, None, Vec::new())?).await {
-            Ok(text) => parse(&target, &text)?,
-            Err(KubeError::NotFound(_)) => return Ok(Err(format!("{controller} is gone"))),
-            Err(e) => return Err(e),
-        };
-        if ownership::uid(&owner) != Some(reference.uid.as_str()) {
-            return Ok(Err(format!("{controller} was replaced by another object of that name")));
-        }
-        Ok(Ok(owner))
-    }
-
-    /// The plural of `kind` in `api_version`, from discovery (cached for the host's life).
-    async fn plural_of(&self, api_version: &str, kind: &str) -> Result<Option<String>, KubeError> {
-        if let Some(known) = self.kinds.get(api_version, kind) {
-            return Ok(known);
-        }
-        let url = kube_url::group_version_discovery(api_version)?;
-        let what = format!("discovery of {}", quoted(api_version));
-        if let Some(text) = self.discovery(&what, url).await? {
-            let list: Value = serde_json::from_str(&text)
-                .map_err(|e| KubeError::Transport(format!("{what}: the answer is not JSON: {e}")))?;
-            self.kinds.fill(api_version, &list);
-        }
-        self.kinds.absent(api_version, kind);
-        Ok(self.kinds.get(api_version, kind).flatten())
-    }
-
     fn client(&self) -> Result<&kube::Client, KubeError> {
         self.client.as_ref().ok_or_else(|| {
             KubeError::Unavailable(UnavailableDetail {
@@ -518,7 +431,7 @@ impl KubeHost {
     }
 
     /// Sends a request and returns the success body as text, logging the outcome (never bodies).
-    async fn text(&self, target: &Target<'_>, req: Request<Vec<u8>>) -> Result<String, KubeError> {
+    pub(crate) async fn text(&self, target: &Target<'_>, req: Request<Vec<u8>>) -> Result<String, KubeError> {
         let started = Instant::now();
         let result = self.exchange(&target.describe(), req).await;
         self.log(target, started, result.as_ref().err());
@@ -583,7 +496,7 @@ impl KubeHost {
 }
 
 /// An answer of the API server as JSON (an object the host must inspect).
-fn parse(target: &Target<'_>, text: &str) -> Result<Value, KubeError> {
+pub(crate) fn parse(target: &Target<'_>, text: &str) -> Result<Value, KubeError> {
     serde_json::from_str(text)
         .map_err(|e| KubeError::Transport(format!("{}: the answer is not JSON: {e}", target.describe())))
 }
@@ -613,7 +526,7 @@ pub(crate) fn error_kind(e: &KubeError) -> &'static str {
     }
 }
 
-fn request(
+pub(crate) fn request(
     method: Method,
     url: String,
     content_type: Option<&str>,

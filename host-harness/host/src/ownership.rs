@@ -20,10 +20,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use http::Method;
 use serde_json::{Value, json};
 
-use crate::bindings::kube::PatchType;
-use crate::policy::MANAGED_BY_LABEL;
+use crate::bindings::kube::{KubeError, PatchType, ResourceType};
+use crate::kube_host::{KubeHost, Target, parse, request};
+use crate::kube_url;
+use crate::policy::{AccessVerb, MANAGED_BY_LABEL, quoted};
 
 /// Longest controller chain followed from a dependent to an owned object (pod -> Sandbox ->
 /// SandboxClaim is two).
@@ -83,17 +86,20 @@ pub fn controller_ref(object: &Value) -> Option<ControllerRef> {
     })
 }
 
-/// Why an object without the label is not a dependent either, for a denial.
+/// Why an object without the label is not a dependent either, for the operator's log (the
+/// provider is told only that it is not this installation's: the label of a foreign object is
+/// not its business).
 pub fn not_labelled(object: &Value, owner_id: &str) -> String {
     let found = match managed_by(object) {
-        Some(value) => format!("its {MANAGED_BY_LABEL} label is {}", crate::policy::quoted(value)),
+        Some(value) => format!("its {MANAGED_BY_LABEL} label is {}", quoted(value)),
         None => format!("it has no {MANAGED_BY_LABEL} label"),
     };
-    format!(
-        "the object was not created by this installation ({found}, not {owner_id:?}) and no controller chain leads \
-         to one that was; a provider may only touch what its host created"
-    )
+    format!("{found}, not {owner_id:?}, and no controller chain leads to an object that has it")
 }
+
+/// What the provider is told about a foreign object: that it is one, nothing of its contents.
+pub const NOT_OWNED: &str = "the object was not created by this installation, and no controller chain leads to one \
+                             that was; a provider may only touch what its host created";
 
 /// Refuses a patch that would change the managed-by label: an owned object must stay owned
 /// and no object may be handed to another owner id.
@@ -172,8 +178,9 @@ pub fn guard_patch(patch_type: PatchType, mut body: Value, uid: &str) -> Result<
 }
 
 /// What one call has learned: verdicts on owner objects by uid (a pod's events all point at
-/// the same Sandbox), and the uids already shown to the provider, so that the deletion of an
-/// object it saw is shown even when its owner is gone too. Fresh for every call.
+/// the same Sandbox), kinds found unserved, and the uids already shown to the provider, so that
+/// the deletion of an object it saw is shown even when its owner is gone too. Fresh for every
+/// call, so nothing a co-tenant does outlives it.
 #[derive(Debug, Clone, Default)]
 pub struct CallMemory {
     inner: Arc<Mutex<Memory>>,
@@ -183,6 +190,7 @@ pub struct CallMemory {
 struct Memory {
     owners: HashMap<String, bool>,
     shown: std::collections::HashSet<String>,
+    unserved: std::collections::HashSet<(String, String)>,
 }
 
 impl CallMemory {
@@ -209,21 +217,35 @@ impl CallMemory {
             m.shown.insert(uid.to_string());
         }
     }
+
+    /// Whether discovery said in this call that `kind` is not served in `api_version`.
+    pub fn unserved(&self, api_version: &str, kind: &str) -> bool {
+        self.inner.lock().is_ok_and(|m| m.unserved.contains(&(api_version.to_string(), kind.to_string())))
+    }
+
+    /// Remembers, for this call only, that `kind` is not served in `api_version` (a CRD may be
+    /// installed a moment later).
+    pub fn remember_unserved(&self, api_version: &str, kind: &str) {
+        if let Ok(mut m) = self.inner.lock() {
+            m.unserved.insert((api_version.to_string(), kind.to_string()));
+        }
+    }
 }
 
-/// `(apiVersion, kind)` -> plural, or `None` when the kind is not served there.
-type Plurals = HashMap<(String, String), Option<String>>;
+/// `(apiVersion, kind)` -> plural.
+type Plurals = HashMap<(String, String), String>;
 
-/// Kind -> plural of every group version asked about, for following controller references;
-/// shared by all calls of a host (discovery does not change under it).
+/// Kind -> plural of the group versions of the policy's groups that controller references
+/// named; shared by all calls of a host (a served kind keeps its plural). Bounded: only groups
+/// the policy covers are ever looked up, and only their kinds are kept.
 #[derive(Debug, Clone, Default)]
 pub struct KindCache {
     inner: Arc<Mutex<Plurals>>,
 }
 
 impl KindCache {
-    /// The cached plural of `kind` in `api_version`: `Some(None)` when known to be unserved.
-    pub fn get(&self, api_version: &str, kind: &str) -> Option<Option<String>> {
+    /// The cached plural of `kind` in `api_version`.
+    pub fn get(&self, api_version: &str, kind: &str) -> Option<String> {
         self.inner.lock().ok()?.get(&(api_version.to_string(), kind.to_string())).cloned()
     }
 
@@ -237,16 +259,129 @@ impl KindCache {
                 continue;
             };
             if !name.contains('/') {
-                map.insert((api_version.to_string(), kind.to_string()), Some(name.to_string()));
+                map.insert((api_version.to_string(), kind.to_string()), name.to_string());
             }
         }
     }
+}
 
-    /// Remembers that `kind` is not served in `api_version`.
-    pub fn absent(&self, api_version: &str, kind: &str) {
-        if let Ok(mut map) = self.inner.lock() {
-            map.entry((api_version.to_string(), kind.to_string())).or_insert(None);
+/// How a followed link ended.
+enum Link {
+    /// The owner, read and uid-checked.
+    Read(Value),
+    /// It cannot prove anything (not covered by the policy, malformed, gone, replaced); the
+    /// text is for the operator's log.
+    Proves(String),
+}
+
+impl KubeHost {
+    /// Whether `object` is the installation's, its dependent, or foreign (see the module docs).
+    /// An error means "could not tell" (a read of an owner failed).
+    pub(crate) async fn ownership(&self, object: &Value) -> Result<Owner, KubeError> {
+        let owner_id = self.policy.owner_id.as_str();
+        if managed_by(object) == Some(owner_id) {
+            return Ok(Owner::Owned);
         }
+        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+        let mut link = controller_ref(object);
+        let mut followed: Vec<String> = Vec::new();
+        loop {
+            let Some(reference) = link else {
+                break self.settle(&followed, Owner::Foreign(not_labelled(object, owner_id)));
+            };
+            if followed.len() >= MAX_CHAIN {
+                // Only this object's chain is too long; the links followed may still be
+                // dependents of their own, so nothing is remembered of them.
+                return Ok(Owner::Foreign(format!(
+                    "its controller chain is longer than {MAX_CHAIN} links before reaching an object of this \
+                     installation"
+                )));
+            }
+            if let Some(known) = self.memory.owner(&reference.uid) {
+                let verdict = if known { Owner::Dependent } else { Owner::Foreign(not_labelled(object, owner_id)) };
+                break self.settle(&followed, verdict);
+            }
+            followed.push(reference.uid.clone());
+            let owner = match self.read_owner(&reference, namespace).await? {
+                Link::Read(owner) => owner,
+                Link::Proves(why) => break self.settle(&followed, Owner::Foreign(why)),
+            };
+            if managed_by(&owner) == Some(owner_id) {
+                break self.settle(&followed, Owner::Dependent);
+            }
+            link = controller_ref(&owner);
+        }
+    }
+
+    /// Remembers the verdict for every owner followed, and returns it.
+    fn settle(&self, followed: &[String], verdict: Owner) -> Result<Owner, KubeError> {
+        for uid in followed {
+            self.memory.remember_owner(uid, verdict.allowed());
+        }
+        Ok(verdict)
+    }
+
+    /// Reads the controller a reference names, as the host. Only a type the policy lets the
+    /// provider read can prove anything, and the policy is checked before any discovery, so a
+    /// reference a co-tenant made up costs no request; a reference that cannot even be named
+    /// in a URL proves nothing, and is no error.
+    async fn read_owner(&self, reference: &ControllerRef, namespace: Option<&str>) -> Result<Link, KubeError> {
+        let controller = format!("its controller {} {}", quoted(&reference.kind), quoted(&reference.name));
+        let (group, version) = match reference.api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", reference.api_version.as_str()),
+        };
+        let readable = |r: &&crate::policy::AccessRule| r.group == group && r.versions.iter().any(|v| v == version);
+        if !self.policy.resources.iter().any(|r| readable(&r)) {
+            return Ok(Link::Proves(format!("{controller} is of a group the host's policy does not cover")));
+        }
+        let Some(plural) = self.plural_of(&reference.api_version, &reference.kind).await? else {
+            return Ok(Link::Proves(format!("{controller} is of a kind the cluster does not serve")));
+        };
+        let Some(rule) = self.policy.rule(group, &plural).filter(readable) else {
+            return Ok(Link::Proves(format!("{controller} is of a type the host's policy does not cover")));
+        };
+        let rt = ResourceType { group: group.to_string(), version: version.to_string(), plural };
+        let namespace = if rule.namespaced { namespace } else { None };
+        let Ok(url) = kube_url::object(&rt, namespace, &reference.name, None) else {
+            return Ok(Link::Proves(format!("{controller} cannot be a Kubernetes object")));
+        };
+        let target =
+            Target { verb: AccessVerb::Get, rt: &rt, namespace, name: Some(&reference.name), subresource: None };
+        let owner = match self.text(&target, request(Method::GET, url, None, Vec::new())?).await {
+            Ok(text) => parse(&target, &text)?,
+            Err(KubeError::NotFound(_)) => return Ok(Link::Proves(format!("{controller} is gone"))),
+            Err(e) => return Err(e),
+        };
+        if uid(&owner) != Some(reference.uid.as_str()) {
+            return Ok(Link::Proves(format!("{controller} was replaced by another object of that name")));
+        }
+        Ok(Link::Read(owner))
+    }
+
+    /// The plural of `kind` in `api_version`, from discovery: cached for the host's life when
+    /// served, remembered for the call when not.
+    async fn plural_of(&self, api_version: &str, kind: &str) -> Result<Option<String>, KubeError> {
+        if let Some(known) = self.kinds.get(api_version, kind) {
+            return Ok(Some(known));
+        }
+        if self.memory.unserved(api_version, kind) {
+            return Ok(None);
+        }
+        let Ok(url) = kube_url::group_version_discovery(api_version) else {
+            return Ok(None);
+        };
+        let what = format!("discovery of {}", quoted(api_version));
+        if let Some(text) = self.discovery(&what, url).await? {
+            let list: Value = serde_json::from_str(&text)
+                .map_err(|e| KubeError::Transport(format!("{what}: the answer is not JSON: {e}")))?;
+            self.kinds.fill(api_version, &list);
+        }
+        let plural = self.kinds.get(api_version, kind);
+        if plural.is_none() {
+            self.memory.remember_unserved(api_version, kind);
+        }
+        Ok(plural)
     }
 }
 
@@ -317,10 +452,11 @@ mod tests {
     }
 
     #[test]
-    fn denials_say_what_label_was_found() {
+    fn the_operators_log_says_what_label_was_found() {
         let foreign = json!({"metadata": {"labels": {MANAGED_BY_LABEL: "helm"}}});
         assert!(not_labelled(&foreign, OWNER).contains("label is \"helm\""));
         assert!(not_labelled(&json!({"metadata": {}}), OWNER).contains("has no"));
+        assert!(!NOT_OWNED.contains("helm"), "the provider is told nothing of the foreign object");
     }
 
     #[test]
@@ -330,9 +466,10 @@ mod tests {
             "batch/v1",
             &json!({"resources": [{"name": "jobs", "kind": "Job"}, {"name": "jobs/status", "kind": "Job"}]}),
         );
-        assert_eq!(cache.get("batch/v1", "Job"), Some(Some("jobs".to_string())));
+        assert_eq!(cache.get("batch/v1", "Job"), Some("jobs".to_string()));
         assert_eq!(cache.get("batch/v1", "CronJob"), None);
-        cache.absent("batch/v1", "CronJob");
-        assert_eq!(cache.get("batch/v1", "CronJob"), Some(None));
+        let memory = CallMemory::default();
+        memory.remember_unserved("batch/v1", "CronJob");
+        assert!(memory.unserved("batch/v1", "CronJob") && !CallMemory::default().unserved("batch/v1", "CronJob"));
     }
 }

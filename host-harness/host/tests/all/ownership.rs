@@ -83,14 +83,31 @@ async fn foreign_objects_are_denied_and_left_untouched() {
 
     let h = provider_host(&c, test_policy()).await;
     let mark = c.requests().mark();
-    not_owned(h.get(&secrets(), Some(NS), "kubectl-made").await, "has no app.kubernetes.io/managed-by label");
-    not_owned(h.get(&secrets(), Some(NS), "other-install").await, "label is \"team-b\"");
+    not_owned(h.get(&secrets(), Some(NS), "kubectl-made").await, "not created by this installation");
+    not_owned(h.get(&secrets(), Some(NS), "other-install").await, "not created by this installation");
+    let told = format!("{:?}", h.get(&secrets(), Some(NS), "other-install").await);
+    assert!(!told.contains("team-b"), "nothing of a foreign object reaches the provider: {told}");
     let patch = r#"{"metadata":{"labels":{"taken":"yes"}}}"#;
-    not_owned(h.patch(&secrets(), Some(NS), "kubectl-made", PatchType::Merge, patch, None).await, "not created by");
-    not_owned(h.delete(&secrets(), Some(NS), "kubectl-made", &no_delete_options()).await, "not created by");
-    not_owned(h.patch(&jobs(), Some(NS), "foreign-job", PatchType::Merge, patch, None).await, "not created by");
-    not_owned(h.delete(&jobs(), Some(NS), "foreign-job", &no_delete_options()).await, "not created by");
-    not_owned(h.delete(&secrets(), Some(NS), "other-install", &no_delete_options()).await, "team-b");
+    not_owned(
+        h.patch(&secrets(), Some(NS), "kubectl-made", PatchType::Merge, patch, None).await,
+        "not created by this installation",
+    );
+    not_owned(
+        h.delete(&secrets(), Some(NS), "kubectl-made", &no_delete_options()).await,
+        "not created by this installation",
+    );
+    not_owned(
+        h.patch(&jobs(), Some(NS), "foreign-job", PatchType::Merge, patch, None).await,
+        "not created by this installation",
+    );
+    not_owned(
+        h.delete(&jobs(), Some(NS), "foreign-job", &no_delete_options()).await,
+        "not created by this installation",
+    );
+    not_owned(
+        h.delete(&secrets(), Some(NS), "other-install", &no_delete_options()).await,
+        "not created by this installation",
+    );
 
     let sent = provider_requests(&c, mark);
     assert!(sent.iter().all(|r| r.starts_with("get ")), "only the host's own reads were sent: {sent:?}");
@@ -179,11 +196,21 @@ async fn dependents_are_read_through_their_controller_and_nothing_else_is() {
     ] {
         pods_api.create(&PostParams::default(), &p).await.expect("create pod");
     }
+    // A co-tenant's pod whose controller reference no Kubernetes object could have must not
+    // break anyone's reads: it proves nothing and is hidden like any foreign pod.
+    let mut made_up = pod("made-up", None);
+    made_up.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
+            "apiVersion": "batch y/v1", "kind": "Job", "name": "../../x", "uid": "u", "controller": true
+        }))
+        .expect("reference"),
+    ]);
+    pods_api.create(&PostParams::default(), &made_up).await.expect("create pod");
 
     h.get(&pods(), Some(NS), "dep").await.expect("a pod of an owned Job is readable");
     not_owned(h.get(&pods(), Some(NS), "stray").await, "not created by this installation");
-    not_owned(h.get(&pods(), Some(NS), "stale").await, "was replaced");
-    not_owned(h.get(&pods(), Some(NS), "orphan").await, "no controller chain");
+    not_owned(h.get(&pods(), Some(NS), "stale").await, "not created by this installation");
+    not_owned(h.get(&pods(), Some(NS), "orphan").await, "not created by this installation");
     let listed = parse(&h.list(&pods(), Some(NS), &list_options()).await.expect("list"));
     let names: Vec<&str> =
         listed["items"].as_array().into_iter().flatten().filter_map(|i| i["metadata"]["name"].as_str()).collect();
