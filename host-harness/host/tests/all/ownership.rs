@@ -198,14 +198,16 @@ async fn dependents_are_read_through_their_controller_and_nothing_else_is() {
     }
     // A co-tenant's pod whose controller reference no Kubernetes object could have must not
     // break anyone's reads: it proves nothing and is hidden like any foreign pod.
-    let mut made_up = pod("made-up", None);
-    made_up.metadata.owner_references = Some(vec![
-        serde_json::from_value(json!({
-            "apiVersion": "batch y/v1", "kind": "Job", "name": "../../x", "uid": "u", "controller": true
-        }))
-        .expect("reference"),
-    ]);
-    pods_api.create(&PostParams::default(), &made_up).await.expect("create pod");
+    for (name, api_version) in [("made-up", "batch y/v1"), ("made-up-name", "batch/v1")] {
+        let mut made_up = pod(name, None);
+        made_up.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({
+                "apiVersion": api_version, "kind": "Job", "name": "../../x", "uid": "u", "controller": true
+            }))
+            .expect("reference"),
+        ]);
+        pods_api.create(&PostParams::default(), &made_up).await.expect("create pod");
+    }
 
     h.get(&pods(), Some(NS), "dep").await.expect("a pod of an owned Job is readable");
     not_owned(h.get(&pods(), Some(NS), "stray").await, "not created by this installation");
