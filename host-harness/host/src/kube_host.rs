@@ -149,12 +149,21 @@ impl KubeHost {
     pub async fn create(&self, rt: &ResourceType, namespace: Option<&str>, body: &str) -> Result<String, KubeError> {
         let target = Target { verb: AccessVerb::Create, rt, namespace, name: None, subresource: None };
         self.allow(&target)?;
-        let labelled = self.policy.label_created(body).map_err(KubeError::Invalid)?;
+        let object: Value = serde_json::from_str(body)
+            .map_err(|e| KubeError::Invalid(format!("the request body is not valid JSON: {e}")))?;
+        self.check_create(rt, namespace, &object).await?;
+        let labelled = self.policy.label_created(object).map_err(KubeError::Invalid)?;
         let url = kube_url::with_query(
             kube_url::collection(rt, namespace)?,
             [("fieldManager", Some(self.policy.owner_id.as_str()))],
         );
-        self.text(&target, request(Method::POST, url, Some(JSON), labelled.into_bytes())?).await
+        let created = self.text(&target, request(Method::POST, url, Some(JSON), labelled.into_bytes())?).await?;
+        // What this call created is owned: an ownerReference to it later in the call (the lease's
+        // Secret to its workload) needs no read to prove it.
+        if let Some(uid) = serde_json::from_str::<Value>(&created).ok().as_ref().and_then(ownership::uid) {
+            self.memory.remember_owner(uid, true);
+        }
+        Ok(created)
     }
 
     /// Patches an owned object (or its `status`), guarded by the uid the host just read.
@@ -173,6 +182,7 @@ impl KubeHost {
             serde_json::from_str(body).map_err(|e| KubeError::Invalid(format!("the patch is not valid JSON: {e}")))?;
         ownership::check_patch_keeps_owner(patch_type, &patch, &self.policy.owner_id)
             .map_err(|why| self.deny(&target, why))?;
+        crate::write_guard::check_patch(patch_type, &patch).map_err(|why| self.deny(&target, why))?;
         let current = self.read_for_write(&target).await?;
         let uid = object_uid(&target, &current)?;
         let guarded = ownership::guard_patch(patch_type, patch, uid).map_err(KubeError::Conflict)?;
@@ -380,6 +390,22 @@ impl KubeHost {
             );
             KubeError::Denied(denial.0)
         })
+    }
+
+    /// Reads an object as the host (for its own checks, not the provider's): `None` on 404.
+    pub(crate) async fn read_as_host(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Value>, KubeError> {
+        let target = Target { verb: AccessVerb::Get, rt, namespace, name: Some(name), subresource: None };
+        let url = kube_url::object(rt, namespace, name, None)?;
+        match self.text(&target, request(Method::GET, url, None, Vec::new())?).await {
+            Ok(text) => parse(&target, &text).map(Some),
+            Err(KubeError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// A refusal for an object that is not the installation's: the reason goes to the

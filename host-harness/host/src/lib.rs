@@ -40,6 +40,7 @@ pub mod runner;
 mod state;
 mod versions;
 mod wasi;
+mod write_guard;
 
 pub use capabilities::Grants;
 pub use compile_cache::CacheOutcome;

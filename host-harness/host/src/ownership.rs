@@ -266,7 +266,7 @@ impl KindCache {
 }
 
 /// How a followed link ended.
-enum Link {
+pub(crate) enum Link {
     /// The owner, read and uid-checked.
     Read(Value),
     /// It cannot prove anything (not covered by the policy, malformed, gone, replaced); the
@@ -325,7 +325,11 @@ impl KubeHost {
     /// provider read can prove anything, and the policy is checked before any discovery, so a
     /// reference a co-tenant made up costs no request; a reference that cannot even be named
     /// in a URL proves nothing, and is no error.
-    async fn read_owner(&self, reference: &ControllerRef, namespace: Option<&str>) -> Result<Link, KubeError> {
+    pub(crate) async fn read_owner(
+        &self,
+        reference: &ControllerRef,
+        namespace: Option<&str>,
+    ) -> Result<Link, KubeError> {
         let controller = format!("its controller {} {}", quoted(&reference.kind), quoted(&reference.name));
         let (group, version) = match reference.api_version.split_once('/') {
             Some((g, v)) => (g, v),

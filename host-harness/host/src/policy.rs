@@ -50,6 +50,17 @@ pub struct Policy {
     /// acquired; a second installation on the same cluster needs its own.
     #[serde(default = "default_owner_id")]
     pub owner_id: String,
+    /// Secrets a sandbox's pod may refer to without this installation owning them (an image
+    /// pull secret the operator made, say); every other reference must be to an owned Secret.
+    #[serde(default)]
+    pub pod_secrets: Vec<String>,
+    /// ServiceAccounts a sandbox's pod may run as besides `default`.
+    #[serde(default)]
+    pub pod_service_accounts: Vec<String>,
+    /// Whether a sandbox's pod may hold a ServiceAccount token (automounted or projected); off,
+    /// every pod spec must set `automountServiceAccountToken: false`.
+    #[serde(default)]
+    pub allow_service_account_tokens: bool,
 }
 
 fn default_owner_id() -> String {
@@ -117,6 +128,9 @@ impl Policy {
             namespaces: namespaces.into_iter().map(Into::into).collect(),
             resources: default_rules(),
             owner_id: default_owner_id(),
+            pod_secrets: Vec::new(),
+            pod_service_accounts: Vec::new(),
+            allow_service_account_tokens: false,
         }
     }
 
@@ -268,9 +282,7 @@ impl Policy {
     /// Stamps the managed-by label with the owner id into a create body. A different value the
     /// provider set is replaced (the host, not the guest, says who owns an object) and reported
     /// to the operator. `Err` means the body is not a JSON object with an object `metadata`.
-    pub fn label_created(&self, body: &str) -> Result<String, String> {
-        let mut object: Value =
-            serde_json::from_str(body).map_err(|e| format!("the request body is not valid JSON: {e}"))?;
+    pub fn label_created(&self, mut object: Value) -> Result<String, String> {
         let Value::Object(root) = &mut object else {
             return Err("the request body is not a JSON object".to_string());
         };
@@ -308,6 +320,14 @@ impl fmt::Display for Policy {
         writeln!(f, "owner id    {} (label {MANAGED_BY_LABEL})", self.owner_id)?;
         let namespaces = if self.namespaces.is_empty() { "none".to_string() } else { self.namespaces.join(", ") };
         writeln!(f, "namespaces  {namespaces}")?;
+        let listed = |names: &[String]| if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        writeln!(
+            f,
+            "pods may use Secrets: owned ones and {}; ServiceAccounts: default and {}; tokens: {}",
+            listed(&self.pod_secrets),
+            listed(&self.pod_service_accounts),
+            if self.allow_service_account_tokens { "allowed" } else { "never" }
+        )?;
         for rule in &self.resources {
             writeln!(f, "  {}", describe_rule(rule))?;
         }
@@ -347,6 +367,8 @@ fn valid_label_value(value: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn access<'a>(
@@ -435,18 +457,16 @@ mod tests {
     #[test]
     fn created_objects_get_the_owner_id() {
         let p = Policy { owner_id: "team-prod".into(), ..policy() };
-        let out = p.label_created(r#"{"kind":"Secret","metadata":{"name":"s","labels":{"a":"b"}}}"#).expect("labels");
-        let v: Value = serde_json::from_str(&out).expect("json");
+        let label = |v: Value| p.label_created(v).map(|out| serde_json::from_str::<Value>(&out).expect("json"));
+        let v = label(json!({"kind": "Secret", "metadata": {"name": "s", "labels": {"a": "b"}}})).expect("labels");
         assert_eq!(v["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
         assert_eq!(v["metadata"]["labels"]["a"], "b");
-        let bare: Value =
-            serde_json::from_str(&p.label_created(r#"{"kind":"Secret"}"#).expect("labels")).expect("json");
+        let bare = label(json!({"kind": "Secret"})).expect("labels");
         assert_eq!(bare["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
-        let replaced = p.label_created(&format!(r#"{{"metadata":{{"labels":{{"{MANAGED_BY_LABEL}":"me"}}}}}}"#));
-        assert!(replaced.expect("labels").contains("team-prod"));
-        assert!(p.label_created("[1]").is_err());
-        assert!(p.label_created(r#"{"metadata":{"labels":[]}}"#).is_err());
-        assert!(p.label_created("not json").is_err());
+        let replaced = label(json!({"metadata": {"labels": {MANAGED_BY_LABEL: "me"}}})).expect("labels");
+        assert_eq!(replaced["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
+        assert!(label(json!([1])).is_err());
+        assert!(label(json!({"metadata": {"labels": []}})).is_err());
     }
 
     #[test]

@@ -4,3 +4,4 @@ mod kube_host;
 mod ownership;
 mod runner;
 mod support;
+mod write_guard;

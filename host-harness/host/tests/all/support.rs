@@ -71,7 +71,7 @@ pub fn secret(name: &str, labels: Value) -> String {
 
 pub fn job(name: &str, labels: Value) -> String {
     json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
-        "spec": {"template": {"spec": {"restartPolicy": "Never",
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "automountServiceAccountToken": false,
             "containers": [{"name": "main", "image": "busybox:1.36"}]}}}})
     .to_string()
 }

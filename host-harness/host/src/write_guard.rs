@@ -1,0 +1,357 @@
+//! What a provider may write into an object: nothing that hands it, or the sandboxes it makes,
+//! a credential or an object this installation did not create.
+//!
+//! Ownership (`crate::ownership`) proves which objects a provider may touch; this module makes
+//! sure what it writes cannot reach further. Without it, an owned object could be a key to a
+//! foreign one: a Secret of type `kubernetes.io/service-account-token` that the token
+//! controller fills with a ServiceAccount's token, a pod template that mounts another team's
+//! Secret or runs as a privileged ServiceAccount, a Job whose `manualSelector` adopts foreign
+//! pods, an `ownerReference` that ties a new object to a foreign one. The rules:
+//!
+//! - A Secret is `Opaque` (or of no type) and carries no `kubernetes.io/service-account.*`
+//!   annotation.
+//! - Every pod spec in a body (any object with a `containers` list, so a Job's template, a
+//!   Sandbox's `podTemplate` or a bare pod alike) runs as the default ServiceAccount or one the
+//!   policy names (`pod-service-accounts`), mounts no ServiceAccount token (explicit
+//!   `automountServiceAccountToken: false`, no projected token) unless the policy allows it,
+//!   and refers only to Secrets this installation owns, that do not exist yet (the lease's own,
+//!   created next), or that the policy names (`pod-secrets`, such as an image pull secret).
+//! - A Job does not choose its own selector (`manualSelector`).
+//! - Every `ownerReference` names an object this installation owns, by its uid.
+//! - A patch names none of these fields at all: what a provider patches after create (an
+//!   expiry, a suspension, a Secret's values) needs none of them.
+
+use serde_json::Value;
+
+use crate::bindings::kube::{KubeError, PatchType, ResourceType};
+use crate::kube_host::KubeHost;
+use crate::ownership::{self, ControllerRef, Link, Owner};
+use crate::policy::quoted;
+
+/// Annotations the ServiceAccount token controller acts on.
+const SERVICE_ACCOUNT_ANNOTATIONS: &str = "kubernetes.io/service-account.";
+
+/// Fields a patch may not name: they decide which credentials and objects a workload reaches.
+const GUARDED_FIELDS: &[&str] = &[
+    "serviceAccountName",
+    "serviceAccount",
+    "automountServiceAccountToken",
+    "volumes",
+    "env",
+    "envFrom",
+    "imagePullSecrets",
+    "containers",
+    "initContainers",
+    "ephemeralContainers",
+    "manualSelector",
+    "selector",
+    "ownerReferences",
+    "type",
+];
+
+/// Why a body was refused, for the provider.
+pub(crate) type Refusal = String;
+
+fn is_secret(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "secrets"
+}
+
+/// Refuses a Secret the token controller would fill with a ServiceAccount's token.
+fn check_secret(body: &Value) -> Result<(), Refusal> {
+    match body.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "Opaque" => {}
+        Some(other) => {
+            return Err(format!(
+                "a provider may create only Opaque Secrets, not type {}",
+                quoted(&other.as_str().map_or_else(|| other.to_string(), str::to_string))
+            ));
+        }
+    }
+    let annotations = body.pointer("/metadata/annotations").and_then(Value::as_object);
+    if let Some(key) =
+        annotations.into_iter().flatten().map(|(k, _)| k).find(|k| k.starts_with(SERVICE_ACCOUNT_ANNOTATIONS))
+    {
+        return Err(format!("a Secret may not carry {}: it asks for a ServiceAccount's token", quoted(key)));
+    }
+    Ok(())
+}
+
+/// Every pod spec in `body`: any object with a `containers` list.
+fn pod_specs(body: &Value) -> Vec<&Value> {
+    let mut out = Vec::new();
+    let mut stack = vec![body];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if map.get("containers").is_some_and(Value::is_array) {
+                    out.push(value);
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The names of the Secrets a pod spec refers to, and whether it asks for a projected
+/// ServiceAccount token.
+fn secret_references(spec: &Value) -> (Vec<String>, bool) {
+    let mut names = Vec::new();
+    let mut projected_token = false;
+    let mut push = |v: Option<&Value>| {
+        if let Some(name) = v.and_then(Value::as_str) {
+            names.push(name.to_string());
+        }
+    };
+    let list = |v: &Value, key: &str| v.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    for volume in list(spec, "volumes") {
+        push(volume.pointer("/secret/secretName"));
+        for source in list(volume.get("projected").unwrap_or(&Value::Null), "sources") {
+            push(source.pointer("/secret/name"));
+            projected_token |= source.get("serviceAccountToken").is_some();
+        }
+    }
+    for pull in list(spec, "imagePullSecrets") {
+        push(pull.get("name"));
+    }
+    for kind in ["containers", "initContainers", "ephemeralContainers"] {
+        for container in list(spec, kind) {
+            for env in list(&container, "env") {
+                push(env.pointer("/valueFrom/secretKeyRef/name"));
+            }
+            for from in list(&container, "envFrom") {
+                push(from.pointer("/secretRef/name"));
+            }
+        }
+    }
+    (names, projected_token)
+}
+
+/// A patch's refusal when it names a guarded field (see the module docs).
+pub(crate) fn check_patch(patch_type: PatchType, body: &Value) -> Result<(), Refusal> {
+    let named = |key: &str| GUARDED_FIELDS.contains(&key) || key.starts_with(SERVICE_ACCOUNT_ANNOTATIONS);
+    let refused = |key: &str| {
+        format!(
+            "a patch may not change {}: which credentials and objects a workload reaches is fixed when it is created",
+            quoted(key)
+        )
+    };
+    let mut stack: Vec<&Value> = Vec::new();
+    match patch_type {
+        PatchType::Json => {
+            for op in body.as_array().into_iter().flatten() {
+                for path in ["path", "from"].iter().filter_map(|k| op.get(*k).and_then(Value::as_str)) {
+                    for segment in path.split('/') {
+                        let segment = segment.replace("~1", "/").replace("~0", "~");
+                        if named(&segment) {
+                            return Err(refused(&segment));
+                        }
+                    }
+                }
+                stack.extend(op.get("value"));
+            }
+        }
+        PatchType::Merge | PatchType::Strategic => stack.push(body),
+    }
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if let Some(key) = map.keys().find(|k| named(k)) {
+                    return Err(refused(key));
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+impl KubeHost {
+    /// Refuses a create body that would reach beyond what the installation owns (see the module
+    /// docs); `Ok` means it may be sent as it is (with the owner label stamped).
+    pub(crate) async fn check_create(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        body: &Value,
+    ) -> Result<(), KubeError> {
+        let refuse = |why: Refusal| KubeError::Denied(format!("host denies create of {}: {why}", rt.plural));
+        if is_secret(rt) {
+            check_secret(body).map_err(refuse)?;
+        }
+        if rt.group == "batch" && body.pointer("/spec/manualSelector") == Some(&Value::Bool(true)) {
+            return Err(refuse("a Job may not choose its own selector (manualSelector), which adopts pods".into()));
+        }
+        for reference in body.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten() {
+            self.check_owner_reference(reference, namespace).await.map_err(|e| match e {
+                Check::Refused(why) => refuse(why),
+                Check::Failed(e) => e,
+            })?;
+        }
+        for spec in pod_specs(body) {
+            self.check_pod_spec(spec, namespace).await.map_err(|e| match e {
+                Check::Refused(why) => refuse(why),
+                Check::Failed(e) => e,
+            })?;
+        }
+        Ok(())
+    }
+
+    async fn check_pod_spec(&self, spec: &Value, namespace: Option<&str>) -> Result<(), Check> {
+        let policy = &self.policy;
+        let account = spec.get("serviceAccountName").or_else(|| spec.get("serviceAccount")).and_then(Value::as_str);
+        if let Some(account) =
+            account.filter(|a| *a != "default" && !policy.pod_service_accounts.iter().any(|p| p == a))
+        {
+            return Err(Check::Refused(format!(
+                "a pod may run only as the default ServiceAccount or one the policy names in `pod-service-accounts`, \
+                 not {}",
+                quoted(account)
+            )));
+        }
+        let (secrets, projected_token) = secret_references(spec);
+        if !policy.allow_service_account_tokens {
+            if spec.get("automountServiceAccountToken") != Some(&Value::Bool(false)) {
+                return Err(Check::Refused(
+                    "a pod must set automountServiceAccountToken: false (the policy does not let sandboxes hold a \
+                     ServiceAccount token; `allow-service-account-tokens` would)"
+                        .to_string(),
+                ));
+            }
+            if projected_token {
+                return Err(Check::Refused(
+                    "a pod may not project a ServiceAccount token (the policy's `allow-service-account-tokens` is off)"
+                        .to_string(),
+                ));
+            }
+        }
+        for name in secrets {
+            if policy.pod_secrets.iter().any(|p| *p == name) {
+                continue;
+            }
+            self.check_referenced_secret(&name, namespace).await?;
+        }
+        Ok(())
+    }
+
+    /// A Secret a pod refers to must be the installation's, or not exist yet.
+    async fn check_referenced_secret(&self, name: &str, namespace: Option<&str>) -> Result<(), Check> {
+        let refused = || {
+            Check::Refused(format!(
+                "a pod may refer only to Secrets this installation created (or names in the policy's `pod-secrets`), \
+                 not {}",
+                quoted(name)
+            ))
+        };
+        let rt = ResourceType { group: String::new(), version: "v1".to_string(), plural: "secrets".to_string() };
+        let secret = match self.read_as_host(&rt, namespace, name).await {
+            Ok(Some(secret)) => secret,
+            Ok(None) => return Ok(()),
+            Err(KubeError::Invalid(_)) => return Err(refused()),
+            Err(e) => return Err(Check::Failed(e)),
+        };
+        match self.ownership(&secret).await.map_err(Check::Failed)? {
+            Owner::Owned | Owner::Dependent => Ok(()),
+            Owner::Foreign(why) => {
+                tracing::warn!(target: "provider_host::ownership", secret = %quoted(name), reason = %why,
+                    "a pod template referred to a Secret that is not this installation's");
+                Err(refused())
+            }
+        }
+    }
+
+    /// An `ownerReference` of a new object must name an object the installation owns.
+    async fn check_owner_reference(&self, reference: &Value, namespace: Option<&str>) -> Result<(), Check> {
+        let field = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let reference = ControllerRef {
+            api_version: field("apiVersion"),
+            kind: field("kind"),
+            name: field("name"),
+            uid: field("uid"),
+        };
+        let shown = format!("{} {}", quoted(&reference.kind), quoted(&reference.name));
+        if self.memory.owner(&reference.uid) == Some(true) {
+            return Ok(());
+        }
+        match self.read_owner(&reference, namespace).await.map_err(Check::Failed)? {
+            Link::Read(owner) if ownership::managed_by(&owner) == Some(self.policy.owner_id.as_str()) => {
+                self.memory.remember_owner(&reference.uid, true);
+                Ok(())
+            }
+            _ => Err(Check::Refused(format!(
+                "an ownerReference may name only an object this installation created, not {shown}"
+            ))),
+        }
+    }
+}
+
+/// Why a check did not pass: a refusal, or a read that failed (could not tell).
+pub(crate) enum Check {
+    Refused(Refusal),
+    Failed(KubeError),
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_opaque_secrets_without_token_requests() {
+        assert!(check_secret(&json!({"type": "Opaque"})).is_ok());
+        assert!(check_secret(&json!({"metadata": {"annotations": {"a": "b"}}})).is_ok());
+        assert!(check_secret(&json!({"type": "kubernetes.io/service-account-token"})).is_err());
+        let asks = json!({"metadata": {"annotations": {"kubernetes.io/service-account.name": "admin"}}});
+        assert!(check_secret(&asks).expect_err("refused").contains("ServiceAccount's token"));
+        assert!(check_secret(&json!({"type": 7})).is_err());
+    }
+
+    #[test]
+    fn every_secret_a_pod_spec_names_is_found() {
+        let spec = json!({
+            "containers": [{"name": "c", "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s1", "key": "k"}}}],
+                "envFrom": [{"secretRef": {"name": "s2"}}]}],
+            "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "s3"}}]}],
+            "volumes": [{"name": "v", "secret": {"secretName": "s4"}},
+                {"name": "p", "projected": {"sources": [{"secret": {"name": "s5"}}, {"serviceAccountToken": {"path": "t"}}]}}],
+            "imagePullSecrets": [{"name": "s6"}]
+        });
+        let (mut names, token) = secret_references(&spec);
+        names.sort();
+        assert_eq!(names, ["s1", "s2", "s3", "s4", "s5", "s6"]);
+        assert!(token);
+        let nested = json!({"spec": {"template": {"spec": spec.clone()}}, "other": [{"podTemplate": {"spec": spec}}]});
+        assert_eq!(pod_specs(&nested).len(), 2, "a Job's template and a Sandbox's podTemplate alike");
+    }
+
+    #[test]
+    fn patches_may_not_name_what_a_workload_reaches() {
+        let fine = [
+            (PatchType::Merge, json!({"spec": {"shutdownTime": "2030-01-01T00:00:00Z"}})),
+            (PatchType::Merge, json!({"spec": {"operatingMode": "Suspended"}})),
+            (PatchType::Merge, json!({"stringData": {"TOKEN": "x"}})),
+            (PatchType::Json, json!([{"op": "replace", "path": "/spec/activeDeadlineSeconds", "value": 60}])),
+        ];
+        for (t, body) in fine {
+            assert_eq!(check_patch(t, &body), Ok(()), "{body}");
+        }
+        let refused = [
+            (PatchType::Merge, json!({"spec": {"podTemplate": {"spec": {"serviceAccountName": "admin"}}}})),
+            (PatchType::Strategic, json!({"spec": {"template": {"spec": {"volumes": [{"name": "x"}]}}}})),
+            (PatchType::Merge, json!({"metadata": {"ownerReferences": []}})),
+            (PatchType::Merge, json!({"metadata": {"annotations": {"kubernetes.io/service-account.name": "a"}}})),
+            (PatchType::Merge, json!({"type": "kubernetes.io/service-account-token"})),
+            (PatchType::Json, json!([{"op": "add", "path": "/spec/template/spec/containers/0/env/-", "value": {}}])),
+            (PatchType::Json, json!([{"op": "add", "path": "/spec", "value": {"manualSelector": true}}])),
+        ];
+        for (t, body) in refused {
+            assert!(check_patch(t, &body).is_err(), "{body} must be refused");
+        }
+    }
+}

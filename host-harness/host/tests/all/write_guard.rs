@@ -1,0 +1,153 @@
+//! What a provider may write, proved by the host before a create or patch is sent: no Secret
+//! the token controller would fill with a ServiceAccount's token, no pod that mounts a foreign
+//! Secret, runs as another ServiceAccount or holds a token, no Job that adopts pods, no
+//! ownerReference to a foreign object, no patch that changes any of that later.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use embedded_cluster::{EmbeddedCluster, PROVIDER_USER};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, PostParams};
+use provider_host::KubeHost;
+use provider_host::bindings::kube::{KubeError, PatchType};
+use provider_host::policy::Policy;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+async fn provider_host(c: &EmbeddedCluster, policy: Policy) -> KubeHost {
+    KubeHost::new(client_for(c, PROVIDER_USER).await, Arc::new(policy), Duration::from_secs(10))
+}
+
+/// A Job whose pod spec is `spec` merged over a valid, token-free one.
+fn job_with(name: &str, spec: Value) -> String {
+    let mut pod = json!({"restartPolicy": "Never", "automountServiceAccountToken": false,
+        "containers": [{"name": "main", "image": "busybox:1.36"}]});
+    if let (Some(p), Some(extra)) = (pod.as_object_mut(), spec.as_object()) {
+        p.extend(extra.clone());
+    }
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {"template": {"spec": pod}}})
+        .to_string()
+}
+
+fn refused(result: Result<String, KubeError>, expected: &str) {
+    match result {
+        Err(KubeError::Denied(m)) => assert!(m.contains(expected), "{m:?} should say {expected:?}"),
+        other => panic!("expected a denial saying {expected:?}, got {other:?}"),
+    }
+}
+
+fn creates_since(c: &EmbeddedCluster, mark: u64) -> Vec<String> {
+    requests_by(c, PROVIDER_USER, mark).into_iter().filter(|r| r.starts_with("create")).collect()
+}
+
+#[tokio::test]
+async fn no_secret_that_would_hold_a_service_account_token() {
+    let c = cluster().await;
+    let h = provider_host(&c, test_policy()).await;
+    let mark = c.requests().mark();
+    let typed = json!({"metadata": {"name": "t1"}, "type": "kubernetes.io/service-account-token"});
+    refused(h.create(&secrets(), Some(NS), &typed.to_string()).await, "only Opaque Secrets");
+    let asking = json!({"metadata": {"name": "t2", "annotations": {"kubernetes.io/service-account.name": "default"}}});
+    refused(h.create(&secrets(), Some(NS), &asking.to_string()).await, "ServiceAccount's token");
+    assert!(creates_since(&c, mark).is_empty(), "nothing was sent");
+    h.create(&secrets(), Some(NS), &secret("plain", json!({}))).await.expect("an Opaque Secret is fine");
+}
+
+#[tokio::test]
+async fn pods_refer_only_to_the_installations_secrets() {
+    let c = cluster().await;
+    let policy = Policy { pod_secrets: vec!["regcred".into()], ..test_policy() };
+    let h = provider_host(&c, policy).await;
+    let theirs: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "their-db"}, "stringData": {"p": "w"}})).expect("secret");
+    Api::<Secret>::namespaced(client_for(&c, embedded_cluster::ADMIN_USER).await, NS)
+        .create(&PostParams::default(), &theirs)
+        .await
+        .expect("a foreign Secret");
+    h.create(&secrets(), Some(NS), &secret("mine", json!({}))).await.expect("an owned Secret");
+
+    let env = |name: &str| {
+        json!({"containers": [{"name": "main", "image": "busybox:1.36",
+        "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": name, "key": "k"}}}]}]})
+    };
+    let mark = c.requests().mark();
+    refused(h.create(&jobs(), Some(NS), &job_with("j1", env("their-db"))).await, "not \"their-db\"");
+    let volume = json!({"volumes": [{"name": "v", "secret": {"secretName": "their-db"}}]});
+    refused(h.create(&jobs(), Some(NS), &job_with("j2", volume)).await, "their-db");
+    let pull = json!({"imagePullSecrets": [{"name": "their-db"}]});
+    refused(h.create(&jobs(), Some(NS), &job_with("j3", pull)).await, "their-db");
+    assert!(creates_since(&c, mark).is_empty(), "nothing was sent");
+
+    h.create(&jobs(), Some(NS), &job_with("ok-1", env("mine"))).await.expect("an owned Secret");
+    h.create(&jobs(), Some(NS), &job_with("ok-2", env("not-yet"))).await.expect("the lease's own, created next");
+    let allowed = json!({"imagePullSecrets": [{"name": "regcred"}]});
+    h.create(&jobs(), Some(NS), &job_with("ok-3", allowed)).await.expect("named by the policy");
+}
+
+#[tokio::test]
+async fn pods_run_as_no_other_service_account_and_hold_no_token() {
+    let c = cluster().await;
+    let h = provider_host(&c, Policy { pod_service_accounts: vec!["sandbox-runner".into()], ..test_policy() }).await;
+    refused(
+        h.create(&jobs(), Some(NS), &job_with("sa-1", json!({"serviceAccountName": "cluster-admin-sa"}))).await,
+        "default ServiceAccount",
+    );
+    refused(
+        h.create(&jobs(), Some(NS), &job_with("sa-2", json!({"automountServiceAccountToken": true}))).await,
+        "automountServiceAccountToken: false",
+    );
+    let unset = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sa-3"}, "spec": {"template":
+        {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}}}});
+    refused(h.create(&jobs(), Some(NS), &unset.to_string()).await, "automountServiceAccountToken: false");
+    let projected =
+        json!({"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]});
+    refused(h.create(&jobs(), Some(NS), &job_with("sa-4", projected)).await, "project a ServiceAccount token");
+    h.create(&jobs(), Some(NS), &job_with("sa-5", json!({"serviceAccountName": "sandbox-runner"})))
+        .await
+        .expect("a ServiceAccount the policy names");
+    let open = provider_host(&c, Policy { allow_service_account_tokens: true, ..test_policy() }).await;
+    open.create(&jobs(), Some(NS), &unset.to_string()).await.expect("tokens allowed by the policy");
+}
+
+#[tokio::test]
+async fn no_job_adopts_pods_and_no_owner_reference_names_a_foreign_object() {
+    let c = cluster().await;
+    let h = provider_host(&c, test_policy()).await;
+    let mut adopting: Value = serde_json::from_str(&job_with("adopt", json!({}))).expect("job");
+    adopting["spec"]["manualSelector"] = json!(true);
+    adopting["spec"]["selector"] = json!({"matchLabels": {"app": "theirs"}});
+    refused(h.create(&jobs(), Some(NS), &adopting.to_string()).await, "manualSelector");
+
+    let jobs_api: Api<k8s_openapi::api::batch::v1::Job> =
+        Api::namespaced(client_for(&c, embedded_cluster::ADMIN_USER).await, NS);
+    let theirs: k8s_openapi::api::batch::v1::Job = serde_json::from_str(&job("theirs", json!({}))).expect("job");
+    let their_uid = jobs_api.create(&PostParams::default(), &theirs).await.expect("job").metadata.uid.expect("uid");
+    let mine = parse(&h.create(&jobs(), Some(NS), &job("mine", json!({}))).await.expect("job"));
+    let owned_by = |name: &str, uid: &str| {
+        json!({"metadata": {"name": format!("s-{name}"), "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid}]}})
+        .to_string()
+    };
+    refused(h.create(&secrets(), Some(NS), &owned_by("theirs", &their_uid)).await, "ownerReference");
+    let my_uid = mine["metadata"]["uid"].as_str().expect("uid");
+    h.create(&secrets(), Some(NS), &owned_by("mine", my_uid)).await.expect("owned by an owned Job");
+    refused(h.create(&secrets(), Some(NS), &owned_by("mine", "a-stale-uid")).await, "ownerReference");
+}
+
+#[tokio::test]
+async fn a_patch_cannot_change_what_a_workload_reaches() {
+    let c = cluster().await;
+    let h = provider_host(&c, test_policy()).await;
+    h.create(&jobs(), Some(NS), &job_with("steady", json!({}))).await.expect("job");
+    let mark = c.requests().mark();
+    let mount = r#"{"spec":{"template":{"spec":{"volumes":[{"name":"v","secret":{"secretName":"their-db"}}]}}}}"#;
+    refused(h.patch(&jobs(), Some(NS), "steady", PatchType::Strategic, mount, None).await, "\"volumes\"");
+    let account = r#"[{"op":"add","path":"/spec/template/spec/serviceAccountName","value":"admin"}]"#;
+    refused(h.patch(&jobs(), Some(NS), "steady", PatchType::Json, account, None).await, "serviceAccountName");
+    assert!(requests_by(&c, PROVIDER_USER, mark).is_empty(), "refused before anything was sent");
+    h.patch(&jobs(), Some(NS), "steady", PatchType::Merge, r#"{"spec":{"activeDeadlineSeconds":60}}"#, None)
+        .await
+        .expect("an expiry is fine");
+}
