@@ -358,3 +358,35 @@ async fn the_wait_and_its_clean_up_fit_the_hosts_call_deadline() {
     .await;
     nothing_left(&h, "pc-deadline-2").await;
 }
+
+#[tokio::test]
+async fn a_hung_api_server_never_outlives_the_call() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let limits = provider_host::Limits { call_timeout_ms: 3_000, ..Default::default() };
+    let host = load_host_with(&h.cluster.kubeconfig(PROVIDER_USER).expect("kubeconfig"), limits).await;
+    h.cluster.faults().add(Rule {
+        matches: Match {
+            verb: Some("get".into()),
+            resource: Some("namespaces".into()),
+            user: Some(PROVIDER_USER.into()),
+            ..Default::default()
+        },
+        action: Action::Delay { millis: 20_000 },
+        times: None,
+        probability: None,
+    });
+    // Each request the host sends for the provider ends before the call does, even though the
+    // per-request timeout (10 s) is longer than the call (3 s): the provider hears of it and
+    // answers, instead of the host ending the call under it.
+    let started = Instant::now();
+    let probe = host.probe(&config("job", json!({}))).await.expect("probe answers");
+    assert!(started.elapsed() < Duration::from_secs(3), "answered within the call: {:?}", started.elapsed());
+    assert!(!probe.ok);
+    assert!(
+        probe
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "namespace-check-failed" && d.message.contains("did not answer within")),
+        "{probe:?}"
+    );
+}

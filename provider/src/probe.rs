@@ -186,7 +186,7 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
     found.add(
         Severity::Info,
         "writes-unchecked",
-        "create, patch and delete cannot be checked without writing; acquire reports a refusal as a forbidden error",
+        "create, patch and delete cannot be checked without writing; acquire reports a refusal as a forbidden (cluster) or denied (host) error",
     );
     let version = chosen.map(|v| format!(", Sandbox {}", v.as_str())).unwrap_or_default();
     found.finish(format!("ready: namespace {ns}, backend {}{version}", config.backend.as_str()))

@@ -49,6 +49,8 @@ pub struct KubeHost {
     client: Option<kube::Client>,
     pub(crate) policy: Arc<Policy>,
     request_timeout: Duration,
+    /// When the host ends the call this access serves: no request may outlive it.
+    call_deadline: Option<Instant>,
     pub(crate) kinds: KindCache,
     pub(crate) memory: CallMemory,
 }
@@ -99,6 +101,15 @@ fn is_namespace_type(rt: &ResourceType) -> bool {
 
 const JSON: &str = "application/json";
 
+/// How long before the call's deadline the host stops sending requests.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
+
+/// Objects per page when the host pages a list.
+const LIST_PAGE: u32 = 500;
+
+/// Most objects one list hands a provider; a provider needing more is listing too widely.
+const MAX_LISTED: usize = 10_000;
+
 impl KubeHost {
     /// Access through `client`, limited by `policy`, each request bounded by `request_timeout`.
     pub fn new(client: kube::Client, policy: Arc<Policy>, request_timeout: Duration) -> Self {
@@ -107,12 +118,37 @@ impl KubeHost {
 
     /// Access through `client`, or none: every call is then `unavailable`.
     pub(crate) fn with_client(client: Option<kube::Client>, policy: Arc<Policy>, request_timeout: Duration) -> Self {
-        Self { client, policy, request_timeout, kinds: KindCache::default(), memory: CallMemory::default() }
+        Self {
+            client,
+            policy,
+            request_timeout,
+            call_deadline: None,
+            kinds: KindCache::default(),
+            memory: CallMemory::default(),
+        }
     }
 
-    /// The same access with a fresh memory of what was shown, for one call.
-    pub(crate) fn for_call(&self) -> Self {
-        Self { memory: CallMemory::default(), ..self.clone() }
+    /// The same access for one call that the host ends at `deadline`: a fresh memory of what
+    /// was shown, and requests cut off early enough for the provider to hear of it.
+    pub(crate) fn for_call(&self, deadline: Instant) -> Self {
+        Self { memory: CallMemory::default(), call_deadline: Some(deadline), ..self.clone() }
+    }
+
+    /// How long the next request may take: the per-request timeout, cut short so it ends
+    /// [`DEADLINE_MARGIN`] before the call does (the provider then gets a typed timeout while it
+    /// can still answer, instead of the host ending the call under it).
+    fn budget(&self, what: &str) -> Result<Duration, KubeError> {
+        let Some(deadline) = self.call_deadline else {
+            return Ok(self.request_timeout);
+        };
+        let left = deadline.saturating_duration_since(Instant::now()).saturating_sub(DEADLINE_MARGIN);
+        if left.is_zero() {
+            return Err(KubeError::Timeout(format!(
+                "{what}: not sent, the call's deadline is reached (the host ends the call in under {} ms)",
+                DEADLINE_MARGIN.as_millis()
+            )));
+        }
+        Ok(left.min(self.request_timeout))
     }
 
     /// The same client and caches under another policy (the effective one, once the provider's
@@ -223,8 +259,12 @@ impl KubeHost {
         self.text(&target, request(Method::DELETE, url, Some(JSON), body.into_bytes())?).await.map(drop)
     }
 
-    /// Lists objects; returns the List JSON (with `metadata.resourceVersion` and `continue`)
-    /// holding only what the installation owns and its dependents.
+    /// Lists objects; returns one List JSON holding only what the installation owns and its
+    /// dependents (namespace objects: only allowed namespaces), with the `resourceVersion` to
+    /// watch from. The host pages through the cluster itself and hands the provider no
+    /// `continue` token and no count: a page boundary or a count would reveal foreign objects
+    /// (a real API server's token names the last key it scanned). `limit` is therefore not
+    /// passed on, and a `continue` token is refused.
     pub async fn list(
         &self,
         rt: &ResourceType,
@@ -233,43 +273,82 @@ impl KubeHost {
     ) -> Result<String, KubeError> {
         let target = Target { verb: AccessVerb::List, rt, namespace, name: None, subresource: None };
         self.allow(&target)?;
-        let limit = options.limit.map(|l| l.to_string());
-        let url = kube_url::with_query(
-            kube_url::collection(rt, namespace)?,
-            [
-                ("labelSelector", options.label_selector.as_deref()),
-                ("fieldSelector", options.field_selector.as_deref()),
-                ("limit", limit.as_deref()),
-                ("continue", options.continue_token.as_deref()),
-                ("resourceVersion", options.resource_version.as_deref()),
-            ],
-        );
-        let text = self.text(&target, request(Method::GET, url, None, Vec::new())?).await?;
-        if is_namespace_type(rt) {
-            return Ok(text);
+        if options.continue_token.is_some() {
+            return Err(KubeError::Invalid(
+                "the host pages lists itself and hands out no continue tokens; list again without one".to_string(),
+            ));
         }
-        let mut list = parse(&target, &text)?;
-        let items = list.get_mut("items").and_then(Value::as_array_mut).map(std::mem::take).unwrap_or_default();
-        let mut kept = Vec::with_capacity(items.len());
+        let mut kept = Vec::new();
+        let mut first: Option<Value> = None;
+        let mut token: Option<String> = None;
         let mut hidden = 0usize;
-        for item in items {
-            if self.ownership(&item).await?.allowed() {
-                self.memory.show(&item);
-                kept.push(item);
-            } else {
-                hidden += 1;
+        loop {
+            let page_size = LIST_PAGE.to_string();
+            let url = kube_url::with_query(
+                kube_url::collection(rt, namespace)?,
+                [
+                    ("labelSelector", options.label_selector.as_deref()),
+                    ("fieldSelector", options.field_selector.as_deref()),
+                    ("limit", Some(page_size.as_str())),
+                    ("continue", token.as_deref()),
+                    ("resourceVersion", if token.is_none() { options.resource_version.as_deref() } else { None }),
+                ],
+            );
+            let mut page = match self.text(&target, request(Method::GET, url, None, Vec::new())?).await {
+                Ok(text) => parse(&target, &text)?,
+                // The continue token expired between pages: the list starts over.
+                Err(KubeError::Gone(_)) if token.is_some() => {
+                    (kept, first, token, hidden) = (Vec::new(), None, None, 0);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let items = page.get_mut("items").and_then(Value::as_array_mut).map(std::mem::take).unwrap_or_default();
+            for item in items {
+                if self.visible(rt, &item).await? {
+                    self.memory.show(&item);
+                    kept.push(item);
+                } else {
+                    hidden += 1;
+                }
+            }
+            if kept.len() > MAX_LISTED {
+                return Err(KubeError::Invalid(format!(
+                    "{}: more than {MAX_LISTED} objects match; narrow the label or field selector",
+                    target.describe()
+                )));
+            }
+            token = page
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            first.get_or_insert(page);
+            if token.is_none() {
+                break;
             }
         }
         if hidden > 0 {
             tracing::debug!(target: "provider_host::ownership", call = %target.describe(), hidden,
                 "list items hidden: not this installation's");
         }
+        let mut list = first.unwrap_or_else(|| json!({}));
         list["items"] = Value::Array(kept);
-        // The count of the rest would tell the provider how many foreign objects exist.
         if let Some(meta) = list.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("continue");
             meta.remove("remainingItemCount");
         }
         Ok(list.to_string())
+    }
+
+    /// Whether the provider may see `object` of type `rt`: an allowed namespace (for namespace
+    /// objects), or an object of the installation or a dependent of one.
+    async fn visible(&self, rt: &ResourceType, object: &Value) -> Result<bool, KubeError> {
+        if is_namespace_type(rt) {
+            let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            return Ok(self.policy.allows_namespace(name));
+        }
+        Ok(self.ownership(object).await?.allowed())
     }
 
     /// Opens a watch; events are read with [`KubeHost::next_event`], which hides foreign objects.
@@ -296,7 +375,7 @@ impl KubeHost {
         let mut req = request(Method::GET, url, None, Vec::new())?;
         req.headers_mut().insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         let body = self.open(&target, req).await?;
-        Ok(WatchStream::new(body, target.describe(), is_namespace_type(rt)))
+        Ok(WatchStream::new(body, target.describe(), rt.clone()))
     }
 
     /// The next event of a watch the provider may see, waiting at most `timeout` in all: events
@@ -318,14 +397,11 @@ impl KubeHost {
                 WatchEvent::Added(t) | WatchEvent::Modified(t) => (t, false),
                 WatchEvent::Deleted(t) => (t, true),
             };
-            if stream.namespaces() {
-                return Ok(Some(event));
-            }
             let object: Value = serde_json::from_str(text).map_err(|e| {
                 KubeError::Transport(format!("{}: unreadable watch event ({e}); resume the watch", stream.what()))
             })?;
             let shown_before = deleted && ownership::uid(&object).is_some_and(|u| self.memory.shown(u));
-            if shown_before || self.ownership(&object).await?.allowed() {
+            if shown_before || self.visible(stream.resource(), &object).await? {
                 self.memory.show(&object);
                 return Ok(Some(event));
             }
@@ -469,6 +545,7 @@ impl KubeHost {
         let started = Instant::now();
         let what = target.describe();
         let client = self.client()?;
+        let budget = self.budget(&what)?;
         let opening = async {
             let response = client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
             if response.status().is_success() {
@@ -479,8 +556,8 @@ impl KubeHost {
             let bytes = response.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
             Err(kube_errors::from_response(code, &headers, &bytes))
         };
-        let result = match tokio::time::timeout(self.request_timeout, opening).await {
-            Err(_) => Err(kube_errors::request_timed_out(&what, self.request_timeout)),
+        let result = match tokio::time::timeout(budget, opening).await {
+            Err(_) => Err(kube_errors::request_timed_out(&what, budget)),
             Ok(result) => result,
         };
         self.log(target, started, result.as_ref().err());
@@ -489,6 +566,7 @@ impl KubeHost {
 
     async fn exchange(&self, what: &str, req: Request<Vec<u8>>) -> Result<String, KubeError> {
         let client = self.client()?;
+        let budget = self.budget(what)?;
         let exchange = async {
             let response = client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
             let code = response.status();
@@ -501,9 +579,9 @@ impl KubeHost {
             String::from_utf8(bytes.to_vec())
                 .map_err(|e| KubeError::Transport(format!("{what}: the answer is not UTF-8: {e}")))
         };
-        match tokio::time::timeout(self.request_timeout, exchange).await {
+        match tokio::time::timeout(budget, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(kube_errors::request_timed_out(what, self.request_timeout)),
+            Err(_) => Err(kube_errors::request_timed_out(what, budget)),
         }
     }
 

@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use kube::client::Body;
 use serde_json::Value;
 
-use crate::bindings::kube::{KubeError, WatchEvent};
+use crate::bindings::kube::{KubeError, ResourceType, WatchEvent};
 use crate::kube_errors;
 
 /// Longest event line accepted; a larger one means a broken or hostile stream.
@@ -23,14 +23,14 @@ pub struct WatchStream {
     buffer: Vec<u8>,
     ended: Option<KubeError>,
     what: String,
-    namespaces: bool,
+    resource: ResourceType,
 }
 
 impl WatchStream {
-    /// Wraps a successful watch response body; `what` names the watch in messages;
-    /// `namespaces` says it watches namespace objects, which are not checked for ownership.
-    pub(crate) fn new(body: Body, what: String, namespaces: bool) -> Self {
-        Self { body, buffer: Vec::new(), ended: None, what, namespaces }
+    /// Wraps a successful watch response body; `what` names the watch in messages; `resource`
+    /// is what it watches, for deciding which events the provider may see.
+    pub(crate) fn new(body: Body, what: String, resource: ResourceType) -> Self {
+        Self { body, buffer: Vec::new(), ended: None, what, resource }
     }
 
     /// What the watch is of, for messages.
@@ -38,9 +38,9 @@ impl WatchStream {
         &self.what
     }
 
-    /// Whether it watches namespace objects.
-    pub(crate) fn namespaces(&self) -> bool {
-        self.namespaces
+    /// The resource type it watches.
+    pub(crate) fn resource(&self) -> &ResourceType {
+        &self.resource
     }
 
     /// The next event, waiting at most `timeout`; `Ok(None)` when none came in time. Once an

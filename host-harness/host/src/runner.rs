@@ -118,10 +118,18 @@ impl ProviderHost {
         let grants = capabilities::grant(&options.policy, None);
         let mut host =
             Self { pre, kube, grants, limits: options.limits, slots, cache, calls: AtomicU64::new(0), _engine: engine };
-        // A 0.1.0 component cannot declare its access; asking it would only run its code.
+        // A 0.1.0 component cannot declare its access; asking it would only run its code. The
+        // declaration itself is read with no access at all: nothing is granted before it is known.
         if let BoundPre::V0_2(_) = host.pre {
-            let info = host.describe().await?;
-            host.grants = capabilities::grant(&options.policy, Some(&info.access));
+            let operator = host.kube.clone();
+            host.kube = operator.with_policy(Policy {
+                resources: Vec::new(),
+                namespaces: Vec::new(),
+                ..options.policy.clone()
+            });
+            let info = host.describe().await;
+            host.kube = operator;
+            host.grants = capabilities::grant(&options.policy, Some(&info?.access));
         }
         host.grants.log(host.pre.version());
         host.kube = host.kube.with_policy(host.grants.effective.clone());
@@ -341,9 +349,13 @@ impl ProviderHost {
     }
 }
 
-/// The bytes a request carries into the guest (the strings; records add little).
+/// What each list item costs a guest beyond its strings (its record, its allocations), so a
+/// million empty env vars count for something.
+const ITEM_OVERHEAD: usize = 32;
+
+/// The bytes a request carries into the guest: its strings, and every list item.
 fn request_size(r: &AcquireRequest) -> usize {
-    let env: usize = r.env.iter().map(|e| e.name.len() + e.value.len()).sum();
+    let env: usize = r.env.iter().map(|e| e.name.len() + e.value.len() + ITEM_OVERHEAD).sum();
     r.config.len() + r.run_id.len() + r.acquisition_id.len() + r.agent_id.as_ref().map_or(0, String::len) + env
 }
 

@@ -35,7 +35,7 @@ impl CallState {
     pub(crate) fn new(call: &'static str, kube: KubeHost, limits: &Limits, deadline: Instant) -> Self {
         Self {
             call,
-            kube: kube.for_call(),
+            kube: kube.for_call(deadline),
             table: ResourceTable::new(),
             open_watches: 0,
             max_open_watches: usize::try_from(limits.max_open_watches).unwrap_or(usize::MAX),

@@ -55,7 +55,8 @@ async fn get_create_patch_list_delete_round_trip() {
     h.create(&jobs(), Some(NS), &job("j1", json!({"app": "x"}))).await.expect("create j1");
     h.create(&jobs(), Some(NS), &job("j2", json!({"app": "x"}))).await.expect("create j2");
     h.create(&jobs(), Some(NS), &job("other", json!({"app": "y"}))).await.expect("create other");
-    let page = parse(
+    // The host pages through the cluster itself: one list, every match, no continue token.
+    let all = parse(
         &h.list(
             &jobs(),
             Some(NS),
@@ -64,18 +65,11 @@ async fn get_create_patch_list_delete_round_trip() {
         .await
         .expect("list"),
     );
-    assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
-    let token = page["metadata"]["continue"].as_str().expect("a continue token").to_string();
-    let rest = parse(
-        &h.list(
-            &jobs(),
-            Some(NS),
-            &ListOptions { label_selector: Some("app=x".into()), continue_token: Some(token), ..list_options() },
-        )
-        .await
-        .expect("second page"),
-    );
-    assert_eq!(rest["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(2));
+    assert!(all["metadata"].get("continue").is_none(), "{}", all["metadata"]);
+    assert!(all["metadata"]["resourceVersion"].is_string(), "a version to watch from");
+    let token = ListOptions { continue_token: Some("from-somewhere".into()), ..list_options() };
+    assert!(matches!(h.list(&jobs(), Some(NS), &token).await, Err(KubeError::Invalid(_))));
 
     let options = DeleteOptions { propagation: Some(Propagation::Background), ..no_delete_options() };
     h.delete(&secrets(), Some(NS), "s1", &options).await.expect("delete");
@@ -310,4 +304,21 @@ async fn served_versions_follow_discovery() {
     policy.resources.push(AccessRule::new("example.com", &["v1"], "widgets", &[AccessVerb::Discovery]));
     let h = host_with(&both, policy, Duration::from_secs(10)).await;
     assert!(h.served_versions("example.com").await.expect("an unserved group is no error").is_empty());
+}
+
+#[tokio::test]
+async fn a_wildcard_lists_no_system_namespace() {
+    let c = cluster().await;
+    let mut policy = Policy::kubernetes_default([provider_host::policy::ANY_NAMESPACE]);
+    for rule in policy.resources.iter_mut().filter(|r| r.plural == "namespaces") {
+        rule.verbs.push(AccessVerb::List);
+    }
+    let h = host_with(&c, policy, Duration::from_secs(10)).await;
+    let listed = parse(&h.list(&rt("", "v1", "namespaces"), None, &list_options()).await.expect("list"));
+    let names: Vec<&str> =
+        listed["items"].as_array().into_iter().flatten().filter_map(|n| n["metadata"]["name"].as_str()).collect();
+    assert!(names.contains(&"default"), "{names:?}");
+    for system in provider_host::policy::SYSTEM_NAMESPACES {
+        assert!(!names.contains(&system), "{system} is listed: {names:?}");
+    }
 }
