@@ -231,7 +231,7 @@ impl KubeHost {
             }
         }
         for name in secrets {
-            if policy.pod_secrets.iter().any(|p| *p == name) {
+            if policy.pod_secrets.contains(&name) {
                 continue;
             }
             self.check_referenced_secret(&name, namespace).await?;
