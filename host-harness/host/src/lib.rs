@@ -28,6 +28,7 @@ pub mod engine;
 pub mod error;
 mod kube_errors;
 pub mod kube_host;
+mod kube_transport;
 mod kube_url;
 pub mod kube_watch;
 pub mod limits;

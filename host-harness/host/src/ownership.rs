@@ -24,7 +24,8 @@ use http::Method;
 use serde_json::{Value, json};
 
 use crate::bindings::kube::{KubeError, PatchType, ResourceType};
-use crate::kube_host::{KubeHost, Target, parse, request};
+use crate::kube_host::{KubeHost, Target};
+use crate::kube_transport::{parse, request};
 use crate::kube_url;
 use crate::policy::{AccessVerb, MANAGED_BY_LABEL, quoted};
 
