@@ -18,14 +18,9 @@ fn renewed(outcome: ResumeOutcome) -> provider_host::records::Lease {
 
 /// The provider's writes since a mark: an acquire makes exactly two, the workload and then its
 /// Secret, created already owned by it (no object ever exists without an owner or an expiry).
-fn assert_two_writes(h: &Harness, mark: u64, workload: &str) {
-    let writes: Vec<String> = h
-        .provider_calls_since(mark)
-        .into_iter()
-        .filter(|e| e.is_write())
-        .map(|e| format!("{} {}", e.verb, e.resource))
-        .collect();
-    assert_eq!(writes, vec![format!("create {workload}"), "create secrets".to_string()]);
+fn assert_two_writes(h: &Harness, mark: u64, workload: &str, name: &str) {
+    let writes = h.provider_writes_since(mark);
+    assert_eq!(writes, vec![format!("create {workload} {name}"), format!("create secrets {name}-env")]);
 }
 
 fn workload_name(lease: &provider_host::records::Lease) -> String {
@@ -41,7 +36,7 @@ async fn sandbox_lifecycle(versions: SandboxVersions, version: &str) {
     let requested_expiry = requested.requested_expires_at.unwrap_or_default();
     let mark = h.cluster.requests().mark();
     let lease = h.host.acquire(requested).await.expect("acquire");
-    assert_two_writes(&h, mark, "sandboxes");
+    assert_two_writes(&h, mark, "sandboxes", "pc-life-1");
     assert_eq!(lease.backend, Backend::Sandbox);
     assert_eq!(lease.api_version, format!("agents.x-k8s.io/{version}"));
     assert_eq!(lease.namespace, NAMESPACE);
@@ -104,7 +99,7 @@ async fn job_lifecycle() {
     let cfg = config("job", json!({"leaseTtlSeconds": 14_400}));
     let mark = h.cluster.requests().mark();
     let lease = h.host.acquire(request(&cfg, "job-1")).await.expect("acquire");
-    assert_two_writes(&h, mark, "jobs");
+    assert_two_writes(&h, mark, "jobs", "pc-job-1");
     assert_eq!(lease.backend, Backend::Job);
     assert_eq!(lease.api_version, "batch/v1");
     let name = workload_name(&lease);

@@ -59,6 +59,15 @@ impl Harness {
     pub fn provider_calls_since(&self, mark: u64) -> Vec<embedded_cluster::request_log::Entry> {
         self.cluster.requests().since(mark).into_iter().filter(|e| e.user == PROVIDER_USER).collect()
     }
+
+    /// The provider's writes since a mark, as `verb resource name`.
+    pub fn provider_writes_since(&self, mark: u64) -> Vec<String> {
+        self.provider_calls_since(mark)
+            .into_iter()
+            .filter(|e| e.is_write())
+            .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
+            .collect()
+    }
 }
 
 /// The built provider in a host that reaches the cluster with `kubeconfig`, under the default

@@ -220,24 +220,26 @@ impl From<wit::AccessRule> for AccessRule {
     }
 }
 
-impl From<wit::ProviderError> for ProviderError {
-    fn from(e: wit::ProviderError) -> Self {
-        match e {
-            wit::ProviderError::InvalidConfig(d) => {
-                Self::InvalidConfig(InvalidConfigDetail { path: d.path, message: d.message })
+/// `From<wit::ProviderError>` for a contract version whose `provider-error` has these cases
+/// besides `invalid-config` (each carrying an `error-detail`); expanded where `wit` names that
+/// version's `types`, like [`shared_records`].
+macro_rules! provider_errors {
+    ($($case:ident),* $(,)?) => {
+        impl From<wit::ProviderError> for ProviderError {
+            fn from(e: wit::ProviderError) -> Self {
+                match e {
+                    wit::ProviderError::InvalidConfig(d) => {
+                        Self::InvalidConfig(InvalidConfigDetail { path: d.path, message: d.message })
+                    }
+                    $(wit::ProviderError::$case(d) => Self::$case(detail(d)),)*
+                }
             }
-            wit::ProviderError::Forbidden(d) => Self::Forbidden(detail(d)),
-            wit::ProviderError::Denied(d) => Self::Denied(detail(d)),
-            wit::ProviderError::Conflict(d) => Self::Conflict(detail(d)),
-            wit::ProviderError::Capacity(d) => Self::Capacity(detail(d)),
-            wit::ProviderError::ImagePull(d) => Self::ImagePull(detail(d)),
-            wit::ProviderError::Rejected(d) => Self::Rejected(detail(d)),
-            wit::ProviderError::Timeout(d) => Self::Timeout(detail(d)),
-            wit::ProviderError::Unavailable(d) => Self::Unavailable(detail(d)),
-            wit::ProviderError::Internal(d) => Self::Internal(detail(d)),
         }
-    }
+    };
 }
+pub(crate) use provider_errors;
+
+provider_errors!(Forbidden, Denied, Conflict, Capacity, ImagePull, Rejected, Timeout, Unavailable, Internal);
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ use crate::log_host;
 use crate::records::{
     AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar, ErrorDetail,
     InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome,
-    Severity, Validation, shared_records,
+    Severity, Validation, provider_errors, shared_records,
 };
 use crate::state::CallState;
 
@@ -210,23 +210,7 @@ impl From<wit::ProviderInfo> for ProviderInfo {
     }
 }
 
-impl From<wit::ProviderError> for ProviderError {
-    fn from(e: wit::ProviderError) -> Self {
-        match e {
-            wit::ProviderError::InvalidConfig(d) => {
-                Self::InvalidConfig(InvalidConfigDetail { path: d.path, message: d.message })
-            }
-            wit::ProviderError::Forbidden(d) => Self::Forbidden(detail(d)),
-            wit::ProviderError::Conflict(d) => Self::Conflict(detail(d)),
-            wit::ProviderError::Capacity(d) => Self::Capacity(detail(d)),
-            wit::ProviderError::ImagePull(d) => Self::ImagePull(detail(d)),
-            wit::ProviderError::Rejected(d) => Self::Rejected(detail(d)),
-            wit::ProviderError::Timeout(d) => Self::Timeout(detail(d)),
-            wit::ProviderError::Unavailable(d) => Self::Unavailable(detail(d)),
-            wit::ProviderError::Internal(d) => Self::Internal(detail(d)),
-        }
-    }
-}
+provider_errors!(Forbidden, Conflict, Capacity, ImagePull, Rejected, Timeout, Unavailable, Internal);
 
 #[cfg(test)]
 mod tests {
