@@ -1,7 +1,9 @@
 //! Destroy: delete everything a lease can own, from the lease id alone.
 //!
 //! Total and idempotent: the per-lease Secret, for a lease with a persistent workspace its claim,
-//! and the workload (with Background propagation, so its pods go too). Only 404 is success
+//! and the workload (with Background propagation, so its pods go too). A lease that records its
+//! workload's uid destroys only that workload (the uid is the delete's precondition), and leaves
+//! alone a newer object that took the name and the Secret and claim that are that object's. Only 404 is success
 //! (already gone): a 410 outside a watch says nothing about the object, so it is a failure like
 //! any other. An object under the lease's name that the host refuses as not this
 //! installation's means the lease's own object is gone: already gone, and the other one is left
@@ -15,28 +17,72 @@ use crate::api_versions::{self, SandboxVersion};
 use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
-use crate::lease::LeaseRef;
+use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
 use crate::naming::{LeaseId, workspace_pvc_name};
-
-fn background() -> DeleteOptions {
-    DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() }
-}
+use crate::object;
 
 /// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone. An object under the name
 /// that the host says this installation did not create is not the lease's: the lease's object
-/// is gone, and the foreign one is left alone.
-fn delete<K: Kube>(kube: &K, resource: &ResourceType, namespace: &str, name: &str) -> Result<bool, KubeError> {
-    match kube.delete(resource, Some(namespace), name, &background()) {
+/// is gone, and the foreign one is left alone. With `uid`, only that object is deleted: another
+/// under the name (the precondition fails, 409) means the lease's is gone.
+fn delete<K: Kube>(
+    kube: &K,
+    resource: &ResourceType,
+    namespace: &str,
+    name: &str,
+    uid: Option<&str>,
+) -> Result<bool, KubeError> {
+    let options = DeleteOptions {
+        propagation: Some(Propagation::Background),
+        precondition_uid: uid.map(str::to_string),
+        ..Default::default()
+    };
+    match kube.delete(resource, Some(namespace), name, &options) {
         Ok(()) => Ok(true),
         Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => Ok(false),
+        Err(KubeError::Conflict(_)) if uid.is_some() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Who holds the lease's workload name now, when the lease knows its workload's uid.
+enum Holder {
+    /// The lease's own workload, or no workload at all: its dependents are the lease's.
+    Lease,
+    /// Another object (a newer sandbox of this acquisition, or someone else's): its Secret
+    /// and claim are its own, and nothing of the lease's is left.
+    Another,
+}
+
+/// Reads who holds the name; the lease's uid is then the precondition of the workload's delete.
+fn holder<K: Kube>(kube: &K, id: &LeaseId, lease: &Lease) -> Result<Holder, KubeError> {
+    let resource = match id.backend {
+        Backend::Job => api_versions::jobs(),
+        Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version) {
+            Ok(Some(version)) => version.resource(),
+            Ok(None) => return Ok(Holder::Lease),
+            Err(e) => {
+                return Err(KubeError::Unavailable { message: e.message().to_string(), retry_after_seconds: None });
+            }
+        },
+    };
+    match kube.get(&resource, Some(&id.namespace), &id.name) {
+        Ok(found) if object::uid(&found) == Some(lease.workload_uid.as_str()) => Ok(Holder::Lease),
+        Ok(_) | Err(KubeError::NotOwned(_)) => Ok(Holder::Another),
+        Err(KubeError::NotFound(_)) => Ok(Holder::Lease),
         Err(e) => Err(e),
     }
 }
 
 /// Deletes the Sandbox through the versions the cluster serves (the recorded one first when
 /// discovery fails), until one delete succeeds.
-fn delete_sandbox<K: Kube>(kube: &K, id: &LeaseId, recorded_api_version: &str) -> Result<bool, KubeError> {
+fn delete_sandbox<K: Kube>(
+    kube: &K,
+    id: &LeaseId,
+    recorded_api_version: &str,
+    uid: Option<&str>,
+) -> Result<bool, KubeError> {
     let versions = match api_versions::served_sandbox_versions(kube) {
         Ok(served) => served,
         Err(_) => {
@@ -47,7 +93,7 @@ fn delete_sandbox<K: Kube>(kube: &K, id: &LeaseId, recorded_api_version: &str) -
     };
     let mut first_error = None;
     for version in versions {
-        match delete(kube, &version.resource(), &id.namespace, &id.name) {
+        match delete(kube, &version.resource(), &id.namespace, &id.name, uid) {
             Ok(true) => return Ok(true),
             Ok(false) => {}
             Err(e) => {
@@ -64,23 +110,56 @@ fn delete_sandbox<K: Kube>(kube: &K, id: &LeaseId, recorded_api_version: &str) -
 /// Deletes everything the lease can own (see the module docs).
 pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result<DestroyReport, ProviderError> {
     let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
-    // The Secret first: it is owned by the workload, so deleting the workload first would let
-    // garbage collection race the explicit delete and make the report vary.
-    let mut attempts: Vec<(&str, String, Result<bool, KubeError>)> = Vec::new();
+    let lease = &lease_ref.lease;
     let secret = id.secret_name();
-    attempts.push(("Secret", secret.clone(), delete(kube, &api_versions::secrets(), &id.namespace, &secret)));
-    // The workspace claim before its Sandbox: agent-sandbox made it, so the host proves it is this
-    // installation's through its controller, the Sandbox, which must still exist for that.
-    if id.workspace_pvc {
-        let pvc = workspace_pvc_name(&id.name);
-        attempts.push(("PersistentVolumeClaim", pvc.clone(), delete(kube, &api_versions::pvcs(), &id.namespace, &pvc)));
-    }
-    match id.backend {
-        Backend::Sandbox => {
-            attempts.push(("Sandbox", id.name.clone(), delete_sandbox(kube, &id, &lease_ref.lease.api_version)))
+    let pvc = id.workspace_pvc.then(|| workspace_pvc_name(&id.name));
+    let workload_kind = match id.backend {
+        Backend::Sandbox => "Sandbox",
+        Backend::Job => "Job",
+    };
+    // A lease that knows its workload's uid deletes only that workload, and its Secret and claim
+    // only while the name is still its own: a newer sandbox under the name keeps what is its.
+    let uid = Some(lease.workload_uid.as_str()).filter(|u| !u.is_empty());
+    let holder = match uid {
+        Some(_) => holder(kube, &id, lease),
+        None => Ok(Holder::Lease),
+    };
+    let mut attempts: Vec<(&str, String, Result<bool, KubeError>)> = Vec::new();
+    match holder {
+        Err(e) => {
+            attempts.push(("Secret", secret, Err(e.clone())));
+            if let Some(pvc) = pvc {
+                attempts.push(("PersistentVolumeClaim", pvc, Err(e.clone())));
+            }
+            attempts.push((workload_kind, id.name.clone(), Err(e)));
         }
-        Backend::Job => {
-            attempts.push(("Job", id.name.clone(), delete(kube, &api_versions::jobs(), &id.namespace, &id.name)));
+        Ok(Holder::Another) => {
+            log.info(
+                "the lease's workload is gone and another object holds its name; it is left alone",
+                &[("workload", &format!("{workload_kind} {}", id.qualified()))],
+            );
+            attempts.push(("Secret", secret, Ok(false)));
+            if let Some(pvc) = pvc {
+                attempts.push(("PersistentVolumeClaim", pvc, Ok(false)));
+            }
+            attempts.push((workload_kind, id.name.clone(), Ok(false)));
+        }
+        Ok(Holder::Lease) => {
+            // The Secret first: it is owned by the workload, so deleting the workload first would
+            // let garbage collection race the explicit delete and make the report vary.
+            let deleted = delete(kube, &api_versions::secrets(), &id.namespace, &secret, None);
+            attempts.push(("Secret", secret.clone(), deleted));
+            // The workspace claim before its Sandbox: agent-sandbox made it, so the host proves it
+            // is this installation's through its controller, the Sandbox, which must still exist.
+            if let Some(pvc) = pvc {
+                let deleted = delete(kube, &api_versions::pvcs(), &id.namespace, &pvc, None);
+                attempts.push(("PersistentVolumeClaim", pvc, deleted));
+            }
+            let deleted = match id.backend {
+                Backend::Sandbox => delete_sandbox(kube, &id, &lease.api_version, uid),
+                Backend::Job => delete(kube, &api_versions::jobs(), &id.namespace, &id.name, uid),
+            };
+            attempts.push((workload_kind, id.name.clone(), deleted));
         }
     }
 
@@ -250,6 +329,27 @@ mod tests {
             ]
         );
         assert!(env.kube.names_in(NS).is_empty());
+    }
+
+    #[test]
+    fn a_stale_lease_leaves_the_newer_sandbox_under_its_name_alone() {
+        for backend in ["sandbox", "job"] {
+            let env = Env::new();
+            let provider = env.provider();
+            let config = config(backend);
+            let stale = provider.acquire(request(&config, "d-7")).unwrap();
+            provider.destroy(stored(&stale, &config)).unwrap();
+            let newer = provider.acquire(request(&config, "d-7")).unwrap();
+            assert_ne!(newer.workload_uid, stale.workload_uid);
+            let report = provider.destroy(stored(&stale, &config)).unwrap();
+            assert!(report.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{backend}: {report:?}");
+            let plural = if backend == "job" { "jobs" } else { "sandboxes" };
+            let kept = env.kube.object(plural, NS, "pc-d-7").expect("the newer workload stays");
+            assert_eq!(kept["metadata"]["uid"], json!(newer.workload_uid), "{backend}");
+            assert!(env.kube.object("secrets", NS, "pc-d-7-env").is_some(), "{backend}: its Secret stays");
+            let gone = provider.destroy(stored(&newer, &config)).unwrap();
+            assert!(gone.objects.iter().all(|o| o.outcome == DeleteOutcome::Deleted), "{backend}: {gone:?}");
+        }
     }
 
     #[test]
