@@ -3,6 +3,7 @@
 
 mod admin_cmd;
 mod cluster_cmd;
+mod contract_cmd;
 mod demo;
 mod policy_cmd;
 mod provider_cmd;
@@ -111,6 +112,9 @@ enum Command {
         #[command(flatten)]
         lease: provider_cmd::LeaseArgs,
     },
+    /// Hold a provider component to the contract: every scenario, a pass/fail table, a
+    /// non-zero exit code on any failure.
+    Contract(contract_cmd::ContractArgs),
     /// The operator's policy and what it grants a component.
     Policy {
         #[command(subcommand)]
@@ -169,6 +173,7 @@ fn main() -> anyhow::Result<()> {
             Command::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
             Command::Release { target, lease } => provider_cmd::release(target, lease).await,
             Command::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
+            Command::Contract(args) => contract_cmd::run(args).await,
             Command::Policy { command: PolicyCommand::Show { inspect, json } } => {
                 done(policy_cmd::show(inspect, json).await)
             }
