@@ -5,6 +5,7 @@ KUBECONFIG_OUT ?= target/cluster/kubeconfig
 .PHONY: all test demo cluster bench lint fmt toolchain component
 
 COMPONENT := target/wasm32-wasip2/release/kubernetes_provider.wasm
+REFERENCE_COMPONENT := target/wasm32-wasip2/release/reference_provider.wasm
 
 all: test
 
@@ -13,9 +14,9 @@ toolchain:
 	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
 	@rustup show active-toolchain
 
-## The provider component (release): $(COMPONENT).
+## The provider components (release): $(COMPONENT) and $(REFERENCE_COMPONENT).
 component: toolchain
-	$(CARGO) build -p kubernetes-provider --target wasm32-wasip2 --release
+	$(CARGO) build -p kubernetes-provider -p reference-provider --target wasm32-wasip2 --release
 
 ## Build the component and everything else, then run every test.
 test: component
@@ -39,7 +40,7 @@ bench: toolchain
 lint: toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p kubernetes-provider --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy -p kubernetes-provider -p reference-provider --target wasm32-wasip2 -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

@@ -61,8 +61,19 @@ pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Connects to the cluster, reads the operator's policy and loads the component.
+/// Connects to the cluster, reads the operator's policy and loads the component. A component
+/// that declares no `kube` access (such as the reference provider) needs no cluster: when none
+/// is named and none can be inferred, it runs without one.
 pub async fn session(target: &Target) -> anyhow::Result<Session> {
+    if !target.component.exists() {
+        bail!("no provider component at {}: build it with `make component`", target.component.display());
+    }
+    let options = HostOptions {
+        policy: target.policy.policy()?,
+        cache_dir: Some(target.cache_dir.clone()),
+        ..Default::default()
+    };
+    let source = ComponentSource::File(target.component.clone());
     let (config, cluster) = if target.embedded {
         let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
         (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
@@ -70,19 +81,21 @@ pub async fn session(target: &Target) -> anyhow::Result<Session> {
         let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
         (embedded_cluster::tls::config_from_kubeconfig(&yaml).await?, None)
     } else {
-        (kube::Config::infer().await.context("no cluster: pass --kubeconfig or --embedded, or run in a cluster")?, None)
+        match kube::Config::infer().await {
+            Ok(config) => (config, None),
+            Err(no_cluster) => {
+                let host = ProviderHost::load_without_cluster(source, options).await?;
+                if host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
+                    return Ok(Session { host, _cluster: None });
+                }
+                return Err(anyhow::Error::new(no_cluster)
+                    .context("no cluster: pass --kubeconfig or --embedded, or run in a cluster"));
+            }
+        }
     };
     // The host's own client: no transparent retries, so the provider sees every answer.
     let client = provider_host::client_from_config(config)?;
-    let options = HostOptions {
-        policy: target.policy.policy()?,
-        cache_dir: Some(target.cache_dir.clone()),
-        ..Default::default()
-    };
-    if !target.component.exists() {
-        bail!("no provider component at {}: build it with `make component`", target.component.display());
-    }
-    let host = ProviderHost::load(ComponentSource::File(target.component.clone()), client, options).await?;
+    let host = ProviderHost::load(source, client, options).await?;
     Ok(Session { host, _cluster: cluster })
 }
 

@@ -2,6 +2,7 @@
 
 mod kube_host;
 mod ownership;
+mod reference_provider;
 mod runner;
 mod support;
 mod write_guard;
