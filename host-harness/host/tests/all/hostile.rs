@@ -1,8 +1,8 @@
 //! A hostile component in the host, against the embedded cluster: the `hostile-provider`
 //! fixture tries to escape the policy and ownership, computes and waits forever, allocates
-//! without bound and opens watches without end. Each attempt must be refused with the right
-//! `kube-error` case and leave the cluster unchanged, and each exhaustion must end only its
-//! own call.
+//! without bound, opens watches without end and floods the host with oversized strings. Each
+//! attempt must be refused with the right `kube-error` case and leave the cluster unchanged,
+//! each exhaustion must end only its own call, and nothing it sends may grow the host.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -250,5 +250,130 @@ async fn watches_beyond_the_limit_are_refused_before_they_reach_the_cluster() {
     let sent = requests_by(&c, PROVIDER_USER, mark);
     assert_eq!(sent.len(), limit, "the refused watches never reached the cluster: {sent:?}");
     assert!(sent.iter().all(|r| r.starts_with("watch pods")), "{sent:?}");
+    still_serving(&host).await;
+}
+
+/// Tests that move 100 MiB take turns, so that one's reading of the process's memory is not
+/// another's allocation.
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The size of a flood.
+const FLOOD: u64 = 100 << 20;
+
+/// A guest memory cap that lets the fixture build a flood, so the host's side is what is tested.
+const ROOMY: u64 = 256 << 20;
+
+fn flood(into: &str) -> String {
+    json!({"mode": "flood", "namespace": NS, "bytes": FLOOD, "into": into}).to_string()
+}
+
+/// The process's resident memory around one call, in MiB (read from Linux's `/proc`; elsewhere
+/// nothing is measured).
+struct Reading {
+    what: String,
+    before: Option<u64>,
+}
+
+/// A field of `/proc/self/status` in MiB (`VmRSS` now, `VmHWM` the peak).
+fn status_mib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib / 1024)
+}
+
+impl Reading {
+    /// Starts a reading: the peak restarts from now (`clear_refs` 5 resets `VmHWM`).
+    fn start(what: &str) -> Self {
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        Self { what: what.to_string(), before: status_mib("VmRSS:") }
+    }
+
+    /// Reports the peak during the call and what is left after it, its result dropped. Fails
+    /// if the peak held more than `copies` of the flood (the guest's own counts: its memory is
+    /// the host process's) or if half a flood or more stayed behind.
+    fn finish(self, copies: u64) {
+        let (Some(before), Some(peak), Some(after)) = (self.before, status_mib("VmHWM:"), status_mib("VmRSS:")) else {
+            return;
+        };
+        let (grew, kept) = (peak.saturating_sub(before), after.saturating_sub(before));
+        let flood = FLOOD >> 20;
+        eprintln!("{}: resident {before} MiB before, peak +{grew} MiB, +{kept} MiB after", self.what);
+        assert!(
+            grew < copies * flood + flood / 2,
+            "{}: the peak held more than {copies} copies: +{grew} MiB",
+            self.what
+        );
+        assert!(kept < flood / 2, "{}: {kept} MiB of a {flood} MiB flood stayed in the host", self.what);
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_result_is_bounded_by_the_memory_cap() {
+    let _turn = HEAVY.lock().await;
+    let c = cluster().await;
+    let capped = load(&c, Limits::default()).await;
+    let result = capped.probe(&flood("return")).await;
+    assert!(matches!(result, Err(HostError::MemoryLimit { call: "probe", .. })), "{:?}", result.map(|_| ()));
+    still_serving(&capped).await;
+
+    let roomy = load(&c, Limits { memory_bytes: ROOMY, ..Limits::default() }).await;
+    let reading = Reading::start("a 100 MiB result");
+    let returned = roomy.probe(&flood("return")).await.expect("probe");
+    assert_eq!(answers(returned)["return"].len() as u64, FLOOD, "under a roomy cap the result arrives whole");
+    reading.finish(2);
+    still_serving(&roomy).await;
+}
+
+/// Collects formatted log output in memory.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn oversized_strings_sent_to_the_host_are_refused_or_cut() {
+    let _turn = HEAVY.lock().await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let c = cluster().await;
+    let host = load(&c, Limits { memory_bytes: ROOMY, ..Limits::default() }).await;
+    // How many copies of the flood the process may hold at the peak: the guest's and the one
+    // the host lifts out of it; a selector also becomes a URL, which the http crate then refuses
+    // for its length.
+    let floods = [
+        ("create", "denied", "max-body-bytes", 2),
+        ("patch", "denied", "max-body-bytes", 2),
+        ("selector", "invalid", "cannot build the request", 4),
+        ("log", "ok", "", 2),
+    ];
+    for (into, want, says, copies) in floods {
+        let mark = c.requests().mark();
+        let reading = Reading::start(&format!("a 100 MiB {into}"));
+        let answer = answers(host.probe(&flood(into)).await.expect("probe")).remove(into).expect("answered");
+        assert_eq!(case(&answer), want, "{into}: {answer}");
+        assert!(answer.contains(says), "{into} should say {says:?}: {answer}");
+        assert!(answer.len() < 1024, "{into}: the host's answer quotes little of the flood: {} bytes", answer.len());
+        let sent = requests_by(&c, PROVIDER_USER, mark);
+        assert!(sent.is_empty(), "{into}: nothing reached the cluster: {sent:?}");
+        reading.finish(copies);
+    }
+    let logged = String::from_utf8_lossy(&captured.0.lock().expect("lock")).into_owned();
+    let line = logged.lines().find(|l| l.contains(" provider:")).expect("the provider's line was logged");
+    assert!(line.len() < 8 * 1024, "the logged line is cut: {} bytes", line.len());
     still_serving(&host).await;
 }
