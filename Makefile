@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo cluster bench lint fmt toolchain component
+.PHONY: all test demo cluster bench lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/release/kubernetes_provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/release/reference_provider.wasm
@@ -18,8 +18,12 @@ toolchain:
 component: toolchain
 	$(CARGO) build -p kubernetes-provider -p reference-provider --target wasm32-wasip2 --release
 
-## Build the component and everything else, then run every test.
-test: component
+## The hostile guest the host's tests load: target/wasm32-wasip2/release/hostile_provider.wasm.
+fixtures: toolchain
+	$(CARGO) build -p hostile-provider --target wasm32-wasip2 --release
+
+## Build the components and everything else, then run every test.
+test: component fixtures
 	$(CARGO) test --workspace
 
 ## The provider's lease lifecycle on each backend, on the embedded cluster. For a real cluster,
@@ -40,7 +44,7 @@ bench: toolchain
 lint: toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p kubernetes-provider -p reference-provider --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy -p kubernetes-provider -p reference-provider -p hostile-provider --target wasm32-wasip2 -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

@@ -22,6 +22,7 @@ use crate::error::HostError;
 use crate::kube_transport::{JSON, delete_body, parse, request};
 use crate::kube_url;
 use crate::kube_watch::WatchStream;
+use crate::limits::Limits;
 use crate::ownership::{self, CallMemory, KindCache, Owner};
 use crate::policy::{Access, AccessVerb, Policy, quoted};
 
@@ -47,6 +48,8 @@ pub struct KubeHost {
     pub(crate) call_deadline: Option<Instant>,
     pub(crate) kinds: KindCache,
     pub(crate) memory: CallMemory,
+    /// Largest create or patch body sent for the provider (limits `max-body-bytes`).
+    max_body_bytes: usize,
 }
 
 /// What one request is about, for the policy, messages and log lines.
@@ -114,7 +117,13 @@ impl KubeHost {
             call_deadline: None,
             kinds: KindCache::default(),
             memory: CallMemory::default(),
+            max_body_bytes: Limits::default().max_body_bytes_usize(),
         }
+    }
+
+    /// The same access sending create and patch bodies of at most `limits.max_body_bytes`.
+    pub fn with_body_limit(self, limits: &Limits) -> Self {
+        Self { max_body_bytes: limits.max_body_bytes_usize(), ..self }
     }
 
     /// The same access for one call that the host ends at `deadline`: a fresh memory of what
@@ -157,6 +166,7 @@ impl KubeHost {
     pub async fn create(&self, rt: &ResourceType, namespace: Option<&str>, body: &str) -> Result<String, KubeError> {
         let target = Target { verb: AccessVerb::Create, rt, namespace, name: None, subresource: None };
         self.allow(&target)?;
+        self.check_body_size(&target, body)?;
         let object: Value = serde_json::from_str(body)
             .map_err(|e| KubeError::Invalid(format!("the request body is not valid JSON: {e}")))?;
         self.check_create(rt, namespace, &object).await?;
@@ -186,6 +196,7 @@ impl KubeHost {
     ) -> Result<String, KubeError> {
         let target = Target { verb: AccessVerb::Patch, rt, namespace, name: Some(name), subresource };
         self.allow(&target)?;
+        self.check_body_size(&target, body)?;
         let patch: Value =
             serde_json::from_str(body).map_err(|e| KubeError::Invalid(format!("the patch is not valid JSON: {e}")))?;
         ownership::check_patch_keeps_owner(patch_type, &patch, &self.policy.owner_id)
@@ -449,6 +460,23 @@ impl KubeHost {
         tracing::warn!(target: "provider_host::ownership", call = %target.describe(), reason = %why,
             "kube call refused: not this installation's object");
         KubeError::NotOwned(format!("host refuses {}: {}", target.describe(), ownership::NOT_OWNED))
+    }
+
+    /// Refuses a body over `max-body-bytes` before it is parsed: the API server would refuse
+    /// it anyway, and parsing, labelling and sending it would hold several copies in the host.
+    fn check_body_size(&self, target: &Target<'_>, body: &str) -> Result<(), KubeError> {
+        if body.len() <= self.max_body_bytes {
+            return Ok(());
+        }
+        Err(self.deny(
+            target,
+            format!(
+                "the body is {} bytes and the host sends at most {} (limits max-body-bytes; kube-apiserver refuses \
+                 request bodies over 3 MiB too)",
+                body.len(),
+                self.max_body_bytes
+            ),
+        ))
     }
 
     /// A refusal of a request the policy would allow but the host will not send as asked.

@@ -1,5 +1,6 @@
 //! Per-call limits: the memory a guest may use, how long one call may run, how long one
-//! Kubernetes request may take, and how many calls and watches may be open at once.
+//! Kubernetes request may take, how many calls and watches may be open at once, and how large
+//! an input the host passes in and a body the host sends out may be.
 //!
 //! Every call gets a fresh store, so a limit that fires ends only that store: the host keeps
 //! running and the next call starts clean. Fuel is not used: a wall-clock deadline (epoch ticks
@@ -34,6 +35,11 @@ pub struct Limits {
     /// Largest input (config, request, lease) the host passes to a guest, in bytes; larger
     /// ones are refused before any instance is made.
     pub max_input_bytes: u64,
+    /// Largest body (of a create or a patch) the host sends to the cluster for a guest, in
+    /// bytes; a larger one is refused before it is parsed. kube-apiserver refuses request
+    /// bodies over 3 MiB, so a larger one could never succeed, and parsing and re-encoding it
+    /// would cost the host several copies of it.
+    pub max_body_bytes: u64,
 }
 
 impl Default for Limits {
@@ -45,6 +51,7 @@ impl Default for Limits {
             max_open_watches: 8,
             max_concurrent_calls: 16,
             max_input_bytes: 4 * 1024 * 1024,
+            max_body_bytes: 3 * 1024 * 1024,
         }
     }
 }
@@ -74,6 +81,8 @@ impl Limits {
             Some("max-concurrent-calls must be positive")
         } else if self.max_input_bytes == 0 {
             Some("max-input-bytes must be positive")
+        } else if self.max_body_bytes == 0 {
+            Some("max-body-bytes must be positive")
         } else {
             None
         };
@@ -83,6 +92,11 @@ impl Limits {
     /// The memory cap as `usize` for wasmtime (validated to fit on 64-bit hosts).
     pub(crate) fn memory_bytes_usize(&self) -> usize {
         usize::try_from(self.memory_bytes).unwrap_or(usize::MAX)
+    }
+
+    /// The body limit as `usize`, to compare with a body's length.
+    pub(crate) fn max_body_bytes_usize(&self) -> usize {
+        usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX)
     }
 }
 
@@ -141,6 +155,7 @@ mod tests {
         let limits = Limits::default();
         assert_eq!(limits.call_timeout(), Duration::from_secs(30));
         assert_eq!(limits.memory_bytes, 64 << 20);
+        assert_eq!(limits.max_body_bytes, 3 << 20, "kube-apiserver's request body limit");
         assert!(limits.kube_request_timeout() < limits.call_timeout());
         assert!(limits.validate().is_ok());
     }
@@ -149,6 +164,8 @@ mod tests {
     fn nonsense_limits_are_refused() {
         let limits = Limits { max_concurrent_calls: 0, ..Limits::default() };
         assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("max-concurrent-calls")));
+        let limits = Limits { max_body_bytes: 0, ..Limits::default() };
+        assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("max-body-bytes")));
     }
 
     #[test]

@@ -113,7 +113,8 @@ impl ProviderHost {
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| HostError::Link(format!("{e:?}")))?;
         let pre = BoundPre::new(instance_pre).map_err(HostError::Link)?;
         let kube =
-            KubeHost::with_client(client, Arc::new(options.policy.clone()), options.limits.kube_request_timeout());
+            KubeHost::with_client(client, Arc::new(options.policy.clone()), options.limits.kube_request_timeout())
+                .with_body_limit(&options.limits);
         let slots = Semaphore::new(usize::try_from(options.limits.max_concurrent_calls).unwrap_or(usize::MAX));
         let grants = capabilities::grant(&options.policy, None);
         let mut host =

@@ -322,3 +322,22 @@ async fn a_wildcard_lists_no_system_namespace() {
         assert!(!names.contains(&system), "{system} is listed: {names:?}");
     }
 }
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_denied_before_they_are_parsed_or_sent() {
+    let c = cluster().await;
+    let fits = secret("fits", json!({}));
+    let h = host(&c)
+        .await
+        .with_body_limit(&provider_host::Limits { max_body_bytes: fits.len() as u64, ..Default::default() });
+    let mark = c.requests().mark();
+    // One byte over (trailing whitespace keeps it valid JSON): only its size can refuse it.
+    let refused = h.create(&secrets(), Some(NS), &format!("{fits} ")).await;
+    assert!(matches!(&refused, Err(KubeError::Denied(m)) if m.contains("max-body-bytes")), "{refused:?}");
+    h.create(&secrets(), Some(NS), &fits).await.expect("a body at the limit is sent");
+    let patch = format!("{:<width$}", r#"{"metadata":{"labels":{"a":"b"}}}"#, width = fits.len() + 1);
+    let refused = h.patch(&secrets(), Some(NS), "fits", PatchType::Merge, &patch, None).await;
+    assert!(matches!(&refused, Err(KubeError::Denied(m)) if m.contains("max-body-bytes")), "{refused:?}");
+    let sent = requests_since(&c, mark);
+    assert!(sent.len() == 1 && sent[0].starts_with("create secrets"), "only the body at the limit was sent: {sent:?}");
+}
