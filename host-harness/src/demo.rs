@@ -1,5 +1,6 @@
-//! `sandbox-host demo`: the provider component's full lease lifecycle on each backend, on the
-//! embedded cluster (or a real one), with each step's outcome, wall time and API calls.
+//! `sandbox-host demo`: the Kubernetes provider's full lease lifecycle on each backend, on the
+//! embedded cluster (or a real one), with each step's outcome, wall time and API calls; then the
+//! reference provider in the same host, with no cluster at all: providers swap.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -80,8 +81,14 @@ fn lease_summary(l: &Lease) -> String {
     )
 }
 
-/// Runs the demo with the component at `component`; with `kubeconfig`, against that cluster.
-pub async fn run(component: &Path, kubeconfig: Option<&Path>, versions: SandboxVersions) -> anyhow::Result<()> {
+/// Runs the demo with the component at `component`; with `kubeconfig`, against that cluster;
+/// then the reference provider at `reference`.
+pub async fn run(
+    component: &Path,
+    reference: &Path,
+    kubeconfig: Option<&Path>,
+    versions: SandboxVersions,
+) -> anyhow::Result<()> {
     if !component.exists() {
         bail!("no provider component at {}: build it with `make component`", component.display());
     }
@@ -123,6 +130,16 @@ pub async fn run(component: &Path, kubeconfig: Option<&Path>, versions: SandboxV
     let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
     for backend in ["sandbox", "job"] {
         lifecycle(&mut demo, backend).await;
+    }
+    if reference.exists() {
+        let options = HostOptions { cache_dir: Some("target/provider-cache".into()), ..Default::default() };
+        let other = ProviderHost::load_without_cluster(ComponentSource::File(reference.to_path_buf()), options).await?;
+        println!("\n  the reference provider, in the same host with no cluster (it declares no kube access):");
+        let mut swapped = Demo { host: &other, cluster: None, rows: Vec::new() };
+        reference_lifecycle(&mut swapped).await;
+        demo.rows.append(&mut swapped.rows);
+    } else {
+        println!("\n  no reference provider at {} (make component builds it)", reference.display());
     }
     let failed: Vec<String> = demo.rows.iter().filter(|r| !r.ok).map(|r| format!("{} {}", r.backend, r.step)).collect();
     let total: Duration = demo.rows.iter().map(|r| r.wall).sum();
@@ -191,6 +208,56 @@ async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str) {
         let names: Vec<String> =
             report.objects.iter().map(|o| format!("{} {}: {:?}", o.kind, o.name, o.outcome)).collect();
         (all_gone, names.join(", "))
+    })
+    .await;
+}
+
+/// The reference provider's life: it keeps everything in the lease, so a retried acquire gets
+/// the same lease, and a failure its config asks for comes back typed.
+async fn reference_lifecycle(demo: &mut Demo<'_>) {
+    let config = json!({"leaseTtlSeconds": 3600}).to_string();
+    let request = |config: &str, id: &str| AcquireRequest {
+        config: config.to_string(),
+        run_id: "demo-run-reference".into(),
+        acquisition_id: id.into(),
+        agent_id: None,
+        requested_expires_at: Some(jiff::Timestamp::now().as_millisecond() + 3_600_000),
+        env: Vec::new(),
+        reusable: false,
+    };
+    let host = demo.host;
+    let Some(lease) = demo
+        .step("ref", "acquire", host.acquire(request(&config, "demo-ref-1")), |l: &Lease| {
+            (true, l.provider_lease_id.clone())
+        })
+        .await
+    else {
+        return;
+    };
+    let id = lease.provider_lease_id.clone();
+    demo.step("ref", "acquire again", host.acquire(request(&config, "demo-ref-1")), |l: &Lease| {
+        (l.provider_lease_id == id, format!("the same lease {}", l.provider_lease_id))
+    })
+    .await;
+    let lease_ref = LeaseRef { lease, config: config.clone() };
+    demo.step("ref", "resume-check", host.resume_check(lease_ref.clone()), |o| match o {
+        ResumeOutcome::Resumable(l) => (true, format!("resumable ({})", l.provider_lease_id)),
+        ResumeOutcome::Expired(r) => (false, format!("expired: {r}")),
+    })
+    .await;
+    let failing = json!({"operations": {"acquire": {"fail": {"error": "capacity", "retryable": true}}}}).to_string();
+    let refused = async { Ok::<_, HostError>(host.acquire(request(&failing, "demo-ref-2")).await) };
+    demo.step("ref", "acquire (told to fail)", refused, |r| match r {
+        Err(HostError::Provider(e)) => {
+            (e.kind() == "capacity", format!("{} ({})", e.kind(), if e.retryable() { "retryable" } else { "final" }))
+        }
+        other => (false, format!("{other:?}")),
+    })
+    .await;
+    demo.step("ref", "destroy", host.destroy(lease_ref), |report| {
+        let names: Vec<String> =
+            report.objects.iter().map(|o| format!("{} {}: {:?}", o.kind, o.name, o.outcome)).collect();
+        (true, names.join(", "))
     })
     .await;
 }

@@ -48,6 +48,9 @@ enum Command {
         /// The provider component (.wasm).
         #[arg(long, default_value = provider_cmd::DEFAULT_COMPONENT)]
         component: PathBuf,
+        /// The reference provider component, shown in the same host after it.
+        #[arg(long, default_value = provider_cmd::REFERENCE_COMPONENT)]
+        reference_component: PathBuf,
         /// Use this cluster instead of starting the embedded one.
         #[arg(long, env = "SANDBOX_DEMO_KUBECONFIG")]
         kubeconfig: Option<PathBuf>,
@@ -162,8 +165,8 @@ fn main() -> anyhow::Result<()> {
             Command::Fault(args) => done(admin_cmd::fault(args).await),
             Command::Requests(args) => done(admin_cmd::requests(args).await),
             Command::AdvanceClock(args) => done(admin_cmd::advance(args).await),
-            Command::Demo { component, kubeconfig, sandbox_versions } => {
-                done(demo::run(&component, kubeconfig.as_deref(), sandbox_versions).await)
+            Command::Demo { component, reference_component, kubeconfig, sandbox_versions } => {
+                done(demo::run(&component, &reference_component, kubeconfig.as_deref(), sandbox_versions).await)
             }
             Command::Describe { target } => provider_cmd::describe(target).await,
             Command::ValidateConfig { target, config } => provider_cmd::validate_config(target, &config).await,

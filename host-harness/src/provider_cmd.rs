@@ -19,6 +19,9 @@ use crate::policy_cmd::PolicyArgs;
 /// The component `make component` builds.
 pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/release/kubernetes_provider.wasm";
 
+/// The reference provider `make component` builds too.
+pub const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/release/reference_provider.wasm";
+
 /// Exit code of `resume-check` when the lease is expired (an answer, not an error).
 pub const EXIT_EXPIRED: i32 = 3;
 /// Exit code when the provider (or the host around it) failed.
