@@ -56,6 +56,28 @@ async fn sandboxes_keep_the_contract_on_each_api_version() {
     }
 }
 
+/// Providers swap: the reference provider, which uses no cluster, passes everything it can be
+/// held to, and the report says which Kubernetes-only scenarios it skipped.
+#[tokio::test]
+async fn the_reference_provider_keeps_the_contract_too() {
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
+    let component = component_path().with_file_name("reference_provider.wasm");
+    assert!(component.exists(), "no reference provider at {}: run `make component`", component.display());
+    let options = SuiteOptions {
+        component,
+        configs: vec!["{}".to_string()],
+        namespace: NAMESPACE.to_string(),
+        cache_dir: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests")),
+        only: Vec::new(),
+        limits: Default::default(),
+    };
+    let report = contract_suite::run(&Cluster::Embedded(&cluster), &options, &mut |_| {}).await.expect("runs");
+    assert!(report.passed(), "{report}");
+    assert!(report.count(Verdict::Pass) >= 7, "{report}");
+    let skipped: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Skip).collect();
+    assert!(!skipped.is_empty() && skipped.iter().all(|r| r.why.contains("Kubernetes-only")), "{report}");
+}
+
 /// The audit fails a scenario that leaves an object behind, and one that ever made an object
 /// with neither an owner nor an expiry: without this, a clean audit would prove nothing.
 #[tokio::test]
