@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::request_log::{Entry, RequestKind};
 use serde_json::{Value, json};
 
 #[derive(Args)]
@@ -191,28 +192,42 @@ pub async fn requests(args: RequestsArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&answer["counts"])?);
         return Ok(());
     }
+    let entries: Vec<Entry> =
+        serde_json::from_value(answer["entries"].clone()).context("read the request log's entries")?;
     println!(
-        "{:>6}  {:<5} {:<10} {:<28} {:<16} {:<24} {:>8}  user",
-        "seq", "code", "verb", "resource", "namespace", "name", "µs"
+        "{:>6}  {:<5} {:<10} {:<44} {:<16} {:<24} {:>8}  user",
+        "seq", "code", "verb", "what", "namespace", "name", "µs"
     );
-    for e in answer["entries"].as_array().into_iter().flatten() {
-        let resource = match e["subresource"].as_str() {
-            Some(s) if !s.is_empty() => format!("{}/{s}", e["resource"].as_str().unwrap_or_default()),
-            _ => e["resource"].as_str().unwrap_or_default().to_string(),
-        };
+    for e in entries {
         println!(
-            "{:>6}  {:<5} {:<10} {:<28} {:<16} {:<24} {:>8}  {}",
-            e["seq"],
-            e["code"],
-            e["verb"].as_str().unwrap_or_default(),
-            resource,
-            e["namespace"].as_str().unwrap_or_default(),
-            e["name"].as_str().unwrap_or_default(),
-            e["latencyMicros"],
-            e["user"].as_str().unwrap_or_default()
+            "{:>6}  {:<5} {:<10} {:<44} {:<16} {:<24} {:>8}  {}",
+            e.seq,
+            e.code,
+            e.verb,
+            what(&e),
+            e.namespace,
+            e.name,
+            e.latency_micros,
+            e.user
         );
     }
     Ok(())
+}
+
+/// A resource request as kubectl spells a fully qualified resource (`pods.v1`,
+/// `sandboxes.v1beta1.agents.x-k8s.io/status`); any other request by its path.
+fn what(e: &Entry) -> String {
+    if e.kind != RequestKind::Resource {
+        return e.path.clone();
+    }
+    let mut out = format!("{}.{}", e.resource, e.version);
+    if !e.group.is_empty() {
+        out = format!("{out}.{}", e.group);
+    }
+    if !e.subresource.is_empty() {
+        out = format!("{out}/{}", e.subresource);
+    }
+    out
 }
 
 /// Moves the cluster clock forward.

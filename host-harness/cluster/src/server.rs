@@ -22,7 +22,7 @@ use crate::faults::{Action, RequestFacts};
 use crate::rbac::authorizer::User;
 use crate::request::{self, Query, ResourceRequest, Route};
 use crate::request_info::RequestInfo;
-use crate::request_log::Entry;
+use crate::request_log::{Entry, RequestKind};
 use crate::status::ApiError;
 use crate::watch::{self, WatchCut, WatchRequest};
 use crate::{admin, discovery, openapi};
@@ -133,23 +133,22 @@ impl HttpFront {
         let started = Instant::now();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
+        let info = RequestInfo::new(req.method(), &path, &query);
         let route = request::route(&path, &self.api.types);
         let identity = self.identify(&req);
-        let mut entry = self.log_entry(&req, &route, &query, identity.as_ref());
+        let mut entry = self.log_entry(&req, &route, &query, &info, identity.as_ref());
         let outcome = match (route, identity) {
             (Err(e), None) => Ok(error_response(&e)),
             (Ok(route @ (Route::Health | Route::Version)), None) => Ok(self.non_resource(req, route).await),
             (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
-            (route, Some(id)) => {
-                match authorization::authorize(&self.api.store, &id, &RequestInfo::new(req.method(), &path, &query)) {
-                    Err(denied) => Ok(error_response(&denied)),
-                    Ok(()) => match route {
-                        Err(e) => Ok(error_response(&e)),
-                        Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
-                        Ok(route) => Ok(self.non_resource(req, route).await),
-                    },
-                }
-            }
+            (route, Some(id)) => match authorization::authorize(&self.api.store, &id, &info) {
+                Err(denied) => Ok(error_response(&denied)),
+                Ok(()) => match route {
+                    Err(e) => Ok(error_response(&e)),
+                    Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
+                    Ok(route) => Ok(self.non_resource(req, route).await),
+                },
+            },
         };
         entry.code = match &outcome {
             Ok(resp) => resp.status().as_u16(),
@@ -159,27 +158,43 @@ impl HttpFront {
         outcome
     }
 
-    /// The request log's record of a request, before it is answered.
+    /// The request log's record of a request, before it is answered. A served resource is
+    /// described by its route (the name in the path, the verb the handlers use); any other
+    /// resource path as the authorizer reads it, so that requests for unserved versions or
+    /// resources still say what they asked for.
     fn log_entry(
         &self,
         req: &Request<Incoming>,
         route: &Result<Route, ApiError>,
         query: &Query,
+        info: &RequestInfo,
         id: Option<&Identity>,
     ) -> Entry {
+        let (kind, group, version) = if info.is_resource_request {
+            (RequestKind::Resource, info.api_group.clone(), info.api_version.clone())
+        } else {
+            RequestKind::of_non_resource(&info.path)
+        };
         let mut entry = Entry {
             seq: 0,
             user: id.map(|i| i.user.clone()).unwrap_or_else(|| "system:anonymous".into()),
-            verb: req.method().as_str().to_ascii_lowercase(),
-            resource: String::new(),
-            subresource: String::new(),
-            namespace: String::new(),
-            name: req.uri().path().to_string(),
+            kind,
+            verb: info.verb.clone(),
+            group,
+            version,
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
+            path: info.path.clone(),
             code: 0,
             latency_micros: 0,
         };
         if let Ok(Route::Resource(r)) = route {
-            entry.resource = self.api.types[r.resource].plural.to_string();
+            let rt = &self.api.types[r.resource];
+            entry.group = rt.group.to_string();
+            entry.version = rt.version.to_string();
+            entry.resource = rt.plural.to_string();
             entry.subresource = r.subresource.clone().unwrap_or_default();
             entry.namespace = r.namespace.clone().unwrap_or_default();
             entry.name = r.name.clone().unwrap_or_default();

@@ -3,10 +3,11 @@
 use std::time::{Duration, Instant};
 
 use embedded_cluster::faults::{Action, Match, Rule};
-use embedded_cluster::request_log::RequestLog;
+use embedded_cluster::request_log::{RequestKind, RequestLog};
 use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
 async fn cluster() -> EmbeddedCluster {
@@ -91,6 +92,49 @@ async fn request_log_counts_calls_and_proves_no_writes() {
     let mark = c.requests().mark();
     api.get("a").await.expect("read only");
     assert!(c.requests().since(mark).iter().all(|e| !e.is_write()), "a read wrote nothing");
+}
+
+fn sandboxes(client: &kube::Client, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("agents.x-k8s.io", version, "Sandbox");
+    Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk_with_plural(&gvk, "sandboxes"))
+}
+
+async fn get_path(client: &kube::Client, path: &str) -> Result<String, kube::Error> {
+    client.request_text(http::Request::get(path).body(Vec::new()).expect("request")).await
+}
+
+#[tokio::test]
+async fn the_request_log_names_every_request_in_order() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let mark = c.requests().mark();
+    get_path(&client, "/apis/agents.x-k8s.io").await.expect("group discovery");
+    get_path(&client, "/apis/agents.x-k8s.io/v1beta1").await.expect("version discovery");
+    sandboxes(&client, "v1alpha1").get_opt("s").await.expect("v1alpha1 get");
+    sandboxes(&client, "v1beta1").get_opt("s").await.expect("v1beta1 get");
+    get_path(&client, "/apis/agents.x-k8s.io/v9/namespaces/default/sandboxes/s").await.expect_err("unserved");
+    get_path(&client, "/version").await.expect("version");
+
+    let seen: Vec<_> = c
+        .requests()
+        .since(mark)
+        .into_iter()
+        .map(|e| (e.kind, e.verb, e.group, e.version, e.resource, e.namespace, e.name, e.path, e.code))
+        .collect();
+    let s = String::from;
+    let group = "agents.x-k8s.io";
+    let object = |version: &str| format!("/apis/{group}/{version}/namespaces/default/sandboxes/s");
+    let discovery = RequestKind::Discovery;
+    let resource = RequestKind::Resource;
+    let expected = vec![
+        (discovery, s("get"), s(group), s(""), s(""), s(""), s(""), format!("/apis/{group}"), 200),
+        (discovery, s("get"), s(group), s("v1beta1"), s(""), s(""), s(""), format!("/apis/{group}/v1beta1"), 200),
+        (resource, s("get"), s(group), s("v1alpha1"), s("sandboxes"), s("default"), s("s"), object("v1alpha1"), 404),
+        (resource, s("get"), s(group), s("v1beta1"), s("sandboxes"), s("default"), s("s"), object("v1beta1"), 404),
+        (resource, s("get"), s(group), s("v9"), s("sandboxes"), s("default"), s("s"), object("v9"), 404),
+        (RequestKind::Version, s("get"), s(""), s(""), s(""), s(""), s(""), s("/version"), 200),
+    ];
+    assert_eq!(seen, expected);
 }
 
 #[tokio::test]
