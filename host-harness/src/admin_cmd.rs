@@ -171,7 +171,7 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
                 anyhow::bail!("say what the fault does: --code, --delay-ms, --drop-connection or --end-watch");
             };
             let rule = Rule {
-                matches: Match { verb, resource, subresource, namespace, name, user },
+                matches: Match { verb, resource, subresource, namespace, name, user, ..Default::default() },
                 action,
                 times,
                 probability,

@@ -1,25 +1,40 @@
 //! Fault injection: make chosen requests fail, stall, lose their connection, or end a watch.
 //!
-//! A rule matches requests by verb, resource, subresource, namespace, name (exact, or a `*`
-//! glob) and user; it then fires for the next `times` matches, or with a probability drawn from
-//! a seeded generator so a failing run can be replayed. Rules are reachable from Rust tests
-//! ([`Faults::add`]) and over HTTP (`/embedded-cluster/faults`) for clients in other processes.
+//! A rule matches requests on what the request log records of them ([`Entry`]): kind, verb,
+//! group, version, resource, subresource, namespace, name and path (exact, or a `*` glob) and
+//! user, so any logged request can be matched back. It then fires for the next `times` matches,
+//! or with a probability drawn from a seeded generator so a failing run can be replayed. Rules
+//! reach resource requests, discovery, `/version`, OpenAPI and health checks, never the
+//! cluster's own admin endpoints. They are reachable from Rust tests ([`Faults::add`]) and over
+//! HTTP (`/embedded-cluster/faults`) for clients in other processes.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Which requests a rule applies to; `None` matches anything.
+use crate::request_log::{Entry, RequestKind};
+
+/// Which requests a rule applies to; `None` matches anything, except that a rule with neither
+/// `kind` nor `path` matches resource requests only, so that a rule about verbs or users never
+/// catches discovery unawares.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Match {
+    /// Resource, discovery, version, OpenAPI, health or other requests.
+    pub kind: Option<RequestKind>,
+    /// A Kubernetes verb, or the lowercase HTTP method of a non-resource request.
     pub verb: Option<String>,
+    /// The API group (`""` for the core group).
+    pub group: Option<String>,
+    pub version: Option<String>,
     pub resource: Option<String>,
     pub subresource: Option<String>,
     pub namespace: Option<String>,
     /// An exact name or a glob with `*`.
     pub name: Option<String>,
+    /// The URL path without the query: exact, or a glob with `*`.
+    pub path: Option<String>,
     pub user: Option<String>,
 }
 
@@ -65,17 +80,6 @@ pub struct Rule {
     pub probability: Option<f64>,
 }
 
-/// The request facts a rule is matched against.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestFacts<'a> {
-    pub verb: &'a str,
-    pub resource: &'a str,
-    pub subresource: &'a str,
-    pub namespace: &'a str,
-    pub name: &'a str,
-    pub user: &'a str,
-}
-
 /// The active rules of a cluster.
 pub struct Faults {
     state: Mutex<State>,
@@ -97,14 +101,42 @@ fn glob(pattern: &str, s: &str) -> bool {
 }
 
 impl Match {
-    fn accepts(&self, f: &RequestFacts<'_>) -> bool {
+    /// A match for exactly the request a log entry records (and for any request just like it),
+    /// to aim a rule at one request of a recorded run.
+    pub fn exactly(e: &Entry) -> Self {
+        Self {
+            kind: Some(e.kind),
+            verb: Some(e.verb.clone()),
+            group: Some(e.group.clone()),
+            version: Some(e.version.clone()),
+            resource: Some(e.resource.clone()),
+            subresource: Some(e.subresource.clone()),
+            namespace: Some(e.namespace.clone()),
+            name: Some(e.name.clone()),
+            path: Some(e.path.clone()),
+            user: Some(e.user.clone()),
+        }
+    }
+
+    /// Whether a request, as the log records it, is one this rule is about. Admin requests
+    /// never are.
+    pub fn accepts(&self, e: &Entry) -> bool {
+        let kind = match self.kind {
+            Some(kind) => kind == e.kind,
+            None => self.path.is_some() || e.kind == RequestKind::Resource,
+        };
         let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
-        eq(&self.verb, f.verb)
-            && eq(&self.resource, f.resource)
-            && eq(&self.subresource, f.subresource)
-            && eq(&self.namespace, f.namespace)
-            && eq(&self.user, f.user)
-            && self.name.as_deref().is_none_or(|p| glob(p, f.name))
+        e.kind != RequestKind::Admin
+            && kind
+            && eq(&self.verb, &e.verb)
+            && eq(&self.group, &e.group)
+            && eq(&self.version, &e.version)
+            && eq(&self.resource, &e.resource)
+            && eq(&self.subresource, &e.subresource)
+            && eq(&self.namespace, &e.namespace)
+            && eq(&self.user, &e.user)
+            && self.name.as_deref().is_none_or(|p| glob(p, &e.name))
+            && self.path.as_deref().is_none_or(|p| glob(p, &e.path))
     }
 }
 
@@ -145,14 +177,14 @@ impl Faults {
         self.lock().rules.clone()
     }
 
-    /// The actions that fire for a request, in rule order (a delay may precede an error).
-    /// Rules whose `times` ran out are dropped.
-    pub fn check(&self, facts: &RequestFacts<'_>) -> Vec<Action> {
+    /// The actions that fire for a request, with their rules' ids, in rule order (a delay may
+    /// precede an error). Rules whose `times` ran out are dropped.
+    pub fn check(&self, request: &Entry) -> Vec<(u64, Action)> {
         let mut s = self.lock();
         let State { rules, rng, .. } = &mut *s;
         let mut fired = Vec::new();
-        for (_, rule) in rules.iter_mut() {
-            if !rule.matches.accepts(facts) {
+        for (id, rule) in rules.iter_mut() {
+            if !rule.matches.accepts(request) {
                 continue;
             }
             if let Some(p) = rule.probability
@@ -166,7 +198,7 @@ impl Faults {
                 }
                 *times -= 1;
             }
-            fired.push(rule.action.clone());
+            fired.push((*id, rule.action.clone()));
         }
         rules.retain(|(_, r)| r.times != Some(0));
         fired
@@ -185,8 +217,37 @@ pub fn delay_of(action: &Action) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    fn facts<'a>(verb: &'a str, name: &'a str) -> RequestFacts<'a> {
-        RequestFacts { verb, resource: "pods", subresource: "", namespace: "a", name, user: "admin" }
+    fn facts(verb: &str, name: &str) -> Entry {
+        Entry {
+            seq: 0,
+            user: "admin".into(),
+            kind: RequestKind::Resource,
+            verb: verb.into(),
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            subresource: String::new(),
+            namespace: "a".into(),
+            name: name.into(),
+            path: format!("/api/v1/namespaces/a/pods/{name}"),
+            faults: Vec::new(),
+            code: 0,
+            latency_micros: 0,
+        }
+    }
+
+    fn discovery(path: &str) -> Entry {
+        let (kind, group, version) = RequestKind::of_non_resource(path);
+        Entry {
+            kind,
+            group,
+            version,
+            resource: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            path: path.into(),
+            ..facts("get", "")
+        }
     }
 
     fn error_rule(times: Option<u32>, probability: Option<f64>) -> Rule {
@@ -238,9 +299,66 @@ mod tests {
     }
 
     #[test]
+    fn rules_without_kind_or_path_leave_non_resource_requests_alone() {
+        let any_get = Match { verb: Some("get".into()), ..Default::default() };
+        assert!(any_get.accepts(&facts("get", "p")));
+        assert!(!any_get.accepts(&discovery("/apis/batch/v1")));
+        let by_path = Match { path: Some("/apis/batch*".into()), ..Default::default() };
+        assert!(by_path.accepts(&discovery("/apis/batch")) && by_path.accepts(&discovery("/apis/batch/v1")));
+        assert!(!by_path.accepts(&discovery("/apis/agents.x-k8s.io")));
+    }
+
+    #[test]
+    fn discovery_of_one_group_is_matched_by_kind_and_group() {
+        let m =
+            Match { kind: Some(RequestKind::Discovery), group: Some("agents.x-k8s.io".into()), ..Default::default() };
+        assert!(m.accepts(&discovery("/apis/agents.x-k8s.io")));
+        assert!(m.accepts(&discovery("/apis/agents.x-k8s.io/v1beta1")));
+        assert!(!m.accepts(&discovery("/apis/batch/v1")));
+        assert!(!m.accepts(&discovery("/apis")));
+        let sandbox = Entry { group: "agents.x-k8s.io".into(), resource: "sandboxes".into(), ..facts("get", "s") };
+        assert!(!m.accepts(&sandbox), "a resource request is not discovery");
+    }
+
+    #[test]
+    fn admin_requests_are_never_matched() {
+        let admin = discovery("/embedded-cluster/faults");
+        assert_eq!(admin.kind, RequestKind::Admin);
+        assert!(!Match { path: Some("*".into()), ..Default::default() }.accepts(&admin));
+        assert!(!Match { kind: Some(RequestKind::Admin), ..Default::default() }.accepts(&admin));
+    }
+
+    #[test]
+    fn an_exact_match_matches_its_entry_and_nothing_it_differs_from() {
+        let e = Entry { group: "agents.x-k8s.io".into(), version: "v1beta1".into(), ..facts("get", "s") };
+        let m = Match::exactly(&e);
+        assert!(m.accepts(&e));
+        assert!(!m.accepts(&Entry { version: "v1alpha1".into(), ..e.clone() }));
+        assert!(!m.accepts(&Entry { user: "viewer".into(), ..e.clone() }));
+        assert!(!m.accepts(&Entry { verb: "watch".into(), ..e.clone() }));
+        let d = discovery("/apis/agents.x-k8s.io/v1beta1");
+        assert!(Match::exactly(&d).accepts(&d));
+        assert!(!Match::exactly(&d).accepts(&discovery("/apis/agents.x-k8s.io/v1alpha1")));
+    }
+
+    #[test]
+    fn fired_actions_name_their_rules() {
+        let f = Faults::new(1);
+        let delay = f.add(Rule { action: Action::Delay { millis: 1 }, ..error_rule(None, None) });
+        let error = f.add(error_rule(None, None));
+        let ids: Vec<u64> = f.check(&facts("create", "sb-1")).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, vec![delay, error]);
+    }
+
+    #[test]
     fn rules_round_trip_as_json() {
         let text = r#"{"match":{"verb":"watch","resource":"pods"},"action":{"type":"endWatch","code":410,"afterEvents":1},"times":1}"#;
         let rule: Rule = serde_json::from_str(text).expect("parses");
         assert_eq!(rule.action, Action::EndWatch { code: Some(410), after_events: 1 });
+        let text =
+            r#"{"match":{"kind":"discovery","group":"batch","path":"/apis/*"},"action":{"type":"delay","millis":5}}"#;
+        let rule: Rule = serde_json::from_str(text).expect("parses");
+        assert_eq!(rule.matches.kind, Some(RequestKind::Discovery));
+        assert_eq!((rule.matches.group.as_deref(), rule.matches.path.as_deref()), (Some("batch"), Some("/apis/*")));
     }
 }

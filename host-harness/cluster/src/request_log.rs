@@ -82,6 +82,9 @@ pub struct Entry {
     pub name: String,
     /// The URL path as sent, without the query.
     pub path: String,
+    /// The ids of the fault rules that acted on this request, in the order they acted; an
+    /// error or a dropped connection ends a request, so no rule acts after one.
+    pub faults: Vec<u64>,
     /// The status code sent, 0 when the connection was closed without an answer.
     pub code: u16,
     pub latency_micros: u64,
@@ -175,6 +178,7 @@ mod tests {
             namespace: "a".into(),
             name: "p".into(),
             path: "/api/v1/namespaces/a/pods/p".into(),
+            faults: Vec::new(),
             code: 200,
             latency_micros: 0,
         }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use tokio::net::TcpListener;
 
 use crate::apiserver::{ApiServer, Ctx, Reply};
 use crate::authorization::{self, Access, Identity};
-use crate::faults::{Action, RequestFacts};
+use crate::faults::Action;
 use crate::rbac::authorizer::User;
 use crate::request::{self, Query, ResourceRequest, Route};
 use crate::request_info::RequestInfo;
@@ -127,8 +128,8 @@ impl HttpFront {
     }
 
     /// Handles one request: authentication, then authorization (on the URL, before routing, as
-    /// kube-apiserver's filters run), then the handler. An `Err` closes the connection (a
-    /// dropped-connection fault).
+    /// kube-apiserver's filters run), then fault injection and the handler. An `Err` closes the
+    /// connection (a dropped-connection fault).
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<Body>, Dropped> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
@@ -139,14 +140,18 @@ impl HttpFront {
         let mut entry = self.log_entry(&req, &route, &query, &info, identity.as_ref());
         let outcome = match (route, identity) {
             (Err(e), None) => Ok(error_response(&e)),
-            (Ok(route @ (Route::Health | Route::Version)), None) => Ok(self.non_resource(req, route).await),
+            (Ok(route @ (Route::Health | Route::Version)), None) => self.non_resource(req, route, &mut entry).await,
             (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
             (route, Some(id)) => match authorization::authorize(&self.api.store, &id, &info) {
                 Err(denied) => Ok(error_response(&denied)),
                 Ok(()) => match route {
-                    Err(e) => Ok(error_response(&e)),
+                    Err(e) => match self.inject(&mut entry).await {
+                        ControlFlow::Break(answer) => answer,
+                        ControlFlow::Continue(_) => Ok(error_response(&e)),
+                    },
                     Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
-                    Ok(route) => Ok(self.non_resource(req, route).await),
+                    Ok(Route::Admin(segs)) => Ok(self.admin(req, &segs).await),
+                    Ok(route) => self.non_resource(req, route, &mut entry).await,
                 },
             },
         };
@@ -187,6 +192,7 @@ impl HttpFront {
             namespace: info.namespace.clone(),
             name: info.name.clone(),
             path: info.path.clone(),
+            faults: Vec::new(),
             code: 0,
             latency_micros: 0,
         };
@@ -205,7 +211,49 @@ impl HttpFront {
         entry
     }
 
-    async fn non_resource(&self, req: Request<Incoming>, route: Route) -> Response<Body> {
+    /// Applies the fault rules that fire for a request and records them in its log entry. Delays
+    /// are waited out here; an error or a dropped connection ends the request (`Break`); a
+    /// watch cut is left for the watch (`Continue`).
+    async fn inject(&self, entry: &mut Entry) -> ControlFlow<Result<Response<Body>, Dropped>, Option<WatchCut>> {
+        let mut cut = None;
+        for (id, action) in self.api.faults.check(entry) {
+            entry.faults.push(id);
+            match action {
+                Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
+                Action::DropConnection => return ControlFlow::Break(Err(Dropped)),
+                Action::Error { code, reason, message, retry_after_seconds } => {
+                    let message = message.unwrap_or_else(|| format!("injected fault: {reason}"));
+                    let mut err = ApiError::custom(code, reason, message);
+                    err.retry_after = retry_after_seconds;
+                    return ControlFlow::Break(Ok(error_response(&err)));
+                }
+                Action::EndWatch { code, after_events } => {
+                    let error = code.map(|c| match c {
+                        410 => ApiError::gone("too old resource version (injected)"),
+                        other => ApiError::custom(other, "InternalError", "watch ended by an injected fault"),
+                    });
+                    cut = Some(WatchCut { error, after_events });
+                }
+            }
+        }
+        ControlFlow::Continue(cut)
+    }
+
+    /// Discovery, `/version`, OpenAPI and health checks, after their faults.
+    async fn non_resource(
+        &self,
+        req: Request<Incoming>,
+        route: Route,
+        entry: &mut Entry,
+    ) -> Result<Response<Body>, Dropped> {
+        if let ControlFlow::Break(answer) = self.inject(entry).await {
+            return answer;
+        }
+        Ok(self.document(&req, route))
+    }
+
+    /// The document a non-resource route serves, or a 404 for one of a group it does not serve.
+    fn document(&self, req: &Request<Incoming>, route: Route) -> Response<Body> {
         let types = &self.api.types;
         let doc = match route {
             Route::Health => return Response::new(full("ok")),
@@ -223,23 +271,25 @@ impl HttpFront {
             }
             Route::OpenApiV3Root => Some(openapi::v3_root(&self.api)),
             Route::OpenApiV3 { group, version } => openapi::v3_group_version(&self.api, &group, &version),
-            Route::Admin(segs) => {
-                let method = req.method().clone();
-                let query = Query::parse(req.uri().query());
-                let body = match read_body(req).await {
-                    Ok(b) => b,
-                    Err(e) => return error_response(&e),
-                };
-                return match admin::handle(&self.api, &method, &segs, &query, &body) {
-                    Ok(doc) => json_response(200, &doc, &[]),
-                    Err(e) => error_response(&e),
-                };
-            }
-            Route::Resource(_) => None,
+            Route::Admin(_) | Route::Resource(_) => None,
         };
         match doc {
             Some(doc) => json_response(200, &doc, &[]),
             None => error_response(&ApiError::not_found_path()),
+        }
+    }
+
+    /// The embedded cluster's own endpoints, which no fault reaches.
+    async fn admin(&self, req: Request<Incoming>, segs: &[String]) -> Response<Body> {
+        let method = req.method().clone();
+        let query = Query::parse(req.uri().query());
+        let body = match read_body(req).await {
+            Ok(b) => b,
+            Err(e) => return error_response(&e),
+        };
+        match admin::handle(&self.api, &method, segs, &query, &body) {
+            Ok(doc) => json_response(200, &doc, &[]),
+            Err(e) => error_response(&e),
         }
     }
 
@@ -276,34 +326,10 @@ impl HttpFront {
                 entry.name = meta["name"].as_str().or(meta["generateName"].as_str()).unwrap_or_default().to_string();
             }
         }
-        let facts = RequestFacts {
-            verb,
-            resource: rt.plural,
-            subresource: r.subresource.as_deref().unwrap_or_default(),
-            namespace: r.namespace.as_deref().unwrap_or_default(),
-            name: &entry.name,
-            user: &id.user,
+        let cut = match self.inject(entry).await {
+            ControlFlow::Break(answer) => return answer,
+            ControlFlow::Continue(cut) => cut,
         };
-        let mut cut = None;
-        for action in self.api.faults.check(&facts) {
-            match action {
-                Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
-                Action::DropConnection => return Err(Dropped),
-                Action::Error { code, reason, message, retry_after_seconds } => {
-                    let message = message.unwrap_or_else(|| format!("injected fault: {reason}"));
-                    let mut err = ApiError::custom(code, reason, message);
-                    err.retry_after = retry_after_seconds;
-                    return Ok(error_response(&err));
-                }
-                Action::EndWatch { code, after_events } => {
-                    let error = code.map(|c| match c {
-                        410 => ApiError::gone("too old resource version (injected)"),
-                        other => ApiError::custom(other, "InternalError", "watch ended by an injected fault"),
-                    });
-                    cut = Some(WatchCut { error, after_events });
-                }
-            }
-        }
 
         if verb == "watch" {
             let request = WatchRequest {

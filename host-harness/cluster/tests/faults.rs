@@ -8,6 +8,7 @@ use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Discovery;
 use serde_json::json;
 
 async fn cluster() -> EmbeddedCluster {
@@ -135,6 +136,61 @@ async fn the_request_log_names_every_request_in_order() {
         (RequestKind::Version, s("get"), s(""), s(""), s(""), s(""), s(""), s("/version"), 200),
     ];
     assert_eq!(seen, expected);
+}
+
+/// An error kube's client does not retry (it retries 429, 503 and 504), so each request sees it.
+fn internal_error() -> Action {
+    Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None }
+}
+
+#[tokio::test]
+async fn discovery_of_a_group_answers_the_injected_error() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let rule = c.faults().add(Rule {
+        matches: Match {
+            kind: Some(RequestKind::Discovery),
+            group: Some("agents.x-k8s.io".into()),
+            ..Default::default()
+        },
+        action: internal_error(),
+        times: None,
+        probability: None,
+    });
+    let mark = c.requests().mark();
+    match get_path(&client, "/apis/agents.x-k8s.io").await {
+        Err(kube::Error::Api(s)) => assert_eq!((s.code, s.reason.as_str()), (500, "InternalError")),
+        other => panic!("expected the injected 500, got {other:?}"),
+    }
+    match Discovery::new(client.clone()).filter(&["agents.x-k8s.io"]).run().await {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 500),
+        Err(other) => panic!("expected the injected 500, got {other:?}"),
+        Ok(_) => panic!("discovery of the group succeeded despite the fault"),
+    }
+    let batch = Discovery::new(client.clone()).filter(&["batch"]).run().await.expect("another group's discovery");
+    assert!(batch.has_group("batch"));
+    sandboxes(&client, "v1beta1").get_opt("s").await.expect("the group's resources are not discovery");
+
+    let faulted: Vec<String> =
+        c.requests().since(mark).into_iter().filter(|e| e.faults == [rule]).map(|e| e.path).collect();
+    assert_eq!(faulted, ["/apis/agents.x-k8s.io", "/apis/agents.x-k8s.io/v1beta1"], "kube stops at the first error");
+}
+
+#[tokio::test]
+async fn faults_reach_version_openapi_and_unserved_paths_but_not_admin() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    c.faults().add(Rule {
+        matches: Match { path: Some("*".into()), ..Default::default() },
+        action: internal_error(),
+        times: None,
+        probability: None,
+    });
+    for path in ["/version", "/openapi/v3", "/apis/nope/v1", "/api/v1/namespaces/default/configmaps"] {
+        let answer = get_path(&client, path).await;
+        assert!(matches!(&answer, Err(kube::Error::Api(s)) if s.code == 500), "{path}: {answer:?}");
+    }
+    get_path(&client, "/embedded-cluster/faults").await.expect("admin endpoints are never faulted");
 }
 
 #[tokio::test]
