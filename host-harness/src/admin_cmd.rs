@@ -173,6 +173,7 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
             let rule = Rule {
                 matches: Match { verb, resource, subresource, namespace, name, user, ..Default::default() },
                 action,
+                after: 0,
                 times,
                 probability,
             };

@@ -2,11 +2,12 @@
 //!
 //! A rule matches requests on what the request log records of them ([`Entry`]): kind, verb,
 //! group, version, resource, subresource, namespace, name and path (exact, or a `*` glob) and
-//! user, so any logged request can be matched back. It then fires for the next `times` matches,
-//! or with a probability drawn from a seeded generator so a failing run can be replayed. Rules
-//! reach resource requests, discovery, `/version`, OpenAPI and health checks, never the
-//! cluster's own admin endpoints. They are reachable from Rust tests ([`Faults::add`]) and over
-//! HTTP (`/embedded-cluster/faults`) for clients in other processes.
+//! user, so any logged request can be matched back. It lets the first `after` matches through,
+//! then fires for the next `times` matches, or with a probability drawn from a seeded generator
+//! so a failing run can be replayed; [`Rule::targeting`] aims one at the N-th request of a
+//! recorded run. Rules reach resource requests, discovery, `/version`, OpenAPI and health
+//! checks, never the cluster's own admin endpoints. They are reachable from Rust tests
+//! ([`Faults::add`]) and over HTTP (`/embedded-cluster/faults`) for clients in other processes.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -72,12 +73,35 @@ pub struct Rule {
     #[serde(default, rename = "match")]
     pub matches: Match,
     pub action: Action,
-    /// Fire for the next N matching requests only.
+    /// Let this many matching requests through untouched first, so that a later one (the
+    /// second GET of an object, say) can be failed alone: `after: 1, times: Some(1)` fires on
+    /// the second match only. Counted down as matches pass (see [`Faults::check`] for the order
+    /// racing requests are counted in); `probability` is drawn only once it is zero.
+    #[serde(default)]
+    pub after: u32,
+    /// Fire for the next N matching requests only (after the `after` ones).
     #[serde(default)]
     pub times: Option<u32>,
     /// Fire with this probability (0..=1) per matching request.
     #[serde(default)]
     pub probability: Option<f64>,
+}
+
+impl Rule {
+    /// A rule that fires once, on the request `entries[index]` records, when a run makes the
+    /// same requests in the same order again: it matches that request exactly and lets through
+    /// the earlier entries it also matches. `entries` is one run's log (one user's requests,
+    /// say); `None` if `index` is past its end or names an admin request, which no rule reaches.
+    pub fn targeting(entries: &[Entry], index: usize, action: Action) -> Option<Self> {
+        let target = entries.get(index)?;
+        let matches = Match::exactly(target);
+        if !matches.accepts(target) {
+            return None;
+        }
+        let earlier = entries[..index].iter().filter(|e| matches.accepts(e)).count();
+        let after = u32::try_from(earlier).unwrap_or(u32::MAX);
+        Some(Self { matches, action, after, times: Some(1), probability: None })
+    }
 }
 
 /// The active rules of a cluster.
@@ -179,12 +203,23 @@ impl Faults {
 
     /// The actions that fire for a request, with their rules' ids, in rule order (a delay may
     /// precede an error). Rules whose `times` ran out are dropped.
+    ///
+    /// Requests are checked one at a time, under one lock, when they reach the handler (after
+    /// authentication, authorization and reading the body), and each check counts down every
+    /// rule it matches. So the N-th match of a rule is the N-th matching request to get there:
+    /// for requests a client sends one after another, the N-th it sends; for requests in flight
+    /// together, the order they arrive in, which the scheduler decides. Either way exactly one
+    /// request is the N-th, and its log entry lists the rule in `faults`.
     pub fn check(&self, request: &Entry) -> Vec<(u64, Action)> {
         let mut s = self.lock();
         let State { rules, rng, .. } = &mut *s;
         let mut fired = Vec::new();
         for (id, rule) in rules.iter_mut() {
             if !rule.matches.accepts(request) {
+                continue;
+            }
+            if rule.after > 0 {
+                rule.after -= 1;
                 continue;
             }
             if let Some(p) = rule.probability
@@ -259,6 +294,7 @@ mod tests {
                 message: None,
                 retry_after_seconds: None,
             },
+            after: 0,
             times,
             probability,
         }
@@ -274,6 +310,63 @@ mod tests {
         assert_eq!(f.check(&facts("create", "sb-2")).len(), 1);
         assert!(f.check(&facts("create", "sb-3")).is_empty());
         assert!(f.list().is_empty());
+    }
+
+    #[test]
+    fn after_lets_matches_through_then_fires_on_the_next() {
+        let f = Faults::new(1);
+        f.add(Rule { after: 1, ..error_rule(Some(1), None) });
+        assert!(f.check(&facts("create", "sb-1")).is_empty(), "the first match passes");
+        assert!(f.check(&facts("get", "sb-1")).is_empty(), "a request it does not match is not counted");
+        assert_eq!(f.check(&facts("create", "sb-1")).len(), 1, "the second match fails");
+        assert!(f.check(&facts("create", "sb-1")).is_empty(), "and only it");
+        assert!(f.list().is_empty());
+    }
+
+    #[test]
+    fn after_counts_matches_before_any_probability_is_drawn() {
+        let f = Faults::new(7);
+        let id = f.add(Rule { after: 2, ..error_rule(None, Some(1.0)) });
+        let fired: Vec<bool> = (0..4).map(|_| !f.check(&facts("create", "sb-1")).is_empty()).collect();
+        assert_eq!(fired, [false, false, true, true]);
+        assert_eq!(f.list().first().map(|(i, r)| (*i, r.after)), Some((id, 0)));
+    }
+
+    #[test]
+    fn racing_requests_count_each_match_once() {
+        let f = std::sync::Arc::new(Faults::new(1));
+        f.add(Rule { after: 57, ..error_rule(Some(1), None) });
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let f = f.clone();
+                std::thread::spawn(move || (0..25).filter(|_| !f.check(&facts("create", "sb-1")).is_empty()).count())
+            })
+            .collect();
+        let fired: usize = threads.into_iter().map(|t| t.join().unwrap_or_default()).sum();
+        assert_eq!(fired, 1, "exactly one of 200 racing matches is the 58th");
+    }
+
+    #[test]
+    fn a_targeting_rule_fires_on_its_entry_alone_in_a_replay() {
+        let run = vec![
+            facts("get", "a"),
+            facts("get", "b"),
+            facts("get", "a"),
+            facts("create", "a"),
+            discovery("/apis/batch/v1"),
+            facts("get", "a"),
+        ];
+        for index in 0..run.len() {
+            let f = Faults::new(1);
+            let rule = Rule::targeting(&run, index, Action::DropConnection).expect("in range");
+            f.add(rule);
+            let fired: Vec<usize> = (0..run.len()).filter(|i| !f.check(&run[*i]).is_empty()).collect();
+            assert_eq!(fired, [index]);
+        }
+        assert_eq!(Rule::targeting(&run, 2, Action::DropConnection).map(|r| r.after), Some(1));
+        assert!(Rule::targeting(&run, run.len(), Action::DropConnection).is_none());
+        let admin = [discovery("/embedded-cluster/requests")];
+        assert!(Rule::targeting(&admin, 0, Action::DropConnection).is_none(), "admin requests are out of reach");
     }
 
     #[test]

@@ -19,6 +19,11 @@ fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}})).expect("cm")
 }
 
+/// A rule that fails the next match with a 500.
+fn fail_once(matches: Match) -> Rule {
+    Rule { matches, action: internal_error(), after: 0, times: Some(1), probability: None }
+}
+
 fn on(verb: &str, name: Option<&str>) -> Match {
     Match {
         verb: Some(verb.into()),
@@ -35,6 +40,7 @@ async fn errors_fire_for_the_next_k_matches() {
     c.faults().add(Rule {
         matches: on("create", Some("flaky-*")),
         action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        after: 0,
         times: Some(2),
         probability: None,
     });
@@ -51,12 +57,64 @@ async fn errors_fire_for_the_next_k_matches() {
 }
 
 #[tokio::test]
+async fn the_nth_match_fires_on_that_request_alone() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    api.create(&PostParams::default(), &cm("twice")).await.expect("create");
+    c.faults().add(Rule { after: 1, ..fail_once(on("get", Some("twice"))) });
+    api.get("twice").await.expect("the first GET is let through");
+    match api.get("twice").await {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 500),
+        other => panic!("expected the injected 500 on the second GET, got {other:?}"),
+    }
+    api.get("twice").await.expect("the third GET is past the rule");
+}
+
+/// One run of a small operation: what each of its requests answered (`Err` holds the code).
+async fn operation(c: &EmbeddedCluster) -> Vec<Result<(), u16>> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    let code = |e: kube::Error| match e {
+        kube::Error::Api(s) => s.code,
+        _ => 0,
+    };
+    vec![
+        api.create(&PostParams::default(), &cm("op")).await.map(drop).map_err(code),
+        api.get("op").await.map(drop).map_err(code),
+        api.get_opt("other").await.map(drop).map_err(code),
+        api.get("op").await.map(drop).map_err(code),
+        api.delete("op", &Default::default()).await.map(drop).map_err(code),
+    ]
+}
+
+#[tokio::test]
+async fn each_request_of_a_recorded_run_can_be_failed_alone() {
+    let recorded = cluster().await;
+    let mark = recorded.requests().mark();
+    assert!(operation(&recorded).await.iter().all(Result::is_ok));
+    let run: Vec<_> = recorded.requests().since(mark).into_iter().filter(|e| e.user == ADMIN_USER).collect();
+    assert_eq!(run.len(), 5);
+    for index in 0..run.len() {
+        let c = cluster().await;
+        let rule = c.faults().add(Rule::targeting(&run, index, internal_error()).expect("a request of the run"));
+        let mark = c.requests().mark();
+        let answers = operation(&c).await;
+        assert_eq!(answers[index], Err(500), "request {index} gets the fault: {answers:?}");
+        let hit: Vec<u64> =
+            c.requests().since(mark).into_iter().filter(|e| e.faults == [rule]).map(|e| e.seq).collect();
+        assert_eq!(hit.len(), 1, "request {index}: the rule acted once");
+        let others = answers.iter().enumerate().filter(|(i, a)| *i != index && **a == Err(500)).count();
+        assert_eq!(others, 0, "request {index}: no other request failed: {answers:?}");
+    }
+}
+
+#[tokio::test]
 async fn delays_and_dropped_connections() {
     let c = cluster().await;
     let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
     c.faults().add(Rule {
         matches: on("get", Some("slow")),
         action: Action::Delay { millis: 300 },
+        after: 0,
         times: Some(1),
         probability: None,
     });
@@ -68,6 +126,7 @@ async fn delays_and_dropped_connections() {
     c.faults().add(Rule {
         matches: on("get", Some("slow")),
         action: Action::DropConnection,
+        after: 0,
         times: Some(1),
         probability: None,
     });
@@ -154,6 +213,7 @@ async fn discovery_of_a_group_answers_the_injected_error() {
             ..Default::default()
         },
         action: internal_error(),
+        after: 0,
         times: None,
         probability: None,
     });
@@ -183,6 +243,7 @@ async fn faults_reach_version_openapi_and_unserved_paths_but_not_admin() {
     c.faults().add(Rule {
         matches: Match { path: Some("*".into()), ..Default::default() },
         action: internal_error(),
+        after: 0,
         times: None,
         probability: None,
     });
