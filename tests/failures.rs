@@ -186,7 +186,7 @@ async fn a_cluster_that_stops_answering_mid_acquire_is_reported_lost_within_seco
         // From now on every request of the provider loses its connection: the cluster is gone.
         h.cluster.faults().add(Rule {
             matches: provider(None, None),
-            action: Action::DropConnection,
+            action: Action::DropBeforeApply,
             after: 0,
             times: None,
             probability: None,

@@ -166,7 +166,7 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
             } else if let Some(millis) = delay_ms {
                 Action::Delay { millis }
             } else if drop_connection {
-                Action::DropConnection
+                Action::DropBeforeApply
             } else {
                 anyhow::bail!("say what the fault does: --code, --delay-ms, --drop-connection or --end-watch");
             };

@@ -1,4 +1,5 @@
-//! Fault injection: make chosen requests fail, stall, lose their connection, or end a watch.
+//! Fault injection: make chosen requests fail, stall, lose their connection before or after
+//! they are applied, or end a watch.
 //!
 //! A rule matches requests on what the request log records of them ([`Entry`]): kind, verb,
 //! group, version, resource, subresource, namespace, name and path (exact, or a `*` glob) and
@@ -54,8 +55,14 @@ pub enum Action {
     },
     /// Wait this long, then serve the request normally.
     Delay { millis: u64 },
-    /// Close the connection without an answer.
-    DropConnection,
+    /// Close the connection before the request is applied: nothing changes, and the client
+    /// sees its connection reset.
+    DropBeforeApply,
+    /// Apply the request in full (the create, the update, the delete happens) and then close
+    /// the connection instead of answering: the client sees its connection reset, as with
+    /// [`Action::DropBeforeApply`], yet the change was made, as when a response is lost on the
+    /// way. A read or a watch changes nothing, so for them the two are alike.
+    DropAfterApply,
     /// For watches: after `afterEvents` events, send an ERROR event with `code` (or just close
     /// the stream when `code` is absent).
     EndWatch {
@@ -358,15 +365,15 @@ mod tests {
         ];
         for index in 0..run.len() {
             let f = Faults::new(1);
-            let rule = Rule::targeting(&run, index, Action::DropConnection).expect("in range");
+            let rule = Rule::targeting(&run, index, Action::DropBeforeApply).expect("in range");
             f.add(rule);
             let fired: Vec<usize> = (0..run.len()).filter(|i| !f.check(&run[*i]).is_empty()).collect();
             assert_eq!(fired, [index]);
         }
-        assert_eq!(Rule::targeting(&run, 2, Action::DropConnection).map(|r| r.after), Some(1));
-        assert!(Rule::targeting(&run, run.len(), Action::DropConnection).is_none());
+        assert_eq!(Rule::targeting(&run, 2, Action::DropBeforeApply).map(|r| r.after), Some(1));
+        assert!(Rule::targeting(&run, run.len(), Action::DropBeforeApply).is_none());
         let admin = [discovery("/embedded-cluster/requests")];
-        assert!(Rule::targeting(&admin, 0, Action::DropConnection).is_none(), "admin requests are out of reach");
+        assert!(Rule::targeting(&admin, 0, Action::DropBeforeApply).is_none(), "admin requests are out of reach");
     }
 
     #[test]
@@ -441,6 +448,13 @@ mod tests {
         let error = f.add(error_rule(None, None));
         let ids: Vec<u64> = f.check(&facts("create", "sb-1")).into_iter().map(|(id, _)| id).collect();
         assert_eq!(ids, vec![delay, error]);
+    }
+
+    #[test]
+    fn both_drops_have_their_own_names() {
+        let before: Action = serde_json::from_str(r#"{"type":"dropBeforeApply"}"#).expect("parses");
+        let after: Action = serde_json::from_str(r#"{"type":"dropAfterApply"}"#).expect("parses");
+        assert_eq!((before, after), (Action::DropBeforeApply, Action::DropAfterApply));
     }
 
     #[test]

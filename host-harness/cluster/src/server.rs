@@ -44,7 +44,8 @@ pub struct HttpFront {
 /// Largest request body accepted (kube-apiserver's limit is about 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// Marker error: the connection is closed without an answer (a fault).
+/// Marker error: the connection is closed without an answer (a fault, before or after the
+/// request is applied).
 #[derive(Debug)]
 pub struct Dropped;
 
@@ -55,6 +56,22 @@ impl std::fmt::Display for Dropped {
 }
 
 impl std::error::Error for Dropped {}
+
+/// What the fault rules left for the handler once a request may go on.
+#[derive(Default)]
+struct Pending {
+    /// End the watch early.
+    cut: Option<WatchCut>,
+    /// Handle the request in full, then close the connection instead of answering.
+    lose_response: bool,
+}
+
+impl Pending {
+    /// The handler's answer, or a dropped connection if the response is to be lost.
+    fn answer(&self, response: Response<Body>) -> Result<Response<Body>, Dropped> {
+        if self.lose_response { Err(Dropped) } else { Ok(response) }
+    }
+}
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
@@ -147,7 +164,7 @@ impl HttpFront {
                 Ok(()) => match route {
                     Err(e) => match self.inject(&mut entry).await {
                         ControlFlow::Break(answer) => answer,
-                        ControlFlow::Continue(_) => Ok(error_response(&e)),
+                        ControlFlow::Continue(pending) => pending.answer(error_response(&e)),
                     },
                     Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
                     Ok(Route::Admin(segs)) => Ok(self.admin(req, &segs).await),
@@ -212,15 +229,16 @@ impl HttpFront {
     }
 
     /// Applies the fault rules that fire for a request and records them in its log entry. Delays
-    /// are waited out here; an error or a dropped connection ends the request (`Break`); a
-    /// watch cut is left for the watch (`Continue`).
-    async fn inject(&self, entry: &mut Entry) -> ControlFlow<Result<Response<Body>, Dropped>, Option<WatchCut>> {
-        let mut cut = None;
+    /// are waited out here; an error or a connection dropped before the request is applied ends
+    /// it (`Break`); a watch cut and a response to lose are left for the handler (`Continue`).
+    async fn inject(&self, entry: &mut Entry) -> ControlFlow<Result<Response<Body>, Dropped>, Pending> {
+        let mut pending = Pending::default();
         for (id, action) in self.api.faults.check(entry) {
             entry.faults.push(id);
             match action {
                 Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
-                Action::DropConnection => return ControlFlow::Break(Err(Dropped)),
+                Action::DropBeforeApply => return ControlFlow::Break(Err(Dropped)),
+                Action::DropAfterApply => pending.lose_response = true,
                 Action::Error { code, reason, message, retry_after_seconds } => {
                     let message = message.unwrap_or_else(|| format!("injected fault: {reason}"));
                     let mut err = ApiError::custom(code, reason, message);
@@ -232,11 +250,11 @@ impl HttpFront {
                         410 => ApiError::gone("too old resource version (injected)"),
                         other => ApiError::custom(other, "InternalError", "watch ended by an injected fault"),
                     });
-                    cut = Some(WatchCut { error, after_events });
+                    pending.cut = Some(WatchCut { error, after_events });
                 }
             }
         }
-        ControlFlow::Continue(cut)
+        ControlFlow::Continue(pending)
     }
 
     /// Discovery, `/version`, OpenAPI and health checks, after their faults.
@@ -246,10 +264,10 @@ impl HttpFront {
         route: Route,
         entry: &mut Entry,
     ) -> Result<Response<Body>, Dropped> {
-        if let ControlFlow::Break(answer) = self.inject(entry).await {
-            return answer;
+        match self.inject(entry).await {
+            ControlFlow::Break(answer) => answer,
+            ControlFlow::Continue(pending) => pending.answer(self.document(&req, route)),
         }
-        Ok(self.document(&req, route))
     }
 
     /// The document a non-resource route serves, or a 404 for one of a group it does not serve.
@@ -326,18 +344,21 @@ impl HttpFront {
                 entry.name = meta["name"].as_str().or(meta["generateName"].as_str()).unwrap_or_default().to_string();
             }
         }
-        let cut = match self.inject(entry).await {
+        let pending = match self.inject(entry).await {
             ControlFlow::Break(answer) => return answer,
-            ControlFlow::Continue(cut) => cut,
+            ControlFlow::Continue(pending) => pending,
         };
 
         if verb == "watch" {
+            if pending.lose_response {
+                return Err(Dropped);
+            }
             let request = WatchRequest {
                 rt,
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
                 query,
-                cut,
+                cut: pending.cut,
                 bookmark_interval: self.bookmark_interval,
             };
             return Ok(match watch::start(self.api.clone(), request) {
@@ -374,7 +395,7 @@ impl HttpFront {
                 rt.plural, entry.subresource
             ))),
         };
-        Ok(match result {
+        pending.answer(match result {
             Ok(reply) => json_response(reply.code, &reply.body, &reply.warnings),
             Err(e) => error_response(&e),
         })

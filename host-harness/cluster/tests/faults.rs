@@ -125,7 +125,7 @@ async fn delays_and_dropped_connections() {
 
     c.faults().add(Rule {
         matches: on("get", Some("slow")),
-        action: Action::DropConnection,
+        action: Action::DropBeforeApply,
         after: 0,
         times: Some(1),
         probability: None,
@@ -133,6 +133,57 @@ async fn delays_and_dropped_connections() {
     let err = api.get("slow").await.expect_err("dropped");
     assert!(!matches!(err, kube::Error::Api(_)), "a dropped connection is a transport error: {err:?}");
     api.get("slow").await.expect("next call is fine");
+}
+
+/// A rule that applies the next match and loses its response.
+fn lose_response(matches: Match) -> Rule {
+    Rule { matches, action: Action::DropAfterApply, after: 0, times: Some(1), probability: None }
+}
+
+fn transport_error<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::Error {
+    let err = result.expect_err("the response was lost");
+    assert!(!matches!(err, kube::Error::Api(_)), "a lost response is a transport error: {err:?}");
+    err
+}
+
+#[tokio::test]
+async fn lost_responses_leave_the_change_made() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    let mark = c.requests().mark();
+
+    c.faults().add(lose_response(on("create", Some("lost"))));
+    transport_error(api.create(&PostParams::default(), &cm("lost")).await);
+    let created = api.get("lost").await.expect("the create was applied");
+
+    c.faults().add(lose_response(on("patch", Some("lost"))));
+    let patch = kube::api::Patch::Merge(json!({"metadata": {"labels": {"patched": "yes"}}}));
+    transport_error(api.patch("lost", &kube::api::PatchParams::default(), &patch).await);
+    let patched = api.get("lost").await.expect("get after the patch");
+    assert_eq!(patched.metadata.labels.unwrap_or_default().get("patched").map(String::as_str), Some("yes"));
+    assert_ne!(patched.metadata.resource_version, created.metadata.resource_version);
+
+    c.faults().add(lose_response(on("delete", Some("lost"))));
+    transport_error(api.delete("lost", &Default::default()).await);
+    assert!(api.get_opt("lost").await.expect("get after the delete").is_none(), "the delete was applied");
+
+    let writes: Vec<(String, u16)> =
+        c.requests().since(mark).into_iter().filter(|e| e.is_write()).map(|e| (e.verb, e.code)).collect();
+    let unanswered = |verb: &str| (verb.to_string(), 0);
+    assert_eq!(
+        writes,
+        [unanswered("create"), unanswered("patch"), unanswered("delete")],
+        "each sent once, none answered"
+    );
+}
+
+#[tokio::test]
+async fn a_drop_before_apply_changes_nothing() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    c.faults().add(Rule { action: Action::DropBeforeApply, ..fail_once(on("create", Some("never"))) });
+    transport_error(api.create(&PostParams::default(), &cm("never")).await);
+    assert!(api.get_opt("never").await.expect("get").is_none(), "the create was not applied");
 }
 
 #[tokio::test]

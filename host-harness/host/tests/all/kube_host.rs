@@ -204,7 +204,7 @@ async fn slow_answers_time_out_and_dropped_connections_are_transport_errors() {
 
     c.faults().add(Rule {
         matches: Match { verb: Some("get".into()), name: Some("cut".into()), ..Default::default() },
-        action: Action::DropConnection,
+        action: Action::DropBeforeApply,
         after: 0,
         times: Some(1),
         probability: None,
