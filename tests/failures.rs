@@ -70,6 +70,7 @@ async fn a_failure_mid_acquire_leaves_nothing_behind() {
             ..Default::default()
         },
         action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        after: 0,
         times: Some(1),
         probability: None,
     });
@@ -170,6 +171,7 @@ async fn a_cluster_that_stops_answering_mid_acquire_is_reported_lost_within_seco
     h.cluster.faults().add(Rule {
         matches: provider(Some("watch"), Some("pods")),
         action: Action::EndWatch { code: None, after_events: 0 },
+        after: 0,
         times: None,
         probability: None,
     });
@@ -184,7 +186,8 @@ async fn a_cluster_that_stops_answering_mid_acquire_is_reported_lost_within_seco
         // From now on every request of the provider loses its connection: the cluster is gone.
         h.cluster.faults().add(Rule {
             matches: provider(None, None),
-            action: Action::DropConnection,
+            action: Action::DropBeforeApply,
+            after: 0,
             times: None,
             probability: None,
         });
@@ -257,6 +260,7 @@ async fn resume_check_answers() {
             ..Default::default()
         },
         action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        after: 0,
         times: Some(2),
         probability: None,
     });
@@ -274,6 +278,7 @@ async fn resume_check_answers() {
             message: None,
             retry_after_seconds: Some(60),
         },
+        after: 0,
         times: None,
         probability: None,
     });
@@ -372,6 +377,7 @@ async fn a_hung_api_server_never_outlives_the_call() {
             ..Default::default()
         },
         action: Action::Delay { millis: 20_000 },
+        after: 0,
         times: None,
         probability: None,
     });

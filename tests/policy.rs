@@ -57,6 +57,7 @@ fn slow_paths(h: &Harness, user: &str) {
             ..Default::default()
         },
         action: Action::Delay { millis: 300 },
+        after: 0,
         times: None,
         probability: None,
     });
@@ -68,6 +69,7 @@ fn slow_paths(h: &Harness, user: &str) {
             ..Default::default()
         },
         action: Action::EndWatch { code: Some(410), after_events: 0 },
+        after: 0,
         times: Some(1),
         probability: None,
     });

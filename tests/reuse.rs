@@ -78,6 +78,7 @@ async fn acquiring_a_released_reusable_lease_again_resumes_it_and_a_failure_neve
             ..Default::default()
         },
         action: Action::Error { code: 403, reason: "Forbidden".into(), message: None, retry_after_seconds: None },
+        after: 0,
         times: None,
         probability: None,
     });

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::request_log::{Entry, RequestKind};
 use serde_json::{Value, json};
 
 #[derive(Args)]
@@ -26,7 +27,8 @@ pub struct FaultArgs {
 
 #[derive(Subcommand)]
 enum FaultCommand {
-    /// Add a rule: matching requests fail, stall, lose their connection or end their watch.
+    /// Add a rule: matching requests fail, stall, lose their connection (before or after they
+    /// are applied) or end their watch.
     Add(Box<AddFault>),
     /// List the active rules.
     List,
@@ -37,8 +39,59 @@ enum FaultCommand {
 /// What `fault add` matches and does.
 #[derive(Args)]
 struct AddFault {
+    #[command(flatten)]
+    matches: MatchArgs,
+    /// Answer with this HTTP status code.
+    #[arg(long, conflicts_with_all = ["delay_ms", "drop_before_apply", "drop_after_apply"])]
+    code: Option<u16>,
+    /// Status reason for --code (default from the code).
+    #[arg(long)]
+    reason: Option<String>,
+    /// Retry-After seconds for --code.
+    #[arg(long)]
+    retry_after: Option<u64>,
+    /// Delay matching requests by this many milliseconds.
+    #[arg(long, conflicts_with_all = ["drop_before_apply", "drop_after_apply", "end_watch"])]
+    delay_ms: Option<u64>,
+    /// Close the connection before the request is applied: nothing changes.
+    #[arg(long, conflicts_with_all = ["drop_after_apply", "end_watch"])]
+    drop_before_apply: bool,
+    /// Apply the request in full, then close the connection instead of answering.
+    #[arg(long, conflicts_with = "end_watch")]
+    drop_after_apply: bool,
+    /// End matching watches after --after-events events (with an ERROR event of --code if given).
+    #[arg(long)]
+    end_watch: bool,
+    #[arg(long, default_value_t = 0)]
+    after_events: usize,
+    /// Let the first N matching requests through first (`--after 1 --times 1` fires on the
+    /// second match alone).
+    #[arg(long, default_value_t = 0)]
+    after: u32,
+    /// Only for the next N matching requests (after the --after ones).
+    #[arg(long)]
+    times: Option<u32>,
+    /// Fire with this probability per matching request.
+    #[arg(long)]
+    probability: Option<f64>,
+}
+
+/// Which requests `fault add` is about; every one given must hold. Without --kind or --path
+/// only resource requests match.
+#[derive(Args)]
+struct MatchArgs {
+    /// resource, discovery, version, openApi, health or other.
+    #[arg(long, value_parser = request_kind)]
+    kind: Option<RequestKind>,
+    /// A Kubernetes verb, or the lowercase HTTP method of a non-resource request.
     #[arg(long)]
     verb: Option<String>,
+    /// API group ("" for the core group).
+    #[arg(long)]
+    group: Option<String>,
+    /// API version (`v1beta1`).
+    #[arg(long)]
+    api_version: Option<String>,
     #[arg(long)]
     resource: Option<String>,
     #[arg(long)]
@@ -48,34 +101,24 @@ struct AddFault {
     /// Exact name or `*` glob.
     #[arg(long)]
     name: Option<String>,
+    /// URL path without the query: exact or `*` glob.
+    #[arg(long)]
+    path: Option<String>,
     #[arg(long)]
     user: Option<String>,
-    /// Answer with this HTTP status code.
-    #[arg(long, conflicts_with_all = ["delay_ms", "drop_connection", "end_watch"])]
-    code: Option<u16>,
-    /// Status reason for --code (default from the code).
-    #[arg(long)]
-    reason: Option<String>,
-    /// Retry-After seconds for --code.
-    #[arg(long)]
-    retry_after: Option<u64>,
-    /// Delay matching requests by this many milliseconds.
-    #[arg(long)]
-    delay_ms: Option<u64>,
-    /// Close the connection without answering.
-    #[arg(long)]
-    drop_connection: bool,
-    /// End matching watches after --after-events events (with an ERROR event of --code if given).
-    #[arg(long)]
-    end_watch: bool,
-    #[arg(long, default_value_t = 0)]
-    after_events: usize,
-    /// Only for the next N matching requests.
-    #[arg(long)]
-    times: Option<u32>,
-    /// Fire with this probability per matching request.
-    #[arg(long)]
-    probability: Option<f64>,
+}
+
+impl From<MatchArgs> for Match {
+    fn from(m: MatchArgs) -> Self {
+        let MatchArgs { kind, verb, group, api_version, resource, subresource, namespace, name, path, user } = m;
+        Match { kind, verb, group, version: api_version, resource, subresource, namespace, name, path, user }
+    }
+}
+
+/// A request kind by the name the admin endpoint and the request log use.
+fn request_kind(name: &str) -> Result<RequestKind, String> {
+    serde_json::from_value(Value::String(name.to_string()))
+        .map_err(|_| format!("unknown kind {name:?}: use resource, discovery, version, openApi, health or other"))
 }
 
 /// `sandbox-host requests`
@@ -137,19 +180,16 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
     let answer = match args.command {
         FaultCommand::Add(add) => {
             let AddFault {
-                verb,
-                resource,
-                subresource,
-                namespace,
-                name,
-                user,
+                matches,
                 code,
                 reason,
                 retry_after,
                 delay_ms,
-                drop_connection,
+                drop_before_apply,
+                drop_after_apply,
                 end_watch,
                 after_events,
+                after,
                 times,
                 probability,
             } = *add;
@@ -164,17 +204,16 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
                 }
             } else if let Some(millis) = delay_ms {
                 Action::Delay { millis }
-            } else if drop_connection {
-                Action::DropConnection
+            } else if drop_before_apply {
+                Action::DropBeforeApply
+            } else if drop_after_apply {
+                Action::DropAfterApply
             } else {
-                anyhow::bail!("say what the fault does: --code, --delay-ms, --drop-connection or --end-watch");
+                anyhow::bail!(
+                    "say what the fault does: --code, --delay-ms, --drop-before-apply, --drop-after-apply or --end-watch"
+                );
             };
-            let rule = Rule {
-                matches: Match { verb, resource, subresource, namespace, name, user },
-                action,
-                times,
-                probability,
-            };
+            let rule = Rule { matches: matches.into(), action, after, times, probability };
             call(&args.target, http::Method::POST, "faults", Some(serde_json::to_value(rule)?)).await?
         }
         FaultCommand::List => call(&args.target, http::Method::GET, "faults", None).await?,
@@ -191,28 +230,42 @@ pub async fn requests(args: RequestsArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&answer["counts"])?);
         return Ok(());
     }
+    let entries: Vec<Entry> =
+        serde_json::from_value(answer["entries"].clone()).context("read the request log's entries")?;
     println!(
-        "{:>6}  {:<5} {:<10} {:<28} {:<16} {:<24} {:>8}  user",
-        "seq", "code", "verb", "resource", "namespace", "name", "µs"
+        "{:>6}  {:<5} {:<10} {:<44} {:<16} {:<24} {:>8}  user",
+        "seq", "code", "verb", "what", "namespace", "name", "µs"
     );
-    for e in answer["entries"].as_array().into_iter().flatten() {
-        let resource = match e["subresource"].as_str() {
-            Some(s) if !s.is_empty() => format!("{}/{s}", e["resource"].as_str().unwrap_or_default()),
-            _ => e["resource"].as_str().unwrap_or_default().to_string(),
-        };
+    for e in entries {
         println!(
-            "{:>6}  {:<5} {:<10} {:<28} {:<16} {:<24} {:>8}  {}",
-            e["seq"],
-            e["code"],
-            e["verb"].as_str().unwrap_or_default(),
-            resource,
-            e["namespace"].as_str().unwrap_or_default(),
-            e["name"].as_str().unwrap_or_default(),
-            e["latencyMicros"],
-            e["user"].as_str().unwrap_or_default()
+            "{:>6}  {:<5} {:<10} {:<44} {:<16} {:<24} {:>8}  {}",
+            e.seq,
+            e.code,
+            e.verb,
+            what(&e),
+            e.namespace,
+            e.name,
+            e.latency_micros,
+            e.user
         );
     }
     Ok(())
+}
+
+/// A resource request as kubectl spells a fully qualified resource (`pods.v1`,
+/// `sandboxes.v1beta1.agents.x-k8s.io/status`); any other request by its path.
+fn what(e: &Entry) -> String {
+    if e.kind != RequestKind::Resource {
+        return e.path.clone();
+    }
+    let mut out = format!("{}.{}", e.resource, e.version);
+    if !e.group.is_empty() {
+        out = format!("{out}.{}", e.group);
+    }
+    if !e.subresource.is_empty() {
+        out = format!("{out}/{}", e.subresource);
+    }
+    out
 }
 
 /// Moves the cluster clock forward.

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
@@ -83,6 +84,129 @@ async fn cluster_command_serves_a_cluster_to_other_processes() {
         .expect("run requests");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\"create configmaps\": 2"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `sandbox-host fault ...` against a kubeconfig, without blocking the cluster this test
+/// serves; its stdout, or the failure's stderr.
+async fn fault(kubeconfig: &Path, args: &[&str]) -> Result<String, String> {
+    let out = tokio::process::Command::new(BIN)
+        .args(["fault", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .await
+        .expect("run fault");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[tokio::test]
+async fn fault_add_flags_round_trip_through_the_admin_endpoint() {
+    let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
+        .await
+        .expect("API server only");
+    let dir = temp_dir("fault-flags");
+    let kubeconfig = dir.join("kubeconfig");
+    cluster.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
+
+    let discovery = [
+        "add",
+        "--kind",
+        "discovery",
+        "--group",
+        "agents.x-k8s.io",
+        "--api-version",
+        "v1beta1",
+        "--path",
+        "/apis/*",
+        "--verb",
+        "get",
+        "--user",
+        "someone",
+        "--after",
+        "1",
+        "--times",
+        "2",
+        "--code",
+        "500",
+    ];
+    fault(&kubeconfig, &discovery).await.expect("fault add a discovery rule");
+    let lost = [
+        "add",
+        "--group",
+        "",
+        "--resource",
+        "configmaps",
+        "--subresource",
+        "",
+        "--namespace",
+        "default",
+        "--name",
+        "cm-*",
+        "--verb",
+        "create",
+        "--drop-after-apply",
+        "--probability",
+        "0.5",
+    ];
+    fault(&kubeconfig, &lost).await.expect("fault add a lost-response rule");
+    fault(&kubeconfig, &["add", "--resource", "pods", "--drop-before-apply"]).await.expect("fault add a drop rule");
+
+    let match_of = |v: serde_json::Value| serde_json::from_value::<Match>(v).expect("a match");
+    let expected = vec![
+        Rule {
+            matches: match_of(json!({"kind": "discovery", "group": "agents.x-k8s.io", "version": "v1beta1",
+                "path": "/apis/*", "verb": "get", "user": "someone"})),
+            action: Action::Error {
+                code: 500,
+                reason: "InternalError".into(),
+                message: None,
+                retry_after_seconds: None,
+            },
+            after: 1,
+            times: Some(2),
+            probability: None,
+        },
+        Rule {
+            matches: match_of(json!({"group": "", "resource": "configmaps", "subresource": "", "namespace": "default",
+                "name": "cm-*", "verb": "create"})),
+            action: Action::DropAfterApply,
+            after: 0,
+            times: None,
+            probability: Some(0.5),
+        },
+        Rule {
+            matches: match_of(json!({"resource": "pods"})),
+            action: Action::DropBeforeApply,
+            after: 0,
+            times: None,
+            probability: None,
+        },
+    ];
+    let stored: Vec<Rule> = cluster.faults().list().into_iter().map(|(_, rule)| rule).collect();
+    assert_eq!(stored, expected);
+
+    let listed: serde_json::Value =
+        serde_json::from_str(&fault(&kubeconfig, &["list"]).await.expect("fault list")).expect("JSON");
+    let listed: Vec<Rule> = listed["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| serde_json::from_value(r["rule"].clone()).expect("a rule"))
+        .collect();
+    assert_eq!(listed, expected, "fault list shows what was added");
+
+    let refused =
+        fault(&kubeconfig, &["add", "--kind", "nonsense", "--code", "500"]).await.expect_err("an unknown kind");
+    assert!(refused.contains("discovery"), "{refused}");
+    let refused =
+        fault(&kubeconfig, &["add", "--drop-before-apply", "--drop-after-apply"]).await.expect_err("two actions");
+    assert!(refused.contains("cannot be used with"), "{refused}");
+    assert_eq!(cluster.faults().list().len(), 3, "refused rules were never sent");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,11 +19,11 @@ use tokio::net::TcpListener;
 
 use crate::apiserver::{ApiServer, Ctx, Reply};
 use crate::authorization::{self, Access, Identity};
-use crate::faults::{Action, RequestFacts};
+use crate::faults::Action;
 use crate::rbac::authorizer::User;
 use crate::request::{self, Query, ResourceRequest, Route};
 use crate::request_info::RequestInfo;
-use crate::request_log::Entry;
+use crate::request_log::{Entry, RequestKind};
 use crate::status::ApiError;
 use crate::watch::{self, WatchCut, WatchRequest};
 use crate::{admin, discovery, openapi};
@@ -43,7 +44,8 @@ pub struct HttpFront {
 /// Largest request body accepted (kube-apiserver's limit is about 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// Marker error: the connection is closed without an answer (a fault).
+/// Marker error: the connection is closed without an answer (a fault, before or after the
+/// request is applied).
 #[derive(Debug)]
 pub struct Dropped;
 
@@ -54,6 +56,22 @@ impl std::fmt::Display for Dropped {
 }
 
 impl std::error::Error for Dropped {}
+
+/// What the fault rules left for the handler once a request may go on.
+#[derive(Default)]
+struct Pending {
+    /// End the watch early.
+    cut: Option<WatchCut>,
+    /// Handle the request in full, then close the connection instead of answering.
+    lose_response: bool,
+}
+
+impl Pending {
+    /// The handler's answer, or a dropped connection if the response is to be lost.
+    fn answer(&self, response: Response<Body>) -> Result<Response<Body>, Dropped> {
+        if self.lose_response { Err(Dropped) } else { Ok(response) }
+    }
+}
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
@@ -127,29 +145,32 @@ impl HttpFront {
     }
 
     /// Handles one request: authentication, then authorization (on the URL, before routing, as
-    /// kube-apiserver's filters run), then the handler. An `Err` closes the connection (a
-    /// dropped-connection fault).
+    /// kube-apiserver's filters run), then fault injection and the handler. An `Err` closes the
+    /// connection (a dropped-connection fault).
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<Body>, Dropped> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
+        let info = RequestInfo::new(req.method(), &path, &query);
         let route = request::route(&path, &self.api.types);
         let identity = self.identify(&req);
-        let mut entry = self.log_entry(&req, &route, &query, identity.as_ref());
+        let mut entry = self.log_entry(&req, &route, &query, &info, identity.as_ref());
         let outcome = match (route, identity) {
             (Err(e), None) => Ok(error_response(&e)),
-            (Ok(route @ (Route::Health | Route::Version)), None) => Ok(self.non_resource(req, route).await),
+            (Ok(route @ (Route::Health | Route::Version)), None) => self.non_resource(req, route, &mut entry).await,
             (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
-            (route, Some(id)) => {
-                match authorization::authorize(&self.api.store, &id, &RequestInfo::new(req.method(), &path, &query)) {
-                    Err(denied) => Ok(error_response(&denied)),
-                    Ok(()) => match route {
-                        Err(e) => Ok(error_response(&e)),
-                        Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
-                        Ok(route) => Ok(self.non_resource(req, route).await),
+            (route, Some(id)) => match authorization::authorize(&self.api.store, &id, &info) {
+                Err(denied) => Ok(error_response(&denied)),
+                Ok(()) => match route {
+                    Err(e) => match self.inject(&mut entry).await {
+                        ControlFlow::Break(answer) => answer,
+                        ControlFlow::Continue(pending) => pending.answer(error_response(&e)),
                     },
-                }
-            }
+                    Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
+                    Ok(Route::Admin(segs)) => Ok(self.admin(req, &segs).await),
+                    Ok(route) => self.non_resource(req, route, &mut entry).await,
+                },
+            },
         };
         entry.code = match &outcome {
             Ok(resp) => resp.status().as_u16(),
@@ -159,27 +180,44 @@ impl HttpFront {
         outcome
     }
 
-    /// The request log's record of a request, before it is answered.
+    /// The request log's record of a request, before it is answered. A served resource is
+    /// described by its route (the name in the path, the verb the handlers use); any other
+    /// resource path as the authorizer reads it, so that requests for unserved versions or
+    /// resources still say what they asked for.
     fn log_entry(
         &self,
         req: &Request<Incoming>,
         route: &Result<Route, ApiError>,
         query: &Query,
+        info: &RequestInfo,
         id: Option<&Identity>,
     ) -> Entry {
+        let (kind, group, version) = if info.is_resource_request {
+            (RequestKind::Resource, info.api_group.clone(), info.api_version.clone())
+        } else {
+            RequestKind::of_non_resource(&info.path)
+        };
         let mut entry = Entry {
             seq: 0,
             user: id.map(|i| i.user.clone()).unwrap_or_else(|| "system:anonymous".into()),
-            verb: req.method().as_str().to_ascii_lowercase(),
-            resource: String::new(),
-            subresource: String::new(),
-            namespace: String::new(),
-            name: req.uri().path().to_string(),
+            kind,
+            verb: info.verb.clone(),
+            group,
+            version,
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
+            path: info.path.clone(),
+            faults: Vec::new(),
             code: 0,
             latency_micros: 0,
         };
         if let Ok(Route::Resource(r)) = route {
-            entry.resource = self.api.types[r.resource].plural.to_string();
+            let rt = &self.api.types[r.resource];
+            entry.group = rt.group.to_string();
+            entry.version = rt.version.to_string();
+            entry.resource = rt.plural.to_string();
             entry.subresource = r.subresource.clone().unwrap_or_default();
             entry.namespace = r.namespace.clone().unwrap_or_default();
             entry.name = r.name.clone().unwrap_or_default();
@@ -190,7 +228,50 @@ impl HttpFront {
         entry
     }
 
-    async fn non_resource(&self, req: Request<Incoming>, route: Route) -> Response<Body> {
+    /// Applies the fault rules that fire for a request and records them in its log entry. Delays
+    /// are waited out here; an error or a connection dropped before the request is applied ends
+    /// it (`Break`); a watch cut and a response to lose are left for the handler (`Continue`).
+    async fn inject(&self, entry: &mut Entry) -> ControlFlow<Result<Response<Body>, Dropped>, Pending> {
+        let mut pending = Pending::default();
+        for (id, action) in self.api.faults.check(entry) {
+            entry.faults.push(id);
+            match action {
+                Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
+                Action::DropBeforeApply => return ControlFlow::Break(Err(Dropped)),
+                Action::DropAfterApply => pending.lose_response = true,
+                Action::Error { code, reason, message, retry_after_seconds } => {
+                    let message = message.unwrap_or_else(|| format!("injected fault: {reason}"));
+                    let mut err = ApiError::custom(code, reason, message);
+                    err.retry_after = retry_after_seconds;
+                    return ControlFlow::Break(Ok(error_response(&err)));
+                }
+                Action::EndWatch { code, after_events } => {
+                    let error = code.map(|c| match c {
+                        410 => ApiError::gone("too old resource version (injected)"),
+                        other => ApiError::custom(other, "InternalError", "watch ended by an injected fault"),
+                    });
+                    pending.cut = Some(WatchCut { error, after_events });
+                }
+            }
+        }
+        ControlFlow::Continue(pending)
+    }
+
+    /// Discovery, `/version`, OpenAPI and health checks, after their faults.
+    async fn non_resource(
+        &self,
+        req: Request<Incoming>,
+        route: Route,
+        entry: &mut Entry,
+    ) -> Result<Response<Body>, Dropped> {
+        match self.inject(entry).await {
+            ControlFlow::Break(answer) => answer,
+            ControlFlow::Continue(pending) => pending.answer(self.document(&req, route)),
+        }
+    }
+
+    /// The document a non-resource route serves, or a 404 for one of a group it does not serve.
+    fn document(&self, req: &Request<Incoming>, route: Route) -> Response<Body> {
         let types = &self.api.types;
         let doc = match route {
             Route::Health => return Response::new(full("ok")),
@@ -208,23 +289,25 @@ impl HttpFront {
             }
             Route::OpenApiV3Root => Some(openapi::v3_root(&self.api)),
             Route::OpenApiV3 { group, version } => openapi::v3_group_version(&self.api, &group, &version),
-            Route::Admin(segs) => {
-                let method = req.method().clone();
-                let query = Query::parse(req.uri().query());
-                let body = match read_body(req).await {
-                    Ok(b) => b,
-                    Err(e) => return error_response(&e),
-                };
-                return match admin::handle(&self.api, &method, &segs, &query, &body) {
-                    Ok(doc) => json_response(200, &doc, &[]),
-                    Err(e) => error_response(&e),
-                };
-            }
-            Route::Resource(_) => None,
+            Route::Admin(_) | Route::Resource(_) => None,
         };
         match doc {
             Some(doc) => json_response(200, &doc, &[]),
             None => error_response(&ApiError::not_found_path()),
+        }
+    }
+
+    /// The embedded cluster's own endpoints, which no fault reaches.
+    async fn admin(&self, req: Request<Incoming>, segs: &[String]) -> Response<Body> {
+        let method = req.method().clone();
+        let query = Query::parse(req.uri().query());
+        let body = match read_body(req).await {
+            Ok(b) => b,
+            Err(e) => return error_response(&e),
+        };
+        match admin::handle(&self.api, &method, segs, &query, &body) {
+            Ok(doc) => json_response(200, &doc, &[]),
+            Err(e) => error_response(&e),
         }
     }
 
@@ -261,42 +344,21 @@ impl HttpFront {
                 entry.name = meta["name"].as_str().or(meta["generateName"].as_str()).unwrap_or_default().to_string();
             }
         }
-        let facts = RequestFacts {
-            verb,
-            resource: rt.plural,
-            subresource: r.subresource.as_deref().unwrap_or_default(),
-            namespace: r.namespace.as_deref().unwrap_or_default(),
-            name: &entry.name,
-            user: &id.user,
+        let pending = match self.inject(entry).await {
+            ControlFlow::Break(answer) => return answer,
+            ControlFlow::Continue(pending) => pending,
         };
-        let mut cut = None;
-        for action in self.api.faults.check(&facts) {
-            match action {
-                Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
-                Action::DropConnection => return Err(Dropped),
-                Action::Error { code, reason, message, retry_after_seconds } => {
-                    let message = message.unwrap_or_else(|| format!("injected fault: {reason}"));
-                    let mut err = ApiError::custom(code, reason, message);
-                    err.retry_after = retry_after_seconds;
-                    return Ok(error_response(&err));
-                }
-                Action::EndWatch { code, after_events } => {
-                    let error = code.map(|c| match c {
-                        410 => ApiError::gone("too old resource version (injected)"),
-                        other => ApiError::custom(other, "InternalError", "watch ended by an injected fault"),
-                    });
-                    cut = Some(WatchCut { error, after_events });
-                }
-            }
-        }
 
         if verb == "watch" {
+            if pending.lose_response {
+                return Err(Dropped);
+            }
             let request = WatchRequest {
                 rt,
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
                 query,
-                cut,
+                cut: pending.cut,
                 bookmark_interval: self.bookmark_interval,
             };
             return Ok(match watch::start(self.api.clone(), request) {
@@ -333,7 +395,7 @@ impl HttpFront {
                 rt.plural, entry.subresource
             ))),
         };
-        Ok(match result {
+        pending.answer(match result {
             Ok(reply) => json_response(reply.code, &reply.body, &reply.warnings),
             Err(e) => error_response(&e),
         })

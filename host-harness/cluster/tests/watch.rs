@@ -139,6 +139,7 @@ async fn runtime_watcher_recovers_from_gone() {
             ..Default::default()
         },
         action: embedded_cluster::faults::Action::EndWatch { code: Some(410), after_events: 0 },
+        after: 0,
         times: Some(1),
         probability: None,
     });

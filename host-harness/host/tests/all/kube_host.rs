@@ -166,6 +166,7 @@ async fn overload_is_unavailable_with_retry_after() {
         c.faults().add(Rule {
             matches: Match { verb: Some("get".into()), resource: Some("secrets".into()), ..Default::default() },
             action: Action::Error { code, reason: reason.into(), message: None, retry_after_seconds: Some(7) },
+            after: 0,
             times: Some(1),
             probability: None,
         });
@@ -178,6 +179,7 @@ async fn overload_is_unavailable_with_retry_after() {
     c.faults().add(Rule {
         matches: Match { verb: Some("get".into()), resource: Some("secrets".into()), ..Default::default() },
         action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        after: 0,
         times: Some(1),
         probability: None,
     });
@@ -191,6 +193,7 @@ async fn slow_answers_time_out_and_dropped_connections_are_transport_errors() {
     c.faults().add(Rule {
         matches: Match { verb: Some("get".into()), name: Some("slow".into()), ..Default::default() },
         action: Action::Delay { millis: 2_000 },
+        after: 0,
         times: Some(1),
         probability: None,
     });
@@ -201,7 +204,8 @@ async fn slow_answers_time_out_and_dropped_connections_are_transport_errors() {
 
     c.faults().add(Rule {
         matches: Match { verb: Some("get".into()), name: Some("cut".into()), ..Default::default() },
-        action: Action::DropConnection,
+        action: Action::DropBeforeApply,
+        after: 0,
         times: Some(1),
         probability: None,
     });
@@ -275,6 +279,7 @@ async fn cut_watches_end_with_gone_or_transport() {
         c.faults().add(Rule {
             matches: Match { verb: Some("watch".into()), resource: Some("jobs".into()), ..Default::default() },
             action: Action::EndWatch { code, after_events: 1 },
+            after: 0,
             times: Some(1),
             probability: None,
         });

@@ -263,6 +263,7 @@ fn delay_provider(c: &EmbeddedCluster, verb: &str, name: &str) {
             ..Default::default()
         },
         action: Action::Delay { millis: 600 },
+        after: 0,
         times: Some(1),
         probability: None,
     });
