@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::bindings::kube::{KubeError, PatchType, ResourceType};
 use crate::kube_host::KubeHost;
+use crate::kube_url;
 use crate::ownership::{self, ControllerRef, Link, Owner};
 use crate::policy::quoted;
 
@@ -249,10 +250,14 @@ impl KubeHost {
             ))
         };
         let rt = ResourceType { group: String::new(), version: "v1".to_string(), plural: "secrets".to_string() };
+        // A name no URL can carry names no Secret of the installation's; any answer of the API
+        // server, a 422 included, is a check that could not be made, and says so.
+        if kube_url::segment("name", name).is_err() {
+            return Err(refused());
+        }
         let secret = match self.read_as_host(&rt, namespace, name).await {
             Ok(Some(secret)) => secret,
             Ok(None) => return Ok(()),
-            Err(KubeError::Invalid(_)) => return Err(refused()),
             Err(e) => return Err(Check::Failed(e)),
         };
         match self.ownership(&secret).await.map_err(Check::Failed)? {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{EmbeddedCluster, PROVIDER_USER};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
@@ -84,6 +85,40 @@ async fn pods_refer_only_to_the_installations_secrets() {
     h.create(&jobs(), Some(NS), &job_with("ok-2", env("not-yet"))).await.expect("the lease's own, created next");
     let allowed = json!({"imagePullSecrets": [{"name": "regcred"}]});
     h.create(&jobs(), Some(NS), &job_with("ok-3", allowed)).await.expect("named by the policy");
+}
+
+/// A referenced Secret the host could not read is a check that failed, not a foreign Secret:
+/// an API server that answers the read with 422 or 500 gets the create refused as the failure
+/// it was (nothing sent), so the provider does not report a policy denial for a blip; a name
+/// that cannot be a Secret's is still denied without a request.
+#[tokio::test]
+async fn a_secret_the_host_cannot_read_fails_the_create_and_is_no_denial() {
+    let c = cluster().await;
+    let h = provider_host(&c, test_policy()).await;
+    let env = |name: &str| {
+        json!({"containers": [{"name": "main", "image": "busybox:1.36",
+        "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": name, "key": "k"}}}]}]})
+    };
+    for (code, reason) in [(422, "Invalid"), (500, "InternalError")] {
+        let rule = Rule {
+            matches: Match { verb: Some("get".into()), resource: Some("secrets".into()), ..Default::default() },
+            action: Action::Error { code, reason: reason.into(), message: None, retry_after_seconds: None },
+            after: 0,
+            times: Some(1),
+            probability: None,
+        };
+        c.faults().add(rule);
+        let mark = c.requests().mark();
+        match h.create(&jobs(), Some(NS), &job_with(&format!("j-{code}"), env("lease-env"))).await {
+            Err(KubeError::Denied(m)) => panic!("{code} on the check is no denial: {m}"),
+            Err(_) => {}
+            Ok(_) => panic!("{code} on the check let the create through"),
+        }
+        assert!(creates_since(&c, mark).is_empty(), "nothing was sent after a {code}");
+    }
+    let mark = c.requests().mark();
+    refused(h.create(&jobs(), Some(NS), &job_with("j-bad", env("../x"))).await, "not \"../x\"");
+    assert!(requests_by(&c, PROVIDER_USER, mark).is_empty(), "an impossible name costs no request");
 }
 
 #[tokio::test]
