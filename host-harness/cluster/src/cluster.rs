@@ -77,6 +77,7 @@ pub struct EmbeddedCluster {
     ca_pem: Option<String>,
     tokens: HashMap<String, String>,
     tasks: Vec<JoinHandle<()>>,
+    config: ClusterConfig,
 }
 
 impl EmbeddedCluster {
@@ -119,13 +120,19 @@ impl EmbeddedCluster {
         });
         let tls_config = pki.as_ref().map(Pki::server_config).transpose()?;
         let mut tasks = vec![tokio::spawn(front.serve(listener, tls_config))];
-        let mut cluster = Self { api, url, ca_pem: pki.map(|p| p.ca_pem), tokens, tasks: Vec::new() };
+        let mut cluster =
+            Self { api, url, ca_pem: pki.map(|p| p.ca_pem), tokens, tasks: Vec::new(), config: config.clone() };
         for kind in config.controllers {
             let client = cluster.client_as(kind.user()).await?;
             tasks.push(tokio::spawn(controllers::run_forever(kind, client, clock.clone(), config.kubelet.clone())));
         }
         cluster.tasks = tasks;
         Ok(cluster)
+    }
+
+    /// What it was started with, to start more clusters like it (with `port: 0`).
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
     }
 
     /// The server URL (`https://127.0.0.1:PORT`).
