@@ -1,11 +1,13 @@
 //! The contract suite against the built provider: every scenario on both backends and on both
 //! Sandbox API versions (a v1beta1-only cluster, as agent-sandbox v1.0 serves, and a
-//! v1alpha1-only one, as v0.4 did), and the leak audit's own proof that it catches a leak.
+//! v1alpha1-only one, as v0.4 did), the whole fault matrix on both backends, and the leak
+//! audit's own proof that it catches a leak.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use contract_suite::audit::Observer;
+use contract_suite::matrix::{self, Operation};
 use contract_suite::{Cluster, Report, SuiteOptions, Verdict};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
 use k8s_openapi::api::core::v1::Secret;
@@ -25,15 +27,21 @@ async fn suite(versions: SandboxVersions, backends: &[&str]) -> Report {
         .iter()
         .map(|b| json!({"namespace": NAMESPACE, "backend": b, "image": "busybox:1.36"}).to_string())
         .collect();
-    let options = SuiteOptions {
-        component: component_path(),
+    contract_suite::run(&Cluster::Embedded(&cluster), &options(component_path(), configs), &mut |_| {})
+        .await
+        .expect("the suite runs")
+}
+
+/// Every scenario of `component` with `configs`, in the suite's namespace.
+fn options(component: PathBuf, configs: Vec<String>) -> SuiteOptions {
+    SuiteOptions {
+        component,
         configs,
         namespace: NAMESPACE.to_string(),
         cache_dir: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests")),
         only: Vec::new(),
         limits: Default::default(),
-    };
-    contract_suite::run(&Cluster::Embedded(&cluster), &options, &mut |_| {}).await.expect("the suite runs")
+    }
 }
 
 fn assert_passed(report: &Report, scenarios_per_config: usize, configs: usize) {
@@ -56,6 +64,39 @@ async fn sandboxes_keep_the_contract_on_each_api_version() {
     }
 }
 
+/// Every request of every operation, failed once in every way, on both backends: every cell
+/// keeps the contract. The tables print (with `--nocapture`) as `sandbox-host contract` shows them.
+#[tokio::test]
+async fn every_cell_of_the_fault_matrix_keeps_the_contract() {
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
+    let options = SuiteOptions {
+        configs: matrix::default_configs("kubernetes", NAMESPACE),
+        ..options(component_path(), Vec::new())
+    };
+    let (report, tables) =
+        matrix::run(&Cluster::Embedded(&cluster), &options, &Operation::ALL, 8, &mut |_| {}).await.expect("runs");
+    for table in &tables {
+        println!("{table}\n");
+    }
+    let failed: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Fail).collect();
+    assert!(failed.is_empty(), "{} cells broke the contract: {failed:#?}", failed.len());
+    // Only a request that depends on timing may go untested, and it says so.
+    let skipped: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Skip).collect();
+    assert!(skipped.iter().all(|r| r.why.contains("made on some runs only")), "{skipped:#?}");
+    assert_eq!(tables.iter().map(|t| t.backend.as_str()).collect::<Vec<_>>(), ["sandbox", "job"]);
+    for table in &tables {
+        for operation in Operation::ALL {
+            let rows: Vec<_> =
+                table.rows.iter().filter(|(row, _)| row.starts_with(&format!("{} #", operation.as_str()))).collect();
+            assert!(rows.len() >= 3, "{} makes at least 3 requests on {}:\n{table}", operation.as_str(), table.backend);
+            // Every request gets every status, the late answer and the dropped connection.
+            assert!(rows.iter().all(|(_, cells)| cells.len() >= 9), "{table}");
+        }
+        let (cells, passed) = table.totals();
+        assert!(passed + skipped.len() >= cells && passed * 10 >= cells * 9, "{table}");
+    }
+}
+
 /// Providers swap: the reference provider, which uses no cluster, passes everything it can be
 /// held to, and the report says which Kubernetes-only scenarios it skipped.
 #[tokio::test]
@@ -63,19 +104,17 @@ async fn the_reference_provider_keeps_the_contract_too() {
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
     let component = component_path().with_file_name("reference_provider.wasm");
     assert!(component.exists(), "no reference provider at {}: run `make component`", component.display());
-    let options = SuiteOptions {
-        component,
-        configs: vec!["{}".to_string()],
-        namespace: NAMESPACE.to_string(),
-        cache_dir: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests")),
-        only: Vec::new(),
-        limits: Default::default(),
-    };
+    let options = options(component, vec!["{}".to_string()]);
     let report = contract_suite::run(&Cluster::Embedded(&cluster), &options, &mut |_| {}).await.expect("runs");
     assert!(report.passed(), "{report}");
     assert!(report.count(Verdict::Pass) >= 7, "{report}");
     let skipped: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Skip).collect();
     assert!(!skipped.is_empty() && skipped.iter().all(|r| r.why.contains("Kubernetes-only")), "{report}");
+    let (cells, tables) =
+        matrix::run(&Cluster::Embedded(&cluster), &options, &Operation::ALL, 1, &mut |_| {}).await.expect("runs");
+    assert!(tables.is_empty(), "no request to fail, so no table");
+    assert_eq!(cells.count(Verdict::Skip), Operation::ALL.len(), "{cells}");
+    assert!(cells.records.iter().all(|r| r.why.contains("Kubernetes-only")), "{cells}");
 }
 
 /// The audit fails a scenario that leaves an object behind, and one that ever made an object

@@ -20,6 +20,14 @@ pub enum Cluster<'a> {
 }
 
 impl Cluster<'_> {
+    /// The same target, borrowed again (a real cluster's kubeconfig is copied).
+    pub fn borrowed(&self) -> Cluster<'_> {
+        match self {
+            Self::Embedded(c) => Cluster::Embedded(c),
+            Self::Real { kubeconfig } => Cluster::Real { kubeconfig: kubeconfig.clone() },
+        }
+    }
+
     /// The embedded cluster, when that is the target.
     pub fn embedded(&self) -> Option<&EmbeddedCluster> {
         match self {

@@ -11,6 +11,7 @@
 pub mod audit;
 pub mod cluster;
 pub mod context;
+pub mod matrix;
 pub mod report;
 mod scenarios;
 
@@ -98,6 +99,85 @@ fn tag() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..6].to_string()
 }
 
+/// What every scenario and cell of a run shares: the cluster, the suite's own client, and what
+/// the component said of itself.
+pub struct World<'a> {
+    cluster: Cluster<'a>,
+    options: SuiteOptions,
+    admin: Option<kube::Client>,
+    driver: String,
+    uses_cluster: bool,
+}
+
+impl<'a> World<'a> {
+    /// Loads the component once to learn its driver and whether it uses the cluster, and makes
+    /// the suite's namespace when it does.
+    pub async fn new(cluster: &'a embedded_cluster::EmbeddedCluster, options: &SuiteOptions) -> anyhow::Result<Self> {
+        Self::on(Cluster::Embedded(cluster), options).await
+    }
+
+    async fn on(cluster: Cluster<'a>, options: &SuiteOptions) -> anyhow::Result<Self> {
+        let probe = ProviderHost::load_without_cluster(
+            ComponentSource::File(options.component.clone()),
+            host_options(options, "contract-probe".into()),
+        )
+        .await
+        .context("load the component")?;
+        let info = probe.describe().await.context("describe the component")?;
+        let uses_cluster = !probe.grants().effective.resources.is_empty();
+        let admin = if uses_cluster {
+            cluster.ensure_namespace(&options.namespace).await?;
+            Some(cluster.admin().await?)
+        } else {
+            None
+        };
+        Ok(Self { cluster, options: options.clone(), admin, driver: info.driver_key, uses_cluster })
+    }
+
+    /// A fresh host under an owner id of its own, with the audit watching what it creates.
+    pub async fn context(&self, config: &str) -> anyhow::Result<Ctx<'_>> {
+        let owner_id = format!("contract-{}", tag());
+        let host = ProviderHost::load(
+            ComponentSource::File(self.options.component.clone()),
+            self.cluster.host_client().await?,
+            host_options(&self.options, owner_id.clone()),
+        )
+        .await
+        .context("load the component")?;
+        let observer = match &self.admin {
+            Some(admin) => {
+                let types = created_types(admin, &host.grants().effective).await;
+                Some(Observer::start(admin.clone(), &self.options.namespace, &owner_id, types).await)
+            }
+            None => None,
+        };
+        Ok(Ctx::new(
+            host,
+            &self.cluster,
+            config.to_string(),
+            self.options.namespace.clone(),
+            owner_id,
+            self.driver.clone(),
+            observer,
+            self.admin.clone(),
+            format!("c{}", tag()),
+        ))
+    }
+
+    /// A record of `name` for what `ctx` acquired.
+    pub(crate) fn record(&self, name: &str, ctx: &Ctx<'_>, verdict: Verdict, why: String) -> Record {
+        Record { scenario: name.to_string(), backend: ctx.backend(), verdict, why }
+    }
+}
+
+fn host_options(options: &SuiteOptions, owner_id: String) -> HostOptions {
+    HostOptions {
+        policy: Policy { owner_id, ..Policy::kubernetes_default([options.namespace.clone()]) },
+        limits: options.limits.clone(),
+        cache_dir: options.cache_dir.clone(),
+    }
+}
+
 /// Runs every scenario for every config and returns the report; `progress` sees each record
 /// as it is made.
 pub async fn run(
@@ -105,58 +185,18 @@ pub async fn run(
     options: &SuiteOptions,
     progress: &mut (dyn FnMut(&Record) + Send),
 ) -> anyhow::Result<Report> {
-    let host_options = |owner_id: String| HostOptions {
-        policy: Policy { owner_id, ..Policy::kubernetes_default([options.namespace.clone()]) },
-        limits: options.limits.clone(),
-        cache_dir: options.cache_dir.clone(),
-    };
-    let source = || ComponentSource::File(options.component.clone());
-    let probe = ProviderHost::load_without_cluster(source(), host_options("contract-probe".into()))
-        .await
-        .context("load the component")?;
-    let info = probe.describe().await.context("describe the component")?;
-    let uses_cluster = !probe.grants().effective.resources.is_empty();
-    let admin = if uses_cluster {
-        cluster.ensure_namespace(&options.namespace).await?;
-        Some(cluster.admin().await?)
-    } else {
-        None
-    };
+    let world = World::on(cluster.borrowed(), options).await?;
     let mut report = Report::default();
-    for (n, config) in options.configs.iter().enumerate() {
-        for scenario in
-            scenarios::all().into_iter().filter(|s| options.only.is_empty() || options.only.iter().any(|o| o == s.name))
-        {
-            let record = match skip_reason(&scenario, uses_cluster, cluster) {
+    for config in &options.configs {
+        let chosen = scenarios::all()
+            .into_iter()
+            .filter(|s| options.only.is_empty() || options.only.iter().any(|o| o == s.name));
+        for scenario in chosen {
+            let record = match skip_reason(&scenario, world.uses_cluster, cluster) {
                 Some(why) => {
                     Record { scenario: scenario.name.into(), backend: "-".into(), verdict: Verdict::Skip, why }
                 }
-                None => {
-                    let owner_id = format!("contract-{}", tag());
-                    let host =
-                        ProviderHost::load(source(), cluster.host_client().await?, host_options(owner_id.clone()))
-                            .await
-                            .context("load the component")?;
-                    let observer = match &admin {
-                        Some(admin) => {
-                            let types = created_types(admin, &host.grants().effective).await;
-                            Some(Observer::start(admin.clone(), &options.namespace, &owner_id, types).await)
-                        }
-                        None => None,
-                    };
-                    let ctx = Ctx::new(
-                        host,
-                        cluster,
-                        config.clone(),
-                        options.namespace.clone(),
-                        owner_id,
-                        info.driver_key.clone(),
-                        observer,
-                        admin.clone(),
-                        format!("c{n}{}", tag()),
-                    );
-                    run_one(&scenario, &ctx).await
-                }
+                None => run_one(&scenario, &world.context(config).await?).await,
             };
             progress(&record);
             report.records.push(record);
@@ -175,32 +215,39 @@ fn skip_reason(scenario: &Scenario, uses_cluster: bool, cluster: &Cluster<'_>) -
     None
 }
 
-/// Runs a scenario, destroys every lease it made once more, and audits what is left.
+/// Destroys every lease a scenario or cell made once more, then audits what is left: `Err`
+/// says what broke the contract.
+pub(crate) async fn follow_up(ctx: &Ctx<'_>) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for lease in ctx.leases() {
+        if let Err(e) = ctx.host.destroy(lease.clone()).await {
+            problems.push(format!("the follow-up destroy of {} failed: {e}", lease.lease.provider_lease_id));
+        }
+    }
+    if let Some(observer) = &ctx.observer {
+        if let Err(left) = observer.settled(SETTLE).await {
+            problems.push(left);
+        }
+        let unguarded = observer.unguarded();
+        if !unguarded.is_empty() {
+            problems.push(format!("created with neither an owner nor an expiry: {}", unguarded.join(", ")));
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// Runs a scenario, then its follow-up destroy and audit.
 async fn run_one(scenario: &Scenario, ctx: &Ctx<'_>) -> Record {
     let outcome = match tokio::time::timeout(SCENARIO_TIMEOUT, (scenario.run)(ctx)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(Stop::Fail(format!("did not finish within {} s", SCENARIO_TIMEOUT.as_secs()))),
     };
-    let mut cleanup = Vec::new();
-    for lease in ctx.leases() {
-        if let Err(e) = ctx.host.destroy(lease.clone()).await {
-            cleanup.push(format!("the follow-up destroy of {} failed: {e}", lease.lease.provider_lease_id));
-        }
-    }
-    if let Some(observer) = &ctx.observer {
-        if let Err(left) = observer.settled(SETTLE).await {
-            cleanup.push(left);
-        }
-        let unguarded = observer.unguarded();
-        if !unguarded.is_empty() {
-            cleanup.push(format!("created with neither an owner nor an expiry: {}", unguarded.join(", ")));
-        }
-    }
-    let (verdict, why) = match outcome {
-        Err(Stop::Skip(why)) => (Verdict::Skip, why),
-        Err(Stop::Fail(why)) => (Verdict::Fail, why),
-        Ok(_) if !cleanup.is_empty() => (Verdict::Fail, format!("leak audit: {}", cleanup.join("; "))),
-        Ok(checked) => (Verdict::Pass, checked),
+    let audit = follow_up(ctx).await;
+    let (verdict, why) = match (outcome, audit) {
+        (Err(Stop::Skip(why)), _) => (Verdict::Skip, why),
+        (Err(Stop::Fail(why)), _) => (Verdict::Fail, why),
+        (Ok(_), Err(problems)) => (Verdict::Fail, format!("leak audit: {problems}")),
+        (Ok(checked), Ok(())) => (Verdict::Pass, checked),
     };
     Record { scenario: scenario.name.to_string(), backend: ctx.backend(), verdict, why }
 }
