@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo cluster bench lint fmt toolchain component fixtures
+.PHONY: all test demo contract contract-full cluster bench lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/release/kubernetes_provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/release/reference_provider.wasm
@@ -31,6 +31,18 @@ test: component fixtures
 ## KUBECONFIG alone never sends the demo to a real cluster).
 demo: component
 	$(CARGO) run --quiet -p host-harness -- demo $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(DEMO_ARGS)
+
+## The contract suite and its fault matrix on the provider, printed as tables (`make test` runs
+## them too). `make contract KUBECONFIG=~/.kube/config` holds it to a real cluster (the fault
+## cells are skipped there); CONTRACT_ARGS passes more flags (`--json`, `--component X.wasm`).
+contract: component
+	$(CARGO) run --quiet -p host-harness -- contract $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(CONTRACT_ARGS)
+
+## The suite and the matrix on each Sandbox API version alone, as well as on both.
+contract-full: component
+	$(CARGO) run --quiet -p host-harness -- contract $(CONTRACT_ARGS)
+	$(CARGO) run --quiet -p host-harness -- contract --sandbox-versions v1beta1 $(CONTRACT_ARGS)
+	$(CARGO) run --quiet -p host-harness -- contract --sandbox-versions v1alpha1 $(CONTRACT_ARGS)
 
 ## Serve the embedded cluster in the foreground and write a kubeconfig.
 cluster: toolchain

@@ -1,13 +1,14 @@
-//! `sandbox-host contract`: runs the contract suite against any provider component and prints
-//! a pass/fail table (or JSON lines), exiting non-zero when a scenario failed.
+//! `sandbox-host contract`: runs the contract suite and its fault matrix against any provider
+//! component and prints a pass/fail table (or JSON lines), exiting non-zero when a scenario or
+//! a cell failed.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use contract_suite::{Cluster, Record, SuiteOptions};
-use embedded_cluster::{ClusterConfig, EmbeddedCluster};
+use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, matrix};
+use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 
 use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
@@ -18,23 +19,43 @@ pub struct ContractArgs {
     /// The provider component (.wasm) to hold to the contract.
     #[arg(long, default_value = DEFAULT_COMPONENT)]
     pub component: PathBuf,
-    /// A provider config (JSON) to run every scenario with (repeatable). Default: for the
-    /// Kubernetes provider one per backend, for any other `{}`.
+    /// A provider config (JSON) to run every scenario and the matrix with (repeatable).
+    /// Default: for the Kubernetes provider one per backend (in the matrix with a readiness
+    /// timeout that fits its 10 s cells), for any other `{}`.
     #[arg(long = "config")]
     pub configs: Vec<PathBuf>,
     /// Run against this cluster instead of the embedded one (fault cells are then skipped).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "embedded")]
     pub kubeconfig: Option<PathBuf>,
+    /// Run against a fresh embedded cluster (the default; says so explicitly in scripts).
+    #[arg(long)]
+    pub embedded: bool,
+    /// Sandbox versions the embedded cluster serves.
+    #[arg(long, default_value = "both")]
+    pub sandbox_versions: SandboxVersions,
     /// The namespace the suite works in; created when missing; configs must name it.
     #[arg(long, default_value = "contract")]
     pub namespace: String,
     /// Only these scenarios (repeatable); `--list` shows their names.
     #[arg(long = "scenario")]
     pub only: Vec<String>,
+    /// Leave out the fault matrix (the scenarios only).
+    #[arg(long)]
+    pub no_matrix: bool,
+    /// Leave out the scenarios (the fault matrix only).
+    #[arg(long)]
+    pub no_scenarios: bool,
+    /// Fail the requests of only these operations in the matrix (repeatable): acquire,
+    /// resume-check, renew, release, destroy. Default: all.
+    #[arg(long = "operation")]
+    pub operations: Vec<String>,
+    /// How many embedded clusters run matrix cells at once.
+    #[arg(long, default_value_t = 8)]
+    pub clusters: usize,
     /// List the scenarios and exit.
     #[arg(long)]
     pub list: bool,
-    /// One JSON record per scenario instead of the table.
+    /// One JSON record per scenario and per fault cell instead of the tables.
     #[arg(long)]
     pub json: bool,
     /// Where precompiled components are cached.
@@ -42,12 +63,11 @@ pub struct ContractArgs {
     pub cache_dir: PathBuf,
 }
 
-/// The configs to use when none are given.
-async fn default_configs(args: &ContractArgs) -> anyhow::Result<Vec<String>> {
+/// The component's driver key, which chooses the default configs.
+async fn driver(args: &ContractArgs) -> anyhow::Result<String> {
     let options = HostOptions { cache_dir: Some(args.cache_dir.clone()), ..Default::default() };
     let host = ProviderHost::load_without_cluster(ComponentSource::File(args.component.clone()), options).await?;
-    let info = host.describe().await?;
-    Ok(contract_suite::default_configs(&info.driver_key, &args.namespace))
+    Ok(host.describe().await?.driver_key)
 }
 
 /// `contract`
@@ -61,14 +81,21 @@ pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
     if !args.component.exists() {
         anyhow::bail!("no provider component at {}: build it with `make component`", args.component.display());
     }
-    let configs = if args.configs.is_empty() {
-        default_configs(&args).await?
+    let (configs, matrix_configs) = if args.configs.is_empty() {
+        let driver = driver(&args).await?;
+        (contract_suite::default_configs(&driver, &args.namespace), matrix::default_configs(&driver, &args.namespace))
     } else {
-        args.configs.iter().map(|p| read_json(p, "config")).collect::<anyhow::Result<_>>()?
+        let given: Vec<String> = args.configs.iter().map(|p| read_json(p, "config")).collect::<anyhow::Result<_>>()?;
+        (given.clone(), given)
     };
+    let operations = args.operations.iter().map(|o| o.parse::<matrix::Operation>()).collect::<Result<Vec<_>, _>>()?;
+    let operations = if operations.is_empty() { matrix::Operation::ALL.to_vec() } else { operations };
     let embedded = match &args.kubeconfig {
         Some(_) => None,
-        None => Some(EmbeddedCluster::start(ClusterConfig::default()).await.context("start the embedded cluster")?),
+        None => {
+            let config = ClusterConfig { sandbox_versions: args.sandbox_versions, ..Default::default() };
+            Some(EmbeddedCluster::start(config).await.context("start the embedded cluster")?)
+        }
     };
     let cluster = match (&embedded, &args.kubeconfig) {
         (Some(c), _) => Cluster::Embedded(c),
@@ -95,17 +122,37 @@ pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
     let mut progress = |r: &Record| {
         done += 1;
         if let Some(bar) = &bar {
-            bar.set_message(format!("{done} scenarios run; last: {} {}", r.scenario, r.verdict.as_str()));
+            bar.set_message(format!("{done} scenarios and cells run; last: {} {}", r.scenario, r.verdict.as_str()));
         }
     };
-    let report = contract_suite::run(&cluster, &options, &mut progress).await?;
+    let mut report = if args.no_scenarios {
+        Report::default()
+    } else {
+        contract_suite::run(&cluster, &options, &mut progress).await?
+    };
+    let mut matrices = Vec::new();
+    if !args.no_matrix {
+        let options = SuiteOptions { configs: matrix_configs, ..options };
+        let (cells, tables) = matrix::run(&cluster, &options, &operations, args.clusters, &mut progress).await?;
+        report.records.extend(cells.records);
+        matrices = tables;
+    }
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     if args.json {
         print!("{}", report.to_json_lines());
     } else {
-        println!("{report}");
+        let (scenarios, cells): (Vec<Record>, Vec<Record>) =
+            report.records.iter().cloned().partition(|r| !r.scenario.starts_with(matrix::PREFIX));
+        println!("{}", Report { records: scenarios });
+        for table in &matrices {
+            println!("\n{table}");
+        }
+        let failed: Vec<Record> = cells.into_iter().filter(|r| r.verdict != Verdict::Pass).collect();
+        if !failed.is_empty() {
+            println!("\n{}", Report { records: failed });
+        }
     }
     Ok(if report.passed() { 0 } else { 1 })
 }

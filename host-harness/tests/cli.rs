@@ -509,3 +509,41 @@ fn policy_show_and_rbac_print_the_effective_grant() {
     assert!(stderr.contains("ClusterRole"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `contract` prints the fault matrix of the operations asked for as a table with its pass
+/// count, and a config whose readiness wait does not fit a cell's deadline fails the clean
+/// run, saying what to set.
+#[test]
+fn contract_prints_the_fault_matrix_of_one_operation() {
+    let dir = temp_dir("contract-matrix");
+    let config = dir.join("job.json");
+    let job = json!({"namespace": "contract", "backend": "job", "image": "busybox:1.36", "readinessTimeoutSeconds": 4});
+    std::fs::write(&config, job.to_string()).expect("config");
+    let run = |config: &Path| {
+        Command::new(BIN)
+            .args(["contract", "--no-scenarios", "--operation", "release", "--clusters", "4", "--component"])
+            .arg(component())
+            .arg("--config")
+            .arg(config)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .output()
+            .expect("run sandbox-host contract")
+    };
+    let out = run(&config);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("fault matrix, backend job") && stdout.contains("release #0 get jobs"), "{stdout}");
+    let totals = stdout.lines().find(|l| l.contains("cells passed")).expect("a pass count");
+    let numbers: Vec<u32> = totals.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert!(matches!(numbers[..], [passed, cells] if passed == cells && cells >= 20), "{totals}");
+    assert!(!stdout.contains("acquire #"), "only the operation asked for: {stdout}");
+
+    let slow = dir.join("slow.json");
+    std::fs::write(&slow, json!({"namespace": "contract", "backend": "job", "image": "busybox:1.36"}).to_string())
+        .expect("config");
+    let out = run(&slow);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("matrix release clean") && stdout.contains("Set it to at most 4"), "{stdout}");
+}
