@@ -97,6 +97,23 @@ async fn every_cell_of_the_fault_matrix_keeps_the_contract() {
     }
 }
 
+/// Through a kubeconfig (here to an embedded cluster, reached as a real one would be) the
+/// scenarios run, and the fault cells are skipped, saying why.
+#[tokio::test]
+async fn through_a_kubeconfig_the_scenarios_run_and_the_fault_cells_say_they_are_skipped() {
+    let embedded = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
+    let cluster = Cluster::Real { kubeconfig: embedded.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig") };
+    let configs = vec![json!({"namespace": NAMESPACE, "backend": "job", "image": "busybox:1.36"}).to_string()];
+    let only = vec!["lifecycle".to_string(), "resume-after-recreate".to_string()];
+    let options = SuiteOptions { only, ..options(component_path(), configs) };
+    let report = contract_suite::run(&cluster, &options, &mut |_| {}).await.expect("the suite runs");
+    assert!(report.passed() && report.count(Verdict::Pass) == 2, "{report}");
+    let (cells, tables) = matrix::run(&cluster, &options, &Operation::ALL, 2, &mut |_| {}).await.expect("runs");
+    assert!(tables.is_empty(), "no fault can be injected into a real cluster");
+    assert_eq!(cells.count(Verdict::Skip), Operation::ALL.len(), "{cells}");
+    assert!(cells.records.iter().all(|r| r.why.contains("skipped on a real cluster")), "{cells}");
+}
+
 /// Providers swap: the reference provider, which uses no cluster, passes everything it can be
 /// held to, and the report says which Kubernetes-only scenarios it skipped.
 #[tokio::test]
