@@ -140,41 +140,24 @@ pub async fn run(
     clusters: usize,
     progress: &mut (dyn FnMut(&Record) + Send),
 ) -> anyhow::Result<(Report, Vec<Matrix>)> {
-    let mut report = Report::default();
     let Cluster::Embedded(main) = cluster else {
-        for operation in operations {
-            let record = Record {
-                scenario: format!("{PREFIX}{}", operation.as_str()),
-                backend: "-".to_string(),
-                verdict: Verdict::Skip,
-                why: "fault cells need the embedded cluster's fault injection; skipped on a real cluster".to_string(),
-            };
-            progress(&record);
-            report.records.push(record);
-        }
-        return Ok((report, Vec::new()));
+        let why = "fault cells need the embedded cluster's fault injection; skipped on a real cluster";
+        return Ok((skipped(operations, why, progress), Vec::new()));
     };
+    let options = SuiteOptions { limits: cell_limits(), ..options.clone() };
+    let first = World::new(main, &options).await?;
+    if !first.uses_cluster {
+        let why = "Kubernetes-only: the component declares no kube access, so no request can fail";
+        return Ok((skipped(operations, why, progress), Vec::new()));
+    }
     let like_main = ClusterConfig { port: 0, ..main.config().clone() };
     let extra: Vec<EmbeddedCluster> =
         futures::future::try_join_all((1..clusters.max(1)).map(|_| EmbeddedCluster::start(like_main.clone()))).await?;
-    let options = SuiteOptions { limits: cell_limits(), ..options.clone() };
-    let mut lanes = Vec::new();
-    for c in std::iter::once(*main).chain(extra.iter()) {
+    let mut lanes = vec![Lane { world: first, cluster: main }];
+    for c in &extra {
         lanes.push(Lane { world: World::new(c, &options).await?, cluster: c });
     }
-    if !lanes[0].world.uses_cluster {
-        for operation in operations {
-            let record = Record {
-                scenario: format!("{PREFIX}{}", operation.as_str()),
-                backend: "-".to_string(),
-                verdict: Verdict::Skip,
-                why: "Kubernetes-only: the component declares no kube access, so no request can fail".to_string(),
-            };
-            progress(&record);
-            report.records.push(record);
-        }
-        return Ok((report, Vec::new()));
-    }
+    let mut report = Report::default();
     let progress = std::sync::Mutex::new(progress);
     let tell = |record: &Record| {
         if let Ok(mut p) = progress.lock() {
@@ -231,4 +214,20 @@ pub async fn run(
         matrices.push(matrix);
     }
     Ok((report, matrices))
+}
+
+/// One skipped record per operation, saying why no cell ran.
+fn skipped(operations: &[Operation], why: &str, progress: &mut (dyn FnMut(&Record) + Send)) -> Report {
+    let mut report = Report::default();
+    for operation in operations {
+        let record = Record {
+            scenario: format!("{PREFIX}{}", operation.as_str()),
+            backend: "-".to_string(),
+            verdict: Verdict::Skip,
+            why: why.to_string(),
+        };
+        progress(&record);
+        report.records.push(record);
+    }
+    report
 }
