@@ -158,20 +158,12 @@ impl ApiServer {
         if let Some(want) = &opts.uid
             && want != uid
         {
-            return Err(ApiError::conflict(
-                subject,
-                &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
-            ));
+            return Err(ApiError::uid_precondition_failed(subject, want, uid));
         }
         if let Some(want) = &opts.resource_version {
             let have = object_rv(&current).to_string();
             if *want != have {
-                return Err(ApiError::conflict(
-                    subject,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
-                    ),
-                ));
+                return Err(ApiError::resource_version_precondition_failed(subject, want, &have));
             }
         }
         if opts.dry_run {

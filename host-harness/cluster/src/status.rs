@@ -36,8 +36,20 @@ impl Subject<'_> {
     }
 
     fn details(&self) -> Value {
-        json!({"name": self.name, "group": self.group, "kind": self.resource})
+        details(self.name, self.group, self.resource)
     }
+}
+
+/// `StatusDetails` as apimachinery serializes it: `name`, `group` and `kind` are `omitempty`, so a
+/// core kind's details carry no `group` at all.
+fn details(name: &str, group: &str, kind: &str) -> Value {
+    let mut details = serde_json::Map::new();
+    for (key, value) in [("name", name), ("group", group), ("kind", kind)] {
+        if !value.is_empty() {
+            details.insert(key.into(), json!(value));
+        }
+    }
+    Value::Object(details)
 }
 
 impl ApiError {
@@ -79,6 +91,24 @@ impl ApiError {
     }
 
     /// The message of a conflict caused by a stale resourceVersion.
+    /// 409 for a delete whose uid precondition names another object: the registry's early
+    /// check (`rest.BeforeDelete`), which qualifies the Kind, not the plural, as upstream does.
+    pub fn uid_precondition_failed(s: Subject<'_>, want: &str, have: &str) -> Self {
+        let why = format!(
+            "the UID in the precondition ({want}) does not match the UID in record ({have}). The object might have been deleted and then recreated"
+        );
+        Self::conflict(Subject { resource: s.kind, ..s }, &why)
+    }
+
+    /// 409 for a delete whose resourceVersion precondition is stale (`rest.BeforeDelete`).
+    pub fn resource_version_precondition_failed(s: Subject<'_>, want: &str, have: &str) -> Self {
+        let why = format!(
+            "the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({have}). The object might have been modified"
+        );
+        Self::conflict(Subject { resource: s.kind, ..s }, &why)
+    }
+
+    /// The message of a conflict caused by a stale resourceVersion.
     pub const STALE: &'static str =
         "the object has been modified; please apply your changes to the latest version and try again";
 
@@ -92,8 +122,10 @@ impl ApiError {
         let causes: Vec<Value> =
             errors.iter().map(|e| json!({"reason": e.reason(), "message": e.message(), "field": e.field})).collect();
         let kind_group = if s.group.is_empty() { s.kind.to_string() } else { format!("{}.{}", s.kind, s.group) };
+        let mut details = details(s.name, s.group, s.kind);
+        details["causes"] = json!(causes);
         Self {
-            details: Some(json!({"name": s.name, "group": s.group, "kind": s.kind, "causes": causes})),
+            details: Some(details),
             ..Self::new(422, "Invalid", format!("{kind_group} \"{}\" is invalid: {summary}", s.name))
         }
     }
@@ -163,13 +195,7 @@ impl ApiError {
             (false, true) => format!("{qualified} is forbidden: {why}"),
             (false, false) => format!("{qualified} {} is forbidden: {why}", quoted(name)),
         };
-        let mut details = serde_json::Map::new();
-        for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
-            if !value.is_empty() {
-                details.insert(key.into(), json!(value));
-            }
-        }
-        Self { details: Some(Value::Object(details)), ..Self::new(403, "Forbidden", message) }
+        Self { details: Some(details(name, group, resource)), ..Self::new(403, "Forbidden", message) }
     }
 
     /// 415 for a patch type the resource does not accept.
@@ -228,13 +254,11 @@ pub fn aggregate(errors: Vec<String>) -> String {
 
 /// The Status a successful immediate DELETE answers with.
 pub fn delete_success(group: &str, resource: &str, name: &str, uid: &str) -> Value {
-    json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": {"name": name, "group": group, "kind": resource, "uid": uid},
-    })
+    let mut details = details(name, group, resource);
+    if !uid.is_empty() {
+        details["uid"] = json!(uid);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
 #[cfg(test)]
@@ -249,6 +273,36 @@ mod tests {
         assert_eq!(st["reason"], "NotFound");
         assert_eq!(st["message"], "sandboxes.agents.x-k8s.io \"a\" not found");
         assert_eq!(st["details"]["kind"], "sandboxes");
+        assert_eq!(st["details"]["group"], "agents.x-k8s.io");
+    }
+
+    #[test]
+    fn core_kinds_leave_group_out_of_details() {
+        let pod = Subject { group: "", resource: "pods", kind: "Pod", name: "p" };
+        for st in [
+            ApiError::not_found(pod).to_status(),
+            ApiError::already_exists(pod).to_status(),
+            ApiError::conflict(pod, ApiError::STALE).to_status(),
+            ApiError::invalid(pod, &[FieldError::required("spec.containers", "")]).to_status(),
+        ] {
+            let details = st["details"].as_object().cloned().unwrap_or_default();
+            assert!(!details.contains_key("group"), "{st}");
+            assert_eq!(details.get("name"), Some(&json!("p")), "{st}");
+        }
+        assert_eq!(delete_success("", "pods", "p", "u")["details"], json!({"name": "p", "kind": "pods", "uid": "u"}));
+    }
+
+    #[test]
+    fn a_uid_precondition_conflict_names_the_kind_and_both_uids() {
+        let s = Subject { group: "agents.x-k8s.io", resource: "sandboxes", kind: "Sandbox", name: "a" };
+        let st = ApiError::uid_precondition_failed(s, "A", "B").to_status();
+        assert_eq!(st["code"], 409);
+        assert_eq!(st["reason"], "Conflict");
+        assert_eq!(
+            st["message"],
+            "Operation cannot be fulfilled on Sandbox.agents.x-k8s.io \"a\": the UID in the precondition (A) does not match the UID in record (B). The object might have been deleted and then recreated"
+        );
+        assert_eq!(st["details"], json!({"name": "a", "group": "agents.x-k8s.io", "kind": "Sandbox"}));
     }
 
     fn request(method: http::Method, path_and_query: &str) -> RequestInfo {

@@ -123,7 +123,25 @@ async fn preconditions_guard_deletes() {
         ..Default::default()
     };
     let err = cms.delete("p", &wrong).await.expect_err("uid mismatch");
-    assert!(matches!(err, kube::Error::Api(s) if s.code == 409 && s.message.contains("Precondition failed")));
+    let uid = created.uid().unwrap_or_default();
+    let kube::Error::Api(status) = err else { panic!("not an API error: {err}") };
+    assert_eq!(status.code, 409);
+    // kube-apiserver's early check in `rest.BeforeDelete` words it so, with the Kind in `details`.
+    assert_eq!(
+        status.message,
+        format!(
+            "Operation cannot be fulfilled on ConfigMap \"p\": the UID in the precondition (other) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+        )
+    );
+    let stale = DeleteParams {
+        preconditions: Some(Preconditions { uid: None, resource_version: Some("1".into()) }),
+        ..Default::default()
+    };
+    let err = cms.delete("p", &stale).await.expect_err("stale resourceVersion");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.message.contains("the ResourceVersion in the precondition (1) does not match")),
+        "{err}"
+    );
     let right = DeleteParams {
         preconditions: Some(Preconditions { uid: created.uid(), resource_version: created.resource_version() }),
         ..Default::default()

@@ -232,7 +232,7 @@ impl KubeHost {
         let uid = object_uid(&target, &current)?;
         if let Some(given) = options.precondition_uid.as_deref().filter(|given| *given != uid) {
             return Err(KubeError::Conflict(format!(
-                "Precondition failed: UID in precondition: {}, UID in object meta: {uid}; the object was replaced",
+                "the UID in the precondition ({}) does not match the UID in record ({uid}): the object was deleted and then recreated under the same name",
                 quoted(given)
             )));
         }
