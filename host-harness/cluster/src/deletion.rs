@@ -203,6 +203,9 @@ impl ApiServer {
                     return Ok(Outcome::Terminating(obj));
                 }
                 let at = now.saturating_add(jiff::SignedDuration::from_secs(grace)).unwrap_or(now);
+                if !already_deleting {
+                    bump_generation(&mut obj);
+                }
                 obj["metadata"]["deletionTimestamp"] = json!(crate::clock::format_time(at));
                 obj["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
                 if !finalizers.is_empty() {
@@ -214,6 +217,7 @@ impl ApiServer {
 
         if !finalizers.is_empty() {
             if !already_deleting {
+                bump_generation(&mut obj);
                 obj["metadata"]["deletionTimestamp"] = json!(crate::clock::format_time(now));
                 obj["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             }
@@ -255,6 +259,15 @@ impl ApiServer {
             Some(removed) => Outcome::Removed(removed),
             None => Outcome::Terminating(ns_obj),
         }
+    }
+}
+
+/// The first deletionTimestamp changes what the object's controllers must do, so kube-apiserver
+/// bumps a set `metadata.generation` with it (`rest.BeforeDelete` for graceful deletion, the
+/// registry's `updateForGracefulDeletionAndFinalizers` for finalizers).
+fn bump_generation(obj: &mut Value) {
+    if let Some(generation) = obj.pointer("/metadata/generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+        obj["metadata"]["generation"] = json!(generation.saturating_add(1));
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 use common::eventually;
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
@@ -65,6 +65,31 @@ async fn foreground_keeps_owner_until_blocking_dependents_are_gone() {
         secrets.get_opt("dep").await.expect("get").is_none() && owners.get_opt("owner").await.expect("get").is_none()
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_first_deletion_timestamp_bumps_a_custom_resources_generation() {
+    let c = cluster().await;
+    let sandboxes: Api<DynamicObject> =
+        Api::namespaced_with(c.client().await.expect("client"), "default", &common::sandbox_resource("v1beta1"));
+    let body = json!({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "a", "image": "busybox"}]}}}});
+    let created = sandboxes
+        .create(&PostParams::default(), &serde_json::from_value(body).expect("sandbox"))
+        .await
+        .expect("create");
+    assert_eq!(created.metadata.generation, Some(1));
+    let res = sandboxes.delete("held", &DeleteParams::foreground()).await.expect("delete");
+    let terminating = res.left().expect("the finalizer holds it");
+    // kube-apiserver sets deletionTimestamp and the finalizer as a spec-level change.
+    assert_eq!(terminating.metadata.generation, Some(2));
+    let again = sandboxes.delete("held", &DeleteParams::foreground()).await.expect("delete again");
+    assert_eq!(again.left().and_then(|o| o.metadata.generation), Some(2), "only the first deletion bumps it");
+    sandboxes
+        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .expect("release");
 }
 
 #[tokio::test]
