@@ -139,6 +139,7 @@ impl ApiServer {
             let ctx = Ctx { rt: &rt, namespace: None, name: None, subresource: None, query: &query, grants_of: None };
             server.create(&ctx, body.to_string().as_bytes()).map_err(|e| anyhow::anyhow!("bootstrap {body}: {e}"))?;
         }
+        server.store.start_watch_cache();
         Ok(server)
     }
 

@@ -53,6 +53,8 @@ struct Inner {
     history: VecDeque<Arc<StoredEvent>>,
     /// Highest resourceVersion dropped from the history: a watch must start at or after it.
     compacted: u64,
+    /// The resourceVersion at which the watch cache started: history before it was never kept.
+    watch_start: u64,
 }
 
 impl Inner {
@@ -155,6 +157,14 @@ impl Store {
         (inner.rv, inner.items(storage, namespace), receiver)
     }
 
+    /// Starts the watch cache at the current resourceVersion, as kube-apiserver's starts at the
+    /// version its first list saw: a watch from an older version is answered 410, never with
+    /// history from before (the bootstrap objects were written "before the server started").
+    pub fn start_watch_cache(&self) {
+        let mut inner = self.lock();
+        inner.watch_start = inner.rv;
+    }
+
     /// The events after `rv` that the history still holds, and a receiver for all later ones.
     /// `None` starts at the current state (no replay). A too-old `rv` is 410 Gone.
     pub fn subscribe_from(&self, rv: Option<u64>) -> Result<Subscription, ApiError> {
@@ -163,8 +173,11 @@ impl Store {
         let Some(rv) = rv else {
             return Ok((inner.rv, Vec::new(), receiver));
         };
-        if rv < inner.compacted {
-            return Err(ApiError::gone(format!("too old resource version: {rv} ({})", inner.compacted + 1)));
+        let oldest = inner.compacted.max(inner.watch_start);
+        if rv < oldest {
+            // The watch cache's wording (`watch_cache.go`): the version asked for, then the oldest
+            // one it can still start from.
+            return Err(ApiError::gone(format!("too old resource version: {rv} ({oldest})")));
         }
         let replay = inner.history.iter().filter(|e| e.rv > rv).cloned().collect();
         Ok((inner.rv, replay, receiver))

@@ -117,6 +117,29 @@ async fn compacted_history_is_410_gone() {
 }
 
 #[tokio::test]
+async fn a_version_from_before_the_watch_cache_started_is_410_expired() {
+    let c = cluster(1000).await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
+    let created = api.create(&PostParams::default(), &cm("after-start", "red")).await.expect("create");
+    let mut stream = api.watch(&WatchParams::default().disable_bookmarks(), "1").await.expect("watch").boxed();
+    // kube-apiserver answers 200 with one ERROR event, not the bootstrap history.
+    match next_event(&mut stream).await {
+        WatchEvent::Error(e) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+            assert!(e.message.starts_with("too old resource version: 1 ("), "{}", e.message);
+        }
+        other => panic!("expected 410, got {}", describe(&other)),
+    }
+    let before: u64 = created.resource_version().and_then(|rv| rv.parse().ok()).expect("rv");
+    let mut stream =
+        api.watch(&WatchParams::default().disable_bookmarks(), &(before - 1).to_string()).await.expect("watch").boxed();
+    match next_event(&mut stream).await {
+        WatchEvent::Added(o) => assert_eq!(o.name_any(), "after-start"),
+        other => panic!("a version after the start replays, got {}", describe(&other)),
+    }
+}
+
+#[tokio::test]
 async fn timeout_ends_the_watch() {
     let c = cluster(100).await;
     let api: Api<ConfigMap> = Api::namespaced(c.client().await.expect("client"), "default");
