@@ -30,6 +30,8 @@ pub struct CrdSchema {
     raw: Value,
     root: Node,
     patterns: Vec<PatternSlot>,
+    /// Whether any node carries CEL rules (`x-kubernetes-validations`).
+    has_rules: bool,
 }
 
 /// One distinct `pattern` of the schema; compiled on first use and shared by every node using it.
@@ -141,7 +143,14 @@ impl CrdSchema {
     pub fn new(open_api_v3_schema: Value) -> Self {
         let mut builder = Builder::default();
         let root = builder.node(&open_api_v3_schema);
-        Self { raw: open_api_v3_schema, root, patterns: builder.patterns }
+        let has_rules = carries_rules(&open_api_v3_schema);
+        Self { raw: open_api_v3_schema, root, patterns: builder.patterns, has_rules }
+    }
+
+    /// Whether the schema has CEL rules: the server then builds a CEL validator, which is what
+    /// reports "some validation rules were not checked" on an object the schema already rejects.
+    pub fn has_rules(&self) -> bool {
+        self.has_rules
     }
 
     /// Applies `default`s (recursively, only where the parent object exists, as apiserver does)
@@ -204,6 +213,18 @@ impl CrdSchema {
     fn regex(&self, slot: usize) -> Option<&Regex> {
         let slot = self.patterns.get(slot)?;
         slot.compiled.get_or_init(|| Regex::new(&go_regex_to_rust(&slot.source)).ok()).as_ref()
+    }
+}
+
+/// Whether a schema (or any schema inside it) lists `x-kubernetes-validations`.
+fn carries_rules(node: &Value) -> bool {
+    match node {
+        Value::Object(map) => {
+            map.get("x-kubernetes-validations").and_then(Value::as_array).is_some_and(|rules| !rules.is_empty())
+                || map.values().any(carries_rules)
+        }
+        Value::Array(items) => items.iter().any(carries_rules),
+        _ => false,
     }
 }
 

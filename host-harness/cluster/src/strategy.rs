@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::core_validation::{self, NameRule};
 use crate::crd_schema::CrdSchema;
 use crate::defaults;
-use crate::field_error::FieldError;
+use crate::field_error::{FieldError, FieldErrorKind};
 use crate::rbac;
 use crate::resources::{Flavor, ResourceType};
 
@@ -160,24 +160,53 @@ pub fn validate_create(rt: &ResourceType, schemas: &Schemas, obj: &Value) -> Vec
     match rt.flavor {
         Flavor::BuiltIn if rbac::validation::handles(rt.kind) => rbac::validation::validate_create(rt.kind, obj),
         Flavor::BuiltIn => core_validation::validate_create(rt.kind, obj),
-        Flavor::Custom => {
-            let mut errs = core_validation::validate_object_meta(&obj["metadata"], NameRule::Dns1123Subdomain);
-            if let Some(schema) = schemas.get(rt) {
-                errs.extend(schema.validate(obj));
-            }
-            errs
-        }
+        Flavor::Custom => validate_custom(rt, schemas, obj).0,
     }
+}
+
+/// A custom resource's metadata and schema errors, and whether its CEL rules may run: as in
+/// apiextensions-apiserver's `hasBlockingErr`, an error that leaves the object unusable to CEL
+/// (a required field missing, a wrong type, a value outside its enum, too long, too many) stops
+/// the rules, and the server says so with one more cause.
+fn validate_custom(rt: &ResourceType, schemas: &Schemas, obj: &Value) -> (Vec<FieldError>, bool) {
+    let mut errs = core_validation::validate_object_meta(&obj["metadata"], NameRule::Dns1123Subdomain);
+    let Some(schema) = schemas.get(rt) else {
+        return (errs, false);
+    };
+    errs.extend(schema.validate(obj));
+    if !schema.has_rules() {
+        return (errs, false);
+    }
+    let blocking = errs.iter().any(|e| {
+        matches!(
+            e.kind,
+            FieldErrorKind::Required
+                | FieldErrorKind::TypeInvalid { .. }
+                | FieldErrorKind::NotSupported { .. }
+                | FieldErrorKind::TooLong { .. }
+                | FieldErrorKind::TooMany { .. }
+        )
+    });
+    if blocking {
+        errs.push(FieldError::invalid(
+            "<nil>",
+            "\"null\"",
+            "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ));
+    }
+    (errs, !blocking)
 }
 
 /// Validates an update against the stored object (immutability and transition rules included).
 pub fn validate_update(rt: &ResourceType, schemas: &Schemas, new: &Value, old: &Value) -> Vec<FieldError> {
-    let mut errs = match rt.flavor {
-        Flavor::BuiltIn if rbac::validation::handles(rt.kind) => rbac::validation::validate_update(rt.kind, new, old),
-        Flavor::BuiltIn => core_validation::validate_update(rt.kind, new, old),
-        Flavor::Custom => validate_create(rt, schemas, new),
+    let (mut errs, rules_run) = match rt.flavor {
+        Flavor::BuiltIn if rbac::validation::handles(rt.kind) => {
+            (rbac::validation::validate_update(rt.kind, new, old), false)
+        }
+        Flavor::BuiltIn => (core_validation::validate_update(rt.kind, new, old), false),
+        Flavor::Custom => validate_custom(rt, schemas, new),
     };
-    if rt.plural == "sandboxes" {
+    if rules_run && rt.plural == "sandboxes" {
         // The CRD's one CEL transition rule, evaluated natively.
         let vct = |v: &Value| v.pointer("/spec/volumeClaimTemplates").cloned();
         if vct(new) != vct(old) {

@@ -362,3 +362,36 @@ async fn validation_and_request_errors_match_the_real_server() {
     let err = api_error(client.request_text(req).await.expect_err("400"));
     assert_eq!((err.code, err.reason.as_str()), (400, "BadRequest"));
 }
+
+#[tokio::test]
+async fn a_sandbox_without_a_pod_template_fails_as_on_kube_apiserver() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let no_template = |version: &str| {
+        serde_json::from_value::<DynamicObject>(json!({
+            "apiVersion": format!("agents.x-k8s.io/{version}"), "kind": "Sandbox",
+            "metadata": {"name": "bare"}, "spec": {}
+        }))
+        .expect("sandbox")
+    };
+    let sandboxes = |version: &str| -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("agents.x-k8s.io", version, "Sandbox");
+        Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk_with_plural(&gvk, "sandboxes"))
+    };
+    // v1beta1 carries a CEL rule, so the server also says the rules were not checked.
+    let err =
+        api_error(sandboxes("v1beta1").create(&PostParams::default(), &no_template("v1beta1")).await.expect_err("422"));
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "Sandbox.agents.x-k8s.io \"bare\" is invalid: [spec.podTemplate: Required value, <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"
+    );
+    let causes = err.details.as_ref().map(|d| d.causes.clone()).unwrap_or_default();
+    let fields: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect();
+    assert_eq!(fields, [("spec.podTemplate", "FieldValueRequired"), ("<nil>", "FieldValueInvalid")]);
+    // v1alpha1 has no rule: one cause, no brackets.
+    let err = api_error(
+        sandboxes("v1alpha1").create(&PostParams::default(), &no_template("v1alpha1")).await.expect_err("422"),
+    );
+    assert_eq!(err.message, "Sandbox.agents.x-k8s.io \"bare\" is invalid: spec.podTemplate: Required value");
+}
