@@ -41,6 +41,7 @@ pub mod status;
 pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
+pub mod table;
 pub mod tls;
 pub mod tokens;
 pub mod typed;

@@ -24,9 +24,11 @@ use crate::rbac::authorizer::User;
 use crate::request::{self, Query, ResourceRequest, Route};
 use crate::request_info::RequestInfo;
 use crate::request_log::{Entry, RequestKind};
+use crate::resources::{Flavor, ResourceType};
 use crate::status::ApiError;
+use crate::table::{self, Include, Rendering};
 use crate::watch::{self, WatchCut, WatchRequest};
-use crate::{admin, discovery, openapi};
+use crate::{admin, discovery, openapi, protobuf};
 
 /// The response body type: a full JSON document or a watch stream.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -333,7 +335,17 @@ impl HttpFront {
 
         let content_type =
             req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let rendering =
+            Rendering::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default());
+        let include = match Include::from_query(query.get("includeObject")) {
+            Ok(include) => include,
+            Err(e) => return Ok(error_response(&e)),
+        };
         let body = match read_body(req).await {
+            Ok(b) => b,
+            Err(e) => return Ok(error_response(&e)),
+        };
+        let body = match decode_body(&rt, verb, &content_type, body) {
             Ok(b) => b,
             Err(e) => return Ok(error_response(&e)),
         };
@@ -360,6 +372,8 @@ impl HttpFront {
                 query,
                 cut: pending.cut,
                 bookmark_interval: self.bookmark_interval,
+                rendering,
+                include,
             };
             return Ok(match watch::start(self.api.clone(), request) {
                 Ok(body) => {
@@ -382,7 +396,7 @@ impl HttpFront {
         };
         let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),
-            ("create", Some("token")) => self.api.create_token(&ctx, &content_type, &body),
+            ("create", Some("token")) => self.api.create_token(&ctx, &body),
             ("create", _) => self.api.create(&ctx, &body),
             ("get", _) => self.api.get(&ctx),
             ("list", _) => self.api.list(&ctx),
@@ -395,10 +409,50 @@ impl HttpFront {
                 rt.plural, entry.subresource
             ))),
         };
+        let result = match (verb, result) {
+            ("get" | "list", Ok(reply)) if rendering != Rendering::Object => {
+                let columns = self.api.schemas.printer_columns(&rt);
+                let body = table::render(&rt, columns, &reply.body, rendering, include, self.api.clock.now());
+                Ok(Reply { body, ..reply })
+            }
+            (_, result) => result,
+        };
         pending.answer(match result {
             Ok(reply) => json_response(reply.code, &reply.body, &reply.warnings),
             Err(e) => error_response(&e),
         })
+    }
+}
+
+/// A create or update body in the JSON the handlers take, by its `Content-Type` as
+/// kube-apiserver negotiates it: JSON (also when none is given), YAML, protobuf for built-in kinds,
+/// and a 415 naming the accepted types for anything else. Patches pick their own types.
+fn decode_body(rt: &ResourceType, verb: &str, content_type: &str, body: Bytes) -> Result<Bytes, ApiError> {
+    if !matches!(verb, "create" | "update") {
+        return Ok(body);
+    }
+    let media = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let builtin = rt.flavor == Flavor::BuiltIn;
+    match media.as_str() {
+        "" | "application/json" => Ok(body),
+        "application/yaml" => {
+            let doc: Value = serde_yaml::from_slice(&body).map_err(|e| {
+                ApiError::bad_request(format!("the body of the request could not be decoded as application/yaml: {e}"))
+            })?;
+            serde_json::to_vec(&doc).map(Bytes::from).map_err(|e| ApiError::bad_request(e.to_string()))
+        }
+        _ if builtin && protobuf::is_protobuf(&media) => protobuf::object_json(&body).map(Bytes::from),
+        _ => {
+            let accepted = if builtin {
+                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            } else {
+                "application/json, application/yaml"
+            };
+            let shown: String = media.chars().take(80).collect();
+            Err(ApiError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format ({shown}) - accepted media types include: {accepted}"
+            )))
+        }
     }
 }
 

@@ -11,16 +11,20 @@ use crate::defaults;
 use crate::field_error::{FieldError, FieldErrorKind};
 use crate::rbac;
 use crate::resources::{Flavor, ResourceType};
+use crate::table::PrinterColumn;
 
 /// The CRD schemas of the custom resources, by version.
 pub struct Schemas {
     sandbox: HashMap<String, CrdSchema>,
+    /// Each version's `additionalPrinterColumns`, for server-side printing.
+    printer_columns: HashMap<String, Vec<PrinterColumn>>,
 }
 
 impl Schemas {
     /// Loads the bundled agent-sandbox CRDs (the same files `simulate` users install).
     pub fn load() -> anyhow::Result<Self> {
         let mut sandbox = HashMap::new();
+        let mut printer_columns = HashMap::new();
         for text in [include_str!("../crds/sandboxes-v1beta1.yaml"), include_str!("../crds/sandboxes-v1alpha1.yaml")] {
             let crd: Value = serde_yaml::from_str(text)?;
             for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
@@ -28,9 +32,17 @@ impl Schemas {
                     continue;
                 };
                 sandbox.insert(name.to_string(), CrdSchema::new(schema.clone()));
+                let columns = v["additionalPrinterColumns"].as_array().into_iter().flatten();
+                printer_columns.insert(name.to_string(), columns.map(PrinterColumn::from_crd).collect());
             }
         }
-        Ok(Self { sandbox })
+        Ok(Self { sandbox, printer_columns })
+    }
+
+    /// A custom resource version's printer columns (none for built-in kinds).
+    pub fn printer_columns(&self, rt: &ResourceType) -> &[PrinterColumn] {
+        let columns = (rt.plural == "sandboxes").then(|| self.printer_columns.get(rt.version)).flatten();
+        columns.map_or(&[], Vec::as_slice)
     }
 
     /// The schema of a custom resource version.

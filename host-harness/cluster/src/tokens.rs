@@ -29,7 +29,6 @@ use crate::apiserver::{ApiServer, Ctx, Reply};
 use crate::authorization::{Access, Identity};
 use crate::clock::{format_time, parse_time};
 use crate::field_error::{FieldError, quoted};
-use crate::protobuf;
 use crate::rbac::authorizer::service_account_user;
 use crate::rbac::bootstrap::AUTHENTICATED_GROUP;
 use crate::status::{ApiError, Subject};
@@ -145,19 +144,13 @@ fn validate_expiration(seconds: i64) -> Result<(), ApiError> {
 }
 
 impl ApiServer {
-    /// POST `serviceaccounts/{name}/token` (JSON or, as kubectl sends it, protobuf): validates
+    /// POST `serviceaccounts/{name}/token` (a protobuf body, as kubectl sends it, arrives here
+    /// as JSON): validates
     /// the TokenRequest, issues a token and answers with the request, its defaults, and
     /// `status.token` and `expirationTimestamp`.
-    pub fn create_token(&self, ctx: &Ctx<'_>, content_type: &str, body: &[u8]) -> Result<Reply, ApiError> {
+    pub fn create_token(&self, ctx: &Ctx<'_>, body: &[u8]) -> Result<Reply, ApiError> {
         let name = ctx.name.ok_or_else(|| ApiError::method_not_allowed("a resource name is required"))?;
         let namespace = ctx.namespace.unwrap_or_default();
-        let decoded;
-        let body = if protobuf::is_protobuf(content_type) {
-            decoded = protobuf::token_request_json(body)?;
-            decoded.as_slice()
-        } else {
-            body
-        };
         let (obj, warnings) = Self::decode_body_as("TokenRequest", GROUP, "v1", body, ctx.query)?;
         let request: TokenRequest = serde_json::from_value(obj.clone())
             .map_err(|e| ApiError::bad_request(format!("TokenRequest cannot be decoded: {e}")))?;

@@ -19,6 +19,7 @@ use crate::request::Query;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
 use crate::store::{EventType, StoredEvent};
+use crate::table::{self, Include, Rendering};
 
 /// A watch's response body.
 pub type WatchBody = StreamBody<ReceiverStream<Result<Frame<Bytes>, Infallible>>>;
@@ -40,6 +41,9 @@ pub struct WatchRequest {
     pub query: Query,
     pub cut: Option<WatchCut>,
     pub bookmark_interval: Duration,
+    /// Objects as the client's `Accept` asks: themselves, one-row Tables, or their metadata.
+    pub rendering: Rendering,
+    pub include: Include,
 }
 
 fn event_line(kind: &str, object: &Value) -> Frame<Bytes> {
@@ -88,7 +92,18 @@ pub fn start(server: Arc<ApiServer>, req: WatchRequest) -> Result<WatchBody, Api
     };
     let name = req.name.clone();
     tokio::spawn(async move {
-        let mut w = Watcher { tx, rt: req.rt, filter, ns, name, sent: 0, cut: req.cut };
+        let mut w = Watcher {
+            tx,
+            rt: req.rt,
+            filter,
+            ns,
+            name,
+            sent: 0,
+            cut: req.cut,
+            rendering: req.rendering,
+            include: req.include,
+            server: server.clone(),
+        };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
         for obj in &initial {
             if w.selected(obj) && !w.send("ADDED", obj).await {
@@ -116,6 +131,9 @@ struct Watcher {
     name: Option<String>,
     sent: usize,
     cut: Option<WatchCut>,
+    rendering: Rendering,
+    include: Include,
+    server: Arc<ApiServer>,
 }
 
 impl Watcher {
@@ -153,7 +171,12 @@ impl Watcher {
             return false;
         }
         self.sent += 1;
-        let frame = event_line(kind, &conversion::from_storage(&self.rt, obj));
+        let mut object = conversion::from_storage(&self.rt, obj);
+        if self.rendering != Rendering::Object {
+            let columns = self.server.schemas.printer_columns(&self.rt);
+            object = table::render(&self.rt, columns, &object, self.rendering, self.include, self.server.clock.now());
+        }
+        let frame = event_line(kind, &object);
         self.emit(frame).await
     }
 

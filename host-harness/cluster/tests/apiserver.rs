@@ -395,3 +395,42 @@ async fn a_sandbox_without_a_pod_template_fails_as_on_kube_apiserver() {
     );
     assert_eq!(err.message, "Sandbox.agents.x-k8s.io \"bare\" is invalid: spec.podTemplate: Required value");
 }
+
+#[tokio::test]
+async fn bodies_in_an_unknown_media_type_are_415_as_on_kube_apiserver() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let post = |path: &str, content_type: &str, body: &[u8]| {
+        http::Request::post(path).header("content-type", content_type).body(body.to_vec()).expect("request")
+    };
+    let req = post("/api/v1/namespaces/default/configmaps", "text/plain", b"name: x");
+    let err = api_error(client.request_text(req).await.expect_err("415"));
+    assert_eq!((err.code, err.reason.as_str()), (415, "UnsupportedMediaType"));
+    assert!(
+        err.message.ends_with(
+            "accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        ),
+        "{}",
+        err.message
+    );
+    // Custom resources take no protobuf.
+    let req = post(
+        "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes",
+        "application/vnd.kubernetes.protobuf",
+        b"k8s\0",
+    );
+    let err = api_error(client.request_text(req).await.expect_err("415"));
+    assert_eq!(err.code, 415);
+    assert!(
+        err.message.ends_with("accepted media types include: application/json, application/yaml"),
+        "{}",
+        err.message
+    );
+    // YAML is a body type the server takes.
+    let req = post(
+        "/api/v1/namespaces/default/configmaps",
+        "application/yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n",
+    );
+    client.request_text(req).await.expect("a YAML body is accepted");
+}

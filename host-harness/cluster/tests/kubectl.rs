@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -57,10 +57,48 @@ fn kubectl_available() -> bool {
     Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
 }
 
+/// The kubectl binaries to hold the cluster to: 1.28 and the newest one installed. The kubectl
+/// on PATH here is a dispatcher that picks a `kubectl.1.NN` beside it by the server's version;
+/// calling those directly pins the client.
+fn pinned_kubectls() -> Vec<(String, PathBuf)> {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join("kubectl"))
+        .find(|p| p.is_file());
+    let Some(dir) = on_path.and_then(|p| std::fs::canonicalize(p).ok()).and_then(|p| p.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let minor = name.strip_prefix("kubectl.1.")?.parse().ok()?;
+            Some((minor, entry.path()))
+        })
+        .collect();
+    found.sort();
+    let mut out = Vec::new();
+    if let Some((_, p)) = found.iter().find(|(minor, _)| *minor == 28) {
+        out.push(("1.28".to_string(), p.clone()));
+    }
+    if let Some((minor, p)) = found.last().filter(|(minor, _)| *minor != 28) {
+        out.push((format!("1.{minor}"), p.clone()));
+    }
+    out
+}
+
 async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new("kubectl");
+    kubectl_at(Path::new("kubectl"), kubeconfig, args).await
+}
+
+async fn kubectl_at(binary: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(binary);
     cmd.arg("--kubeconfig").arg(kubeconfig).args(args);
-    let shown = format!("kubectl {}", args.join(" "));
+    let shown = format!("{} {}", binary.display(), args.join(" "));
     tokio::task::spawn_blocking(move || cmd.output())
         .await
         .expect("join")
@@ -200,5 +238,99 @@ async fn kubectl_applies_rbac_and_uses_a_service_account_token() {
         "The RoleBinding \"deployer-reads-pods\" is invalid: roleRef: Invalid value: \
          rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"other\"}: cannot change roleRef"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first line of a `kubectl get` table and the row of one object, with runs of spaces
+/// collapsed, so the assertion reads like the terminal.
+fn header_and_row(out: &Output, name: &str) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let squeeze = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let header = stdout.lines().next().map(squeeze).unwrap_or_default();
+    let row = stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).map(squeeze).unwrap_or_default();
+    (header, row)
+}
+
+#[tokio::test]
+async fn kubectl_1_28_and_the_newest_create_core_objects_and_print_the_servers_columns() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl scenario");
+        return;
+    }
+    let kubectls = pinned_kubectls();
+    assert!(
+        kubectls.iter().any(|(v, _)| v == "1.28") && kubectls.len() == 2,
+        "kubectl is on PATH but kubectl.1.28 and a newer kubectl.1.NN are not beside it: {kubectls:?}"
+    );
+    let c = common::full_cluster(SandboxVersions::Both).await;
+    let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-versions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let kubeconfig = dir.join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let manifest = dir.join("sandbox.yaml");
+    std::fs::write(&manifest, SANDBOX_YAML).expect("manifest");
+    let out = kubectl(&kubeconfig, &["apply", "-f", &manifest.to_string_lossy()]).await;
+    assert!(out.status.success(), "apply: {}", text(&out));
+    let out = kubectl(&kubeconfig, &["wait", "--for=condition=Ready", "sandbox/from-kubectl", "--timeout=30s"]).await;
+    assert!(out.status.success(), "wait: {}", text(&out));
+
+    for (version, bin) in &kubectls {
+        let k = |args: Vec<String>| {
+            let bin = bin.clone();
+            let kubeconfig = kubeconfig.clone();
+            async move {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                kubectl_at(&bin, &kubeconfig, &args).await
+            }
+        };
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ns = format!("ns-{}", version.replace('.', "-"));
+        // kubectl's typed clients (1.33 sends these as protobuf).
+        let out = k(args(&["create", "namespace", &ns])).await;
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("namespace/{ns} created"),
+            "{version}: {}",
+            text(&out)
+        );
+        let out =
+            k(args(&["-n", &ns, "create", "secret", "generic", "creds", "--from-literal=a=1", "--from-literal=b=2"]))
+                .await;
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "secret/creds created", "{version}: {}", text(&out));
+        let out = k(args(&["-n", &ns, "create", "configmap", "settings", "--from-literal=k=v"])).await;
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "configmap/settings created",
+            "{version}: {}",
+            text(&out)
+        );
+        let out = k(args(&["-n", &ns, "get", "secret", "creds", "-o", "jsonpath={.data.a}{.type}"])).await;
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "MQ==Opaque", "{version}: {}", text(&out));
+        let out = k(args(&["-n", &ns, "create", "job", "once", "--image=busybox:1.36", "--", "true"])).await;
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "job.batch/once created", "{version}: {}", text(&out));
+
+        // Server-side printing: the columns the real server prints.
+        let out = k(args(&["get", "namespace", &ns])).await;
+        assert_eq!(header_and_row(&out, &ns).0, "NAME STATUS AGE", "{version}: {}", text(&out));
+        assert!(header_and_row(&out, &ns).1.starts_with(&format!("{ns} Active ")), "{version}: {}", text(&out));
+        let out = k(args(&["-n", &ns, "get", "secrets"])).await;
+        assert_eq!(header_and_row(&out, "creds").0, "NAME TYPE DATA AGE", "{version}: {}", text(&out));
+        assert!(header_and_row(&out, "creds").1.starts_with("creds Opaque 2 "), "{version}: {}", text(&out));
+        let out = k(args(&["-n", &ns, "get", "configmaps"])).await;
+        assert_eq!(header_and_row(&out, "settings").0, "NAME DATA AGE", "{version}: {}", text(&out));
+        let out = k(args(&["-n", &ns, "get", "jobs"])).await;
+        assert_eq!(header_and_row(&out, "once").0, "NAME STATUS COMPLETIONS DURATION AGE", "{version}: {}", text(&out));
+        let out = k(args(&["get", "pods", "-o", "wide"])).await;
+        let (header, row) = header_and_row(&out, "from-kubectl");
+        assert_eq!(header, "NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE READINESS GATES", "{version}");
+        assert!(row.starts_with("from-kubectl 1/1 Running 0 "), "{version}: {}", text(&out));
+        let out = k(args(&["get", "nodes"])).await;
+        assert_eq!(header_and_row(&out, "").0, "NAME STATUS ROLES AGE VERSION", "{version}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(" Ready "), "{version}: {}", text(&out));
+        let out = k(args(&["get", "sandboxes"])).await;
+        let (header, row) = header_and_row(&out, "from-kubectl");
+        assert_eq!(header, "NAME READY REASON AGE", "{version}: {}", text(&out));
+        assert!(row.starts_with("from-kubectl True "), "{version}: {}", text(&out));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
