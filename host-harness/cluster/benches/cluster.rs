@@ -120,6 +120,54 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[idx.min(sorted.len() - 1)]
 }
 
+const GC_ROUNDS: usize = 20;
+
+/// Deletes Jobs in the background one at a time, each with a running pod, and times how long
+/// the orphaned pod waits for the garbage collector (until its deletionTimestamp is set).
+async fn orphan_collection(cluster: &EmbeddedCluster) -> anyhow::Result<Vec<Duration>> {
+    use k8s_openapi::api::batch::v1::Job;
+    use k8s_openapi::api::core::v1::Pod;
+    let client = cluster.client().await?;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(client, NAMESPACE);
+    let mut out = Vec::new();
+    for i in 0..GC_ROUNDS {
+        let name = format!("gc-{i}");
+        let job: Job = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}))?;
+        jobs.create(&PostParams::default(), &job).await.context("create job")?;
+        let selector = kube::api::ListParams::default().labels(&format!("job-name={name}"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let pod = loop {
+            let running = pods
+                .list(&selector)
+                .await?
+                .items
+                .into_iter()
+                .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            if let Some(p) = running {
+                break p;
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the pod of {name} never ran");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let t = Instant::now();
+        jobs.delete(&name, &DeleteParams::background()).await.context("delete job")?;
+        loop {
+            let current = pods.get_opt(&pod_name).await?;
+            if current.is_none_or(|p| p.metadata.deletion_timestamp.is_some()) {
+                break;
+            }
+            anyhow::ensure!(t.elapsed() < Duration::from_secs(60), "the pod of {name} was never collected");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        out.push(t.elapsed());
+    }
+    out.sort();
+    Ok(out)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let live: usize = std::env::var("BENCH_SANDBOXES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
@@ -203,6 +251,10 @@ async fn main() -> anyhow::Result<()> {
     wait_gone(&cluster, "batch").await?;
     let deleted = started.elapsed();
 
+    // 3. Garbage collection: a Job deleted in the background leaves its running pod to the
+    // collector; the time until the pod is being deleted.
+    let gc_latencies = orphan_collection(&cluster).await?;
+
     let counts = RequestLog::counts(&entries, None);
     println!(
         "embedded cluster benchmark ({} cores; API server, 4 controllers with {nodes} simulated nodes, and this client in one process)",
@@ -232,6 +284,12 @@ async fn main() -> anyhow::Result<()> {
         "| {live} Sandboxes deleted -> Sandboxes and pods gone | {:.2} s ({:.1}/s) |",
         deleted.as_secs_f64(),
         live as f64 / deleted.as_secs_f64()
+    );
+    println!(
+        "| running pod of a Job deleted in the background -> pod deleting, p50 / p99 ({} Jobs) | {:.1} ms / {:.1} ms |",
+        gc_latencies.len(),
+        percentile(&gc_latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&gc_latencies, 0.99).as_secs_f64() * 1e3
     );
     println!("| RSS idle | {:.1} MiB |", rss_idle as f64 / 1024.0);
     println!(

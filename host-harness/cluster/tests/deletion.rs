@@ -232,3 +232,26 @@ async fn namespace_deletion_removes_contents() {
     assert!(namespaces.get_opt("tmp").await.expect("get").is_none());
     assert!(cms.get_opt("x").await.expect("get").is_none());
 }
+
+#[tokio::test]
+async fn the_collector_acts_on_the_owners_deletion_event_not_on_a_timer() {
+    let c =
+        EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() }).await.expect("start");
+    let client = c.client().await.expect("client");
+    // The collector alone, with its periodic resync out of reach: only events can drive it.
+    let gc =
+        tokio::spawn(embedded_cluster::controllers::gc::run_with(client.clone(), std::time::Duration::from_secs(3600)));
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let owners: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for round in 0..3 {
+        let (owner, dep) = owner_and_dependent(&client, false).await;
+        assert_eq!(dep.owner_references()[0].uid, owner.uid().unwrap_or_default(), "round {round}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        owners.delete("owner", &DeleteParams::background()).await.expect("delete the owner");
+        eventually("the dependent to be collected on the owner's DELETED event", || async {
+            secrets.get_opt("dep").await.expect("get").is_none()
+        })
+        .await;
+    }
+    gc.abort();
+}
