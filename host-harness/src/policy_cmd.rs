@@ -102,7 +102,7 @@ pub async fn rbac(args: InspectArgs, service_account: &str) -> anyhow::Result<()
     let effective = &host.grants().effective;
     let home = effective.namespaces.first().context("the policy allows no namespace")?;
     for object in rbac::manifests(effective, home, service_account)? {
-        print!("---\n{}", serde_yaml::to_string(&object)?);
+        print!("---\n{}", serde_yaml_ng::to_string(&object)?);
     }
     Ok(())
 }

@@ -1728,7 +1728,7 @@ mod tests {
     }
 
     fn real_schema(yaml: &str) -> CrdSchema {
-        let crd: Value = serde_yaml::from_str(yaml).expect("the bundled CRD is valid YAML");
+        let crd: Value = serde_yaml_ng::from_str(yaml).expect("the bundled CRD is valid YAML");
         let schema = crd.pointer("/spec/versions/0/schema/openAPIV3Schema").expect("the CRD has a schema").clone();
         CrdSchema::new(schema)
     }

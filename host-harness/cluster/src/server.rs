@@ -436,7 +436,7 @@ fn decode_body(rt: &ResourceType, verb: &str, content_type: &str, body: Bytes) -
     match media.as_str() {
         "" | "application/json" => Ok(body),
         "application/yaml" => {
-            let doc: Value = serde_yaml::from_slice(&body).map_err(|e| {
+            let doc: Value = serde_yaml_ng::from_slice(&body).map_err(|e| {
                 ApiError::bad_request(format!("the body of the request could not be decoded as application/yaml: {e}"))
             })?;
             serde_json::to_vec(&doc).map(Bytes::from).map_err(|e| ApiError::bad_request(e.to_string()))

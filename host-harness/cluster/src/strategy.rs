@@ -26,7 +26,7 @@ impl Schemas {
         let mut sandbox = HashMap::new();
         let mut printer_columns = HashMap::new();
         for text in [include_str!("../crds/sandboxes-v1beta1.yaml"), include_str!("../crds/sandboxes-v1alpha1.yaml")] {
-            let crd: Value = serde_yaml::from_str(text)?;
+            let crd: Value = serde_yaml_ng::from_str(text)?;
             for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
                 let (Some(name), Some(schema)) = (v["name"].as_str(), v.pointer("/schema/openAPIV3Schema")) else {
                     continue;

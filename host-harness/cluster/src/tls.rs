@@ -74,7 +74,7 @@ pub fn kubeconfig_yaml(server: &str, ca_pem: Option<&str>, user: &str, token: &s
         "current-context": "embedded",
         "preferences": {},
     });
-    serde_yaml::to_string(&doc).context("render the kubeconfig")
+    serde_yaml_ng::to_string(&doc).context("render the kubeconfig")
 }
 
 /// A kube-rs configuration from a kubeconfig text.
