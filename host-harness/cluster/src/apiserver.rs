@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 
+use crate::admission;
 use crate::clock::Clock;
 use crate::conversion;
 use crate::faults::Faults;
@@ -319,6 +320,9 @@ impl ApiServer {
                 stored["metadata"]["name"] = json!(name);
             }
             let name = stored.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+            if storage == "pods" {
+                admission::limit_ranger::default_pod(&*txn, ctx.ns(), &mut stored);
+            }
             let served = conversion::from_storage(ctx.rt, &stored);
             if let Some(user) = ctx.grants_of {
                 rbac::escalation::check(&*txn, user, ctx.rt.kind, ctx.ns(), &served, None)?;
@@ -330,10 +334,19 @@ impl ApiServer {
             if txn.get(storage, ctx.ns(), &name).is_some() {
                 return Err(ApiError::already_exists(ctx.subject(&name)));
             }
+            if storage == "pods" {
+                admission::limit_ranger::check_pod(&*txn, ctx.ns(), &served, &name)?;
+            }
+            admission::quota::admit(txn, &self.types, ctx.rt, ctx.ns(), &name, &served)?;
+            if storage == "resourcequotas" {
+                stored = admission::quota::with_status(&*txn, &self.types, ctx.ns(), &stored);
+            }
             if dry_run {
                 return Ok(Arc::new(stored.clone()));
             }
-            Ok(txn.put(storage, stored.clone()))
+            let created = txn.put(storage, stored.clone());
+            admission::quota::refresh(txn, &self.types, ctx.ns());
+            Ok(created)
         })?;
         Ok(Reply { code: 201, body: conversion::from_storage(ctx.rt, &created), warnings })
     }

@@ -274,6 +274,7 @@ fn bump_generation(obj: &mut Value) {
 /// Called after an object is removed: a terminating namespace that is now empty goes away.
 pub fn after_removal(server: &ApiServer, txn: &mut Txn<'_>, ns: &str) {
     if !ns.is_empty() {
+        crate::admission::quota::refresh(txn, &server.types, ns);
         finish_namespace(server, txn, ns);
     }
 }

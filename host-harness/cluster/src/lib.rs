@@ -10,6 +10,7 @@
 //! ```
 
 pub mod admin;
+pub mod admission;
 pub mod apiserver;
 pub mod authorization;
 pub mod behaviour;
@@ -28,6 +29,7 @@ mod json;
 pub mod names;
 pub mod openapi;
 pub mod patch;
+mod pod_log;
 pub mod protobuf;
 mod quantity;
 pub mod rbac;

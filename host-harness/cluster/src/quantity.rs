@@ -51,6 +51,47 @@ pub(crate) fn parse_nanos(s: &str) -> Result<i128, String> {
     Ok(if negative { -nanos } else { nanos })
 }
 
+/// Whether a quantity was written with a binary suffix (`Ki` ... `Ei`): its canonical form keeps
+/// binary units, as `resource.Quantity` keeps the format it was parsed with.
+pub(crate) fn is_binary(s: &str) -> bool {
+    s.ends_with('i')
+}
+
+/// The canonical text of a value in nano-units, as `resource.Quantity.String()` prints it: the
+/// largest binary unit that keeps the number whole for binary quantities (`1Gi`, `1536Mi`),
+/// otherwise the largest power-of-1000 suffix that does (`1500m`, `2`, `1k`).
+pub(crate) fn format_nanos(nanos: i128, binary: bool) -> String {
+    const NANO: i128 = 1_000_000_000;
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.abs();
+    if n == 0 {
+        return "0".to_string();
+    }
+    if binary && n % NANO == 0 && n / NANO >= 1024 {
+        let mut whole = n / NANO;
+        let mut unit = 0;
+        while whole % 1024 == 0 && unit < 6 {
+            whole /= 1024;
+            unit += 1;
+        }
+        if unit > 0 {
+            return format!("{sign}{whole}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][unit]);
+        }
+    }
+    let suffixes: [(i128, &str); 4] = [(1, "n"), (1_000, "u"), (1_000_000, "m"), (NANO, "")];
+    if n % NANO == 0 {
+        let mut whole = n / NANO;
+        let mut unit = 0;
+        while whole % 1000 == 0 && unit < 6 {
+            whole /= 1000;
+            unit += 1;
+        }
+        return format!("{sign}{whole}{}", ["", "k", "M", "G", "T", "P", "E"][unit]);
+    }
+    let (scale, suffix) = suffixes.iter().rev().find(|(scale, _)| n % scale == 0).copied().unwrap_or((1, "n"));
+    format!("{sign}{}{suffix}", n / scale)
+}
+
 /// Returns (binary shift, decimal exponent) for a suffix, or None when it is not one.
 fn parse_suffix(suffix: &str) -> Option<(u32, i64)> {
     let known = match suffix {
@@ -109,6 +150,25 @@ mod tests {
     fn equal_values_in_different_units_compare_equal() {
         assert_eq!(parse_nanos("1Gi"), parse_nanos("1024Mi"));
         assert_eq!(parse_nanos("0.5"), parse_nanos("500m"));
+    }
+
+    #[test]
+    fn canonical_forms_read_like_resource_quantity() {
+        let f = |s: &str| format_nanos(parse_nanos(s).unwrap_or_default(), is_binary(s));
+        for (given, canonical) in [
+            ("500m", "500m"),
+            ("1000m", "1"),
+            ("1500m", "1500m"),
+            ("1000", "1k"),
+            ("0.5", "500m"),
+            ("1Gi", "1Gi"),
+            ("1024Mi", "1Gi"),
+            ("1536Mi", "1536Mi"),
+            ("3", "3"),
+            ("0", "0"),
+        ] {
+            assert_eq!(f(given), canonical, "{given}");
+        }
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         ResourceType {
             short_names: &["po"],
             categories: &["all"],
-            subresources: &["status", "binding"],
+            subresources: &["status", "binding", "log"],
             ..core("pods", "pod", "Pod", true)
         },
         core("secrets", "secret", "Secret", true),
@@ -142,6 +142,19 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
             ..core("persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true)
         },
         ResourceType { short_names: &["ev"], ..core("events", "event", "Event", true) },
+        ResourceType {
+            short_names: &["quota"],
+            subresources: &["status"],
+            ..core("resourcequotas", "resourcequota", "ResourceQuota", true)
+        },
+        ResourceType { short_names: &["limits"], ..core("limitranges", "limitrange", "LimitRange", true) },
+        ResourceType {
+            group: "networking.k8s.io",
+            short_names: &["netpol"],
+            storage: "networkpolicies.networking.k8s.io",
+            has_generation: true,
+            ..core("networkpolicies", "networkpolicy", "NetworkPolicy", true)
+        },
         ResourceType {
             short_names: &["sa"],
             subresources: &["token"],
@@ -223,6 +236,7 @@ mod tests {
         assert_eq!(
             g,
             vec![
+                ("networking.k8s.io", vec!["v1"]),
                 ("batch", vec!["v1"]),
                 ("rbac.authorization.k8s.io", vec!["v1"]),
                 ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"])

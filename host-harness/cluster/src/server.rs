@@ -94,6 +94,12 @@ fn json_response(code: u16, body: &Value, warnings: &[String]) -> Response<Body>
     resp
 }
 
+fn text_response(text: String) -> Response<Body> {
+    let mut resp = Response::new(full(text));
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    resp
+}
+
 fn error_response(err: &ApiError) -> Response<Body> {
     let mut resp = json_response(err.code, &err.to_status(), &[]);
     if let Some(secs) = err.retry_after
@@ -398,6 +404,12 @@ impl HttpFront {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),
             ("create", Some("token")) => self.api.create_token(&ctx, &body),
             ("create", _) => self.api.create(&ctx, &body),
+            ("get", Some("log")) => {
+                return pending.answer(match self.api.pod_log(&ctx) {
+                    Ok(text) => text_response(text),
+                    Err(e) => error_response(&e),
+                });
+            }
             ("get", _) => self.api.get(&ctx),
             ("list", _) => self.api.list(&ctx),
             ("update", _) => self.api.update(&ctx, &body),
