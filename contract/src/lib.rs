@@ -9,11 +9,15 @@
 //!
 //! Secret values travel only inside [`AcquireRequest`], which can be read but never written as
 //! JSON and whose `Debug` hides them.
+//!
+//! [`k8s`] holds the Kubernetes rules (names, label values, quantities) that the provider, the
+//! host and the embedded cluster must apply alike.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod k8s;
 pub mod quote;
 
 pub use quote::{Quoted, quote};

@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use sandbox_contract::k8s::names;
+
 use sandbox_contract::quote;
 use serde_json::Value;
 
@@ -52,12 +54,12 @@ const MIB: usize = 1024 * KIB;
 
 /// Kubernetes' DNS-1123 label (`DNS1123LabelMaxLength`): namespaces, and every object name
 /// the provider derives, since a Sandbox's pod and Service and a Job's `job-name` label take it.
-pub const DNS1123_LABEL_MAX_LEN: usize = 63;
+pub const DNS1123_LABEL_MAX_LEN: usize = names::DNS1123_LABEL_MAX_LENGTH;
 /// Kubernetes' DNS-1123 subdomain (`DNS1123SubdomainMaxLength`): most object names (Secrets,
 /// ServiceAccounts, StorageClasses) and the prefix of a label key.
-pub const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
+pub const DNS1123_SUBDOMAIN_MAX_LEN: usize = names::DNS1123_SUBDOMAIN_MAX_LENGTH;
 /// Kubernetes' label value (`LabelValueMaxLength`), which is also the name part of a label key.
-pub const LABEL_VALUE_MAX_LEN: usize = 63;
+pub const LABEL_VALUE_MAX_LEN: usize = names::LABEL_VALUE_MAX_LENGTH;
 
 /// The config's JSON text. The provider's own number: the largest config whose labels and
 /// annotations, written twice into a workload, still leave room under [`OBJECT_JSON`].

@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use sandbox_contract::k8s::names;
 use sandbox_contract::quote;
 
 use crate::config::Backend;
-use crate::input_limits::{DNS1123_LABEL_MAX_LEN, DNS1123_SUBDOMAIN_MAX_LEN, HOST_ID, LABEL_VALUE_MAX_LEN, LEASE_ID};
+use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID, LEASE_ID};
 
 /// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
 /// every object the provider creates, and proves ownership by it; the provider never sets it.
@@ -59,42 +60,25 @@ pub fn fnv1a32_hex(bytes: &[u8]) -> String {
     format!("{hash:08x}")
 }
 
-fn is_lower_alnum(c: char) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit()
-}
-
 /// A DNS-1123 label: 1..=63 of `[a-z0-9-]`, starting and ending alphanumeric.
 pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= DNS1123_LABEL_MAX_LEN
-        && s.chars().all(|c| is_lower_alnum(c) || c == '-')
-        && s.starts_with(is_lower_alnum)
-        && s.ends_with(is_lower_alnum)
+    names::dns1123_label(s).is_empty()
 }
 
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= DNS1123_SUBDOMAIN_MAX_LEN && s.split('.').all(is_dns1123_label)
+    names::dns1123_subdomain(s).is_empty()
 }
 
 /// A label value: empty, or at most 63 of `[A-Za-z0-9-_.]` starting and ending alphanumeric.
 pub fn is_label_value(s: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_alphanumeric();
-    s.is_empty()
-        || (s.len() <= LABEL_VALUE_MAX_LEN
-            && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
-            && s.starts_with(alnum)
-            && s.ends_with(alnum))
+    names::label_value(s).is_empty()
 }
 
 /// A label or annotation key: an optional DNS subdomain prefix and `/`, then a name of at most
 /// 63 of `[A-Za-z0-9-_.]` starting and ending alphanumeric.
 pub fn is_qualified_name(s: &str) -> bool {
-    let (prefix, name) = match s.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, s),
-    };
-    prefix.is_none_or(is_dns1123_subdomain) && !name.is_empty() && is_label_value(name)
+    names::qualified_name(s).is_empty()
 }
 
 /// `raw` when it is a valid label value, else its 64-bit FNV-1a hash (16 hex digits).
@@ -122,11 +106,7 @@ pub struct UnsafeId {
 /// label made of the id unchanged.
 pub fn workload_name(prefix: &str, acquisition_id: &str) -> Result<String, UnsafeId> {
     let max = DNS1123_LABEL_MAX_LEN.saturating_sub(prefix.len());
-    let id_ok = !acquisition_id.is_empty()
-        && acquisition_id.len() <= max
-        && acquisition_id.chars().all(|c| is_lower_alnum(c) || c == '-')
-        && acquisition_id.starts_with(is_lower_alnum)
-        && acquisition_id.ends_with(is_lower_alnum);
+    let id_ok = acquisition_id.len() <= max && is_dns1123_label(acquisition_id);
     let name = format!("{prefix}{acquisition_id}");
     if id_ok && is_dns1123_label(&name) {
         Ok(name)

@@ -23,6 +23,7 @@ use regex::Regex;
 use serde_json::{Map, Number, Value};
 
 use crate::field_error::{FieldError, quoted};
+use crate::names;
 
 /// A CRD version's `openAPIV3Schema`, compiled once so that every request only walks the object.
 #[derive(Debug)]
@@ -1139,8 +1140,8 @@ fn format_ok(format: &str, s: &str) -> bool {
         "ipv4" => s.parse::<IpAddr>().is_ok() && s.contains('.'),
         "ipv6" => s.parse::<IpAddr>().is_ok() && s.contains(':'),
         "cidr" => is_cidr(s),
-        "k8sshortname" => is_dns1123_label(s),
-        "k8slongname" => s.len() <= 253 && s.split('.').all(is_dns1123_label_chars),
+        "k8sshortname" => names::dns1123_label(s).is_empty(),
+        "k8slongname" => names::dns1123_subdomain(s).is_empty(),
         _ => true,
     }
 }
@@ -1265,7 +1266,7 @@ fn check_embedded(map: &Map<String, Value>, path: &mut Vec<Seg<'_>>, out: &mut V
     match map.get("kind") {
         Some(Value::String(k)) if k.is_empty() => out.push(FieldError::required(child(path, "kind"), "")),
         Some(Value::String(k)) => {
-            let errs = dns1035_errors(&k.to_lowercase());
+            let errs = names::dns1035_label(&k.to_lowercase());
             if !errs.is_empty() {
                 out.push(FieldError::invalid(
                     child(path, "kind"),
@@ -1447,38 +1448,6 @@ fn is_cidr(s: &str) -> bool {
     };
     let max = if ip.is_ipv4() { 32 } else { 128 };
     !bits.is_empty() && bits.bytes().all(|c| c.is_ascii_digit()) && bits.parse::<u32>().is_ok_and(|b| b <= max)
-}
-
-fn is_dns1123_label_chars(s: &str) -> bool {
-    let b = s.as_bytes();
-    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
-    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    matches!((b.first(), b.last()), (Some(f), Some(l)) if edge(f) && edge(l)) && b.iter().all(inner)
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    s.len() <= 63 && is_dns1123_label_chars(s)
-}
-
-/// `validation.IsDNS1035Label`'s messages, used for the kind of embedded resources.
-fn dns1035_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let b = s.as_bytes();
-    let ok = b.first().is_some_and(u8::is_ascii_lowercase)
-        && b.last().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
-    if !ok {
-        errs.push(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic \
-             character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for \
-             validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-                .to_string(),
-        );
-    }
-    errs
 }
 
 /// Rewrites a Go (RE2) pattern for Rust's `regex`: Go's `\d`, `\w`, `\s`, `\b` are ASCII-only

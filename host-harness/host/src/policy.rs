@@ -355,14 +355,9 @@ fn qualified(group: &str, plural: &str) -> String {
     if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
 }
 
-/// Kubernetes label value syntax: at most 63 characters of `[A-Za-z0-9._-]`, starting and
-/// ending alphanumeric (or empty).
+/// Kubernetes label value syntax (the shared apimachinery rule).
 fn valid_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    value.len() <= 63
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
+    sandbox_contract::k8s::names::label_value(value).is_empty()
 }
 
 #[cfg(test)]

@@ -27,32 +27,10 @@ fn reserved_label_key(key: &str) -> bool {
         || matches!(key, crate::naming::LABEL_MANAGED_BY | "job-name" | "controller-uid")
 }
 
-/// Whether `s` is a Kubernetes quantity (`250m`, `4Gi`, `1e3`), not negative.
+/// Whether `s` is a Kubernetes quantity (`250m`, `4Gi`, `1e3`), not negative: the API
+/// server's own parser decides, so a config this accepts is one the cluster takes.
 pub fn is_quantity(s: &str) -> bool {
-    fn number(s: &str) -> Option<&str> {
-        let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        let int = digits(s);
-        let mut rest = &s[int..];
-        let mut frac = 0;
-        if let Some(after) = rest.strip_prefix('.') {
-            frac = digits(after);
-            rest = &after[frac..];
-        }
-        if int == 0 && frac == 0 { None } else { Some(rest) }
-    }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let Some(suffix) = number(s) else {
-        return false;
-    };
-    match suffix {
-        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
-        exp if exp.starts_with(['e', 'E']) => {
-            let exp = &exp[1..];
-            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
-            number(exp) == Some("")
-        }
-        _ => false,
-    }
+    sandbox_contract::k8s::quantity::parse_nanos(s).is_ok_and(|n| n >= 0)
 }
 
 /// An environment variable name the provider accepts: a C identifier, which is also a valid
@@ -350,7 +328,8 @@ mod tests {
         for ok in ["1", "250m", "4Gi", "1.5", ".5", "1e3", "2E-2", "+1", "10M"] {
             assert!(is_quantity(ok), "{ok}");
         }
-        for bad in ["", "two", "1GB", "-1", "1.5.5", "Gi", "1e", "1 Gi"] {
+        // "1e1.5" passed the provider's own parser and then failed at the API server (422).
+        for bad in ["", "two", "1GB", "-1", "1.5.5", "Gi", "1e", "1 Gi", "1e1.5", "1.5e2.5", "1Ki2"] {
             assert!(!is_quantity(bad), "{bad}");
         }
     }

@@ -5,11 +5,11 @@
 //! round up, like the apiserver's canonical form.
 
 /// The wording of the decode error the apiserver gives for a malformed quantity.
-pub(crate) const QUANTITY_FORMAT_ERR: &str =
+pub const QUANTITY_FORMAT_ERR: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 /// Parses a quantity into nano-units; the error is the message to report.
-pub(crate) fn parse_nanos(s: &str) -> Result<i128, String> {
+pub fn parse_nanos(s: &str) -> Result<i128, String> {
     let wrong = || QUANTITY_FORMAT_ERR.to_string();
     let (negative, rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -53,14 +53,14 @@ pub(crate) fn parse_nanos(s: &str) -> Result<i128, String> {
 
 /// Whether a quantity was written with a binary suffix (`Ki` ... `Ei`): its canonical form keeps
 /// binary units, as `resource.Quantity` keeps the format it was parsed with.
-pub(crate) fn is_binary(s: &str) -> bool {
+pub fn is_binary(s: &str) -> bool {
     s.ends_with('i')
 }
 
 /// The canonical text of a value in nano-units, as `resource.Quantity.String()` prints it: the
 /// largest binary unit that keeps the number whole for binary quantities (`1Gi`, `1536Mi`),
 /// otherwise the largest power-of-1000 suffix that does (`1500m`, `2`, `1k`).
-pub(crate) fn format_nanos(nanos: i128, binary: bool) -> String {
+pub fn format_nanos(nanos: i128, binary: bool) -> String {
     const NANO: i128 = 1_000_000_000;
     let sign = if nanos < 0 { "-" } else { "" };
     let n = nanos.abs();
