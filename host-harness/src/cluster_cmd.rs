@@ -54,7 +54,8 @@ pub async fn serve(args: ClusterArgs) -> anyhow::Result<()> {
 /// Runs the chosen controllers against the cluster of a kubeconfig until Ctrl-C.
 pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f64) -> anyhow::Result<()> {
     let yaml = std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
-    let client = embedded_cluster::tls::client_from_kubeconfig(&yaml).await?;
+    let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
+    let client = kube::Client::try_from(config.clone()).context("build the client")?;
     let version = client.apiserver_version().await.context("reach the API server")?;
     println!(
         "simulating {} against Kubernetes {}",
@@ -64,11 +65,41 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
     let clock = Arc::new(Clock::scaled(time_scale));
     let mut tasks = Vec::new();
     for kind in kinds {
-        tasks.push(tokio::spawn(controllers::run_forever(*kind, client.clone(), clock.clone(), Default::default())));
+        let own = match impersonating(&config, *kind).await {
+            Ok(own) => {
+                println!("{kind} acts as {}", kind.user());
+                own
+            }
+            Err(why) => {
+                println!("{kind} acts as the kubeconfig's user: {why:#}");
+                client.clone()
+            }
+        };
+        tasks.push(tokio::spawn(controllers::run_forever(*kind, own, clock.clone(), Default::default())));
     }
     tokio::signal::ctrl_c().await.context("wait for Ctrl-C")?;
     for t in tasks {
         t.abort();
     }
     Ok(())
+}
+
+/// A client that acts as the controller's own user (by impersonation), so that a real API
+/// server's audit log, managed fields and events tell the simulated controllers apart, as the
+/// embedded cluster's request log does. A node-less API server has no RBAC for them, so they
+/// also take the `system:masters` group; a kubeconfig user that may not impersonate gets an
+/// error here, and the controller then acts as that user.
+async fn impersonating(config: &kube::Config, kind: ControllerKind) -> anyhow::Result<kube::Client> {
+    let mut config = config.clone();
+    config.auth_info.impersonate = Some(kind.user().to_string());
+    let mut groups = kind.groups();
+    groups.push("system:masters".to_string());
+    config.auth_info.impersonate_groups = Some(groups);
+    let client = kube::Client::try_from(config).context("build the impersonating client")?;
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+    namespaces
+        .list(&kube::api::ListParams::default().limit(1))
+        .await
+        .context("the kubeconfig's user may not impersonate the controller")?;
+    Ok(client)
 }

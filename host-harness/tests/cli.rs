@@ -217,9 +217,10 @@ async fn simulate_runs_the_controllers_from_another_process() {
         .expect("API server only");
     let dir = temp_dir("simulate");
     let kubeconfig = dir.join("kubeconfig");
-    // The simulated controllers get their own identity, so the request log shows their calls.
-    let identity = embedded_cluster::ControllerKind::Kubelet.user();
-    std::fs::write(&kubeconfig, cluster.kubeconfig(identity).expect("kubeconfig")).expect("write kubeconfig");
+    // One admin kubeconfig: each simulated controller impersonates its own user, as it has
+    // inside the embedded cluster, so the request log tells their calls apart.
+    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig"))
+        .expect("write kubeconfig");
     let child = Command::new(BIN)
         .args(["simulate", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -246,14 +247,25 @@ async fn simulate_runs_the_controllers_from_another_process() {
         .await
         .expect("Ready in time, driven by the out-of-process controllers")
         .expect("watch");
-    let theirs = cluster.requests().entries().into_iter().filter(|e| e.user == identity).collect::<Vec<_>>();
+    let entries = cluster.requests().entries();
+    let by =
+        |kind: embedded_cluster::ControllerKind| entries.iter().filter(|e| e.user == kind.user()).collect::<Vec<_>>();
+    use embedded_cluster::ControllerKind::{Gc, Job, Kubelet, Sandbox};
     assert!(
-        theirs.iter().any(|e| e.verb == "create" && e.subresource == "binding"),
-        "the remote scheduler bound the pod"
+        by(Kubelet).iter().any(|e| e.verb == "create" && e.subresource == "binding"),
+        "the remote scheduler bound the pod as the node"
     );
     assert!(
-        theirs.iter().any(|e| e.resource == "sandboxes" && e.subresource == "status"),
-        "the remote Sandbox controller wrote status"
+        by(Sandbox).iter().any(|e| e.resource == "sandboxes" && e.subresource == "status"),
+        "the remote Sandbox controller wrote status as itself"
+    );
+    assert!(by(Gc).iter().any(|e| e.verb == "watch"), "the collector watches as itself");
+    assert!(by(Job).iter().any(|e| e.resource == "jobs"), "the Job controller reads Jobs as itself");
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e.user == embedded_cluster::ADMIN_USER && matches!(e.subresource.as_str(), "binding" | "status")),
+        "no controller runs as the kubeconfig's user"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

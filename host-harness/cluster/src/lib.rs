@@ -25,6 +25,7 @@ pub mod deletion;
 pub mod discovery;
 pub mod faults;
 pub mod field_error;
+pub mod impersonation;
 mod json;
 pub use sandbox_contract::k8s::names;
 pub mod openapi;

@@ -28,7 +28,7 @@ use crate::resources::{Flavor, ResourceType};
 use crate::status::ApiError;
 use crate::table::{self, Include, Rendering};
 use crate::watch::{self, WatchCut, WatchRequest};
-use crate::{admin, discovery, openapi, protobuf};
+use crate::{admin, discovery, impersonation, openapi, protobuf};
 
 /// The response body type: a full JSON document or a watch stream.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -152,6 +152,14 @@ impl HttpFront {
         }
     }
 
+    /// The identity a request acts as (after `Impersonate-*` headers), or why it may not.
+    fn acting_as(&self, req: &Request<Incoming>) -> Result<Option<Identity>, ApiError> {
+        match self.identify(req) {
+            Some(id) => impersonation::apply(&self.api.store, id, req.headers()).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Handles one request: authentication, then authorization (on the URL, before routing, as
     /// kube-apiserver's filters run), then fault injection and the handler. An `Err` closes the
     /// connection (a dropped-connection fault).
@@ -161,24 +169,14 @@ impl HttpFront {
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::new(req.method(), &path, &query);
         let route = request::route(&path, &self.api.types);
-        let identity = self.identify(&req);
+        let (identity, refused) = match self.acting_as(&req) {
+            Ok(id) => (id, None),
+            Err(e) => (self.identify(&req), Some(e)),
+        };
         let mut entry = self.log_entry(&req, &route, &query, &info, identity.as_ref());
-        let outcome = match (route, identity) {
-            (Err(e), None) => Ok(error_response(&e)),
-            (Ok(route @ (Route::Health | Route::Version)), None) => self.non_resource(req, route, &mut entry).await,
-            (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
-            (route, Some(id)) => match authorization::authorize(&self.api.store, &id, &info) {
-                Err(denied) => Ok(error_response(&denied)),
-                Ok(()) => match route {
-                    Err(e) => match self.inject(&mut entry).await {
-                        ControlFlow::Break(answer) => answer,
-                        ControlFlow::Continue(pending) => pending.answer(error_response(&e)),
-                    },
-                    Ok(Route::Resource(r)) => self.resource(req, r, query, &id, &mut entry).await,
-                    Ok(Route::Admin(segs)) => Ok(self.admin(req, &segs).await),
-                    Ok(route) => self.non_resource(req, route, &mut entry).await,
-                },
-            },
+        let outcome = match (route, identity, refused) {
+            (_, _, Some(refused)) => Ok(error_response(&refused)),
+            (route, identity, None) => self.dispatch(req, route, identity, query, &info, &mut entry).await,
         };
         entry.code = match &outcome {
             Ok(resp) => resp.status().as_u16(),
@@ -186,6 +184,35 @@ impl HttpFront {
         };
         self.api.log.record(entry, started.elapsed());
         outcome
+    }
+
+    /// Routes an authenticated (or anonymous) request once its identity is settled.
+    async fn dispatch(
+        &self,
+        req: Request<Incoming>,
+        route: Result<Route, ApiError>,
+        identity: Option<Identity>,
+        query: Query,
+        info: &RequestInfo,
+        entry: &mut Entry,
+    ) -> Result<Response<Body>, Dropped> {
+        match (route, identity) {
+            (Err(e), None) => Ok(error_response(&e)),
+            (Ok(route @ (Route::Health | Route::Version)), None) => self.non_resource(req, route, entry).await,
+            (Ok(_), None) => Ok(error_response(&ApiError::unauthorized())),
+            (route, Some(id)) => match authorization::authorize(&self.api.store, &id, info) {
+                Err(denied) => Ok(error_response(&denied)),
+                Ok(()) => match route {
+                    Err(e) => match self.inject(entry).await {
+                        ControlFlow::Break(answer) => answer,
+                        ControlFlow::Continue(pending) => pending.answer(error_response(&e)),
+                    },
+                    Ok(Route::Resource(r)) => self.resource(req, r, query, &id, entry).await,
+                    Ok(Route::Admin(segs)) => Ok(self.admin(req, &segs).await),
+                    Ok(route) => self.non_resource(req, route, entry).await,
+                },
+            },
+        }
     }
 
     /// The request log's record of a request, before it is answered. A served resource is

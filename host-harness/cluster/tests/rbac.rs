@@ -528,3 +528,62 @@ async fn a_token_may_grant_only_what_it_holds_unless_it_may_escalate_or_bind() {
     roles.create(&PostParams::default(), &role("more", more)).await.expect("escalate allows any rules");
     bindings.create(&PostParams::default(), &to_admin).await.expect("bind allows binding that role");
 }
+
+#[tokio::test]
+async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_the_named_user() {
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let token = c.service_account_token(NS, "robot").await.expect("token");
+    let impersonating = |user: &str| {
+        let token = token.clone();
+        let user = user.to_string();
+        let c = &c;
+        async move {
+            let yaml = c.kubeconfig_for_token("robot", &token).expect("kubeconfig");
+            let mut config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.expect("config");
+            config.auth_info.impersonate = Some(user);
+            kube::Client::try_from(config).expect("client")
+        }
+    };
+    let (message, _) =
+        forbidden(Api::<Pod>::namespaced(impersonating("alice").await, NS).list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "users \"alice\" is forbidden: {} resource \"users\" in API group \"\" at the cluster scope",
+            robot_cannot("impersonate")
+        )
+    );
+
+    let admin = c.client().await.expect("client");
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
+    roles
+        .create(
+            &PostParams::default(),
+            &typed(json!({"metadata": {"name": "impersonator"}, "rules": [
+            {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["alice"]}]})),
+        )
+        .await
+        .expect("role");
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin);
+    bindings
+        .create(
+            &PostParams::default(),
+            &typed(json!({"metadata": {"name": "impersonator"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": NS}]})),
+        )
+        .await
+        .expect("binding");
+    let mark = c.requests().mark();
+    // Now the robot acts as alice, who holds no grant of her own.
+    let (message, _) =
+        forbidden(Api::<Pod>::namespaced(impersonating("alice").await, NS).list(&ListParams::default()).await);
+    assert_eq!(
+        message,
+        format!(
+            "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"{NS}\""
+        )
+    );
+    assert!(c.requests().since(mark).iter().all(|e| e.user == "alice"), "the request log names the impersonated user");
+}

@@ -45,6 +45,19 @@ impl ControllerKind {
     }
 }
 
+impl ControllerKind {
+    /// The groups the controller's user belongs to on a real cluster.
+    pub fn groups(self) -> Vec<String> {
+        match self {
+            ControllerKind::Kubelet => vec!["system:nodes".to_string()],
+            other => {
+                let namespace = other.user().split(':').nth(2).unwrap_or_default();
+                vec!["system:serviceaccounts".to_string(), format!("system:serviceaccounts:{namespace}")]
+            }
+        }
+    }
+}
+
 impl fmt::Display for ControllerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
