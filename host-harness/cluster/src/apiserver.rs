@@ -34,6 +34,8 @@ pub struct ApiServer {
     pub schemas: Schemas,
     /// The ServiceAccount tokens issued so far.
     pub sa_tokens: ServiceAccountTokens,
+    /// The minor version `/version` reports.
+    pub reported_minor: AtomicU32,
     next_ip: AtomicU32,
 }
 
@@ -126,6 +128,7 @@ impl ApiServer {
             log: RequestLog::new(100_000),
             schemas: Schemas::load()?,
             sa_tokens: ServiceAccountTokens::default(),
+            reported_minor: AtomicU32::new(crate::discovery::MINOR_VERSION),
             next_ip: AtomicU32::new(10),
         };
         let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]

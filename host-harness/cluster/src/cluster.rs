@@ -52,6 +52,10 @@ pub struct ClusterConfig {
     pub bookmark_interval: Duration,
     /// Nodes and default delays of the simulated kubelet.
     pub kubelet: KubeletConfig,
+    /// The minor version `/version` reports (`1.N`), so that what follows the server's version
+    /// (the simulated controllers, a client) can be tried against an older one; the API served
+    /// stays 1.33's.
+    pub reported_minor_version: u32,
 }
 
 impl Default for ClusterConfig {
@@ -66,6 +70,7 @@ impl Default for ClusterConfig {
             controllers: ControllerKind::ALL.to_vec(),
             bookmark_interval: Duration::from_secs(1),
             kubelet: KubeletConfig::default(),
+            reported_minor_version: crate::discovery::MINOR_VERSION,
         }
     }
 }
@@ -86,6 +91,7 @@ impl EmbeddedCluster {
         let clock = Arc::new(Clock::scaled(config.time_scale));
         let api =
             Arc::new(ApiServer::new(config.sandbox_versions, clock.clone(), config.watch_history, config.fault_seed)?);
+        api.reported_minor.store(config.reported_minor_version, std::sync::atomic::Ordering::Relaxed);
         let listener = TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("bind 127.0.0.1:{} (is the port in use?)", config.port))?;

@@ -5,12 +5,15 @@ use serde_json::{Value, json};
 
 use crate::resources::{ResourceType, groups};
 
-/// The Kubernetes version the embedded cluster reports.
-pub fn version() -> Value {
+/// The minor version of the Kubernetes API the embedded cluster serves.
+pub const MINOR_VERSION: u32 = 33;
+
+/// The Kubernetes version the embedded cluster reports (1.`minor`).
+pub fn version(minor: u32) -> Value {
     json!({
         "major": "1",
-        "minor": "33",
-        "gitVersion": "v1.33.0-embedded",
+        "minor": minor.to_string(),
+        "gitVersion": format!("v1.{minor}.0-embedded"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",

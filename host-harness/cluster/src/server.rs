@@ -310,7 +310,9 @@ impl HttpFront {
         let types = &self.api.types;
         let doc = match route {
             Route::Health => return Response::new(full("ok")),
-            Route::Version => Some(discovery::version()),
+            Route::Version => {
+                Some(discovery::version(self.api.reported_minor.load(std::sync::atomic::Ordering::Relaxed)))
+            }
             Route::CoreVersions => Some(discovery::core_versions(&self.address)),
             Route::Groups => Some(discovery::group_list(types)),
             Route::Group(g) => discovery::group(types, &g),

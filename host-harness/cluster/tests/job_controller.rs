@@ -136,3 +136,34 @@ async fn suspend_holds_pods_back() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn the_controllers_follow_the_servers_version() {
+    use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster};
+    use k8s_openapi::api::core::v1::Node;
+    let types = |j: &Job| -> Vec<String> {
+        j.status.iter().flat_map(|s| s.conditions.iter().flatten()).map(|c| c.type_.clone()).collect()
+    };
+    let knobs = Behaviour { run_duration: Some(Duration::from_millis(100)), exit_code: Some(0), ..Default::default() };
+    for (minor, expected) in [(28, vec!["Complete"]), (33, vec!["SuccessCriteriaMet", "Complete"])] {
+        let c = EmbeddedCluster::start(ClusterConfig {
+            controllers: vec![ControllerKind::Kubelet, ControllerKind::Job],
+            reported_minor_version: minor,
+            ..Default::default()
+        })
+        .await
+        .expect("start");
+        let client = c.client().await.expect("client");
+        let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+        jobs.create(&PostParams::default(), &job("ok", json!({}), &knobs)).await.expect("create");
+        let done = wait_for(&jobs, "ok", has_job_condition("Complete", None), "Complete").await.expect("job");
+        assert_eq!(types(&done), expected, "1.{minor}");
+        let status = serde_json::to_value(done.status.clone().unwrap_or_default()).unwrap_or_default();
+        // 1.28's Job status has no terminating count (JobPodReplacementPolicy was alpha).
+        assert_eq!(status.get("terminating").is_some(), minor >= 29, "1.{minor}: {status}");
+        let nodes: Api<Node> = Api::all(client);
+        let node = nodes.list(&ListParams::default()).await.expect("nodes").items.into_iter().next().expect("a node");
+        let version = node.status.and_then(|s| s.node_info).map(|i| i.kubelet_version).unwrap_or_default();
+        assert_eq!(version, format!("v1.{minor}.0"), "the node reports its server's version");
+    }
+}

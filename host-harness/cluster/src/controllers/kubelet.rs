@@ -83,8 +83,10 @@ pub async fn run(client: kube::Client, clock: Arc<Clock>, config: KubeletConfig)
     anyhow::ensure!(!config.node_names.is_empty(), "the kubelet needs at least one node name");
     let unique: HashSet<&String> = config.node_names.iter().collect();
     anyhow::ensure!(unique.len() == config.node_names.len(), "node names must be unique: {:?}", config.node_names);
-    api::register_nodes(&client, &config.node_names, || clock.now()).await?;
+    let server = client.apiserver_version().await.context("reading the API server's version")?;
+    let version = node::kubelet_version(&server.git_version);
+    api::register_nodes(&client, &config.node_names, || clock.now(), &version).await?;
     let caches = caches::Caches::start(&client).await.context("starting the kubelet's watches")?;
-    tracing::info!(nodes = ?config.node_names, "simulated scheduler and kubelet running");
-    runner::Runner::new(client, clock, &config, caches).run().await
+    tracing::info!(nodes = ?config.node_names, %version, "simulated scheduler and kubelet running");
+    runner::Runner::new(client, clock, &config, caches, version).run().await
 }

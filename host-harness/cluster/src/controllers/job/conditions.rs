@@ -29,6 +29,41 @@ pub const REASON_DEADLINE: &str = "DeadlineExceeded";
 /// Message that goes with [`REASON_DEADLINE`].
 pub const MESSAGE_DEADLINE: &str = "Job was active longer than specified deadline";
 
+/// The status as the Job controller of a server of minor version `minor` writes it: before
+/// 1.29 there is no `terminating` count (JobPodReplacementPolicy was alpha, its field dropped),
+/// and before 1.31 no interim conditions, the terminal one being written at once
+/// (`SuccessCriteriaMet` becomes `Complete` with its completion time, `FailureTarget`
+/// becomes `Failed`).
+pub fn fit_to_server(mut status: JobStatus, minor: u32) -> JobStatus {
+    if minor < 29 {
+        status.terminating = None;
+    }
+    if minor < 31
+        && let Some(conditions) = status.conditions.as_mut()
+    {
+        let terminal = |c: &JobCondition| c.type_ == COMPLETE || c.type_ == FAILED;
+        let has_terminal = conditions.iter().any(terminal);
+        let mut completed_at = None;
+        conditions.retain_mut(|c| match c.type_.as_str() {
+            SUCCESS_CRITERIA_MET | FAILURE_TARGET if has_terminal => false,
+            SUCCESS_CRITERIA_MET => {
+                c.type_ = COMPLETE.to_string();
+                completed_at = c.last_transition_time.clone();
+                true
+            }
+            FAILURE_TARGET => {
+                c.type_ = FAILED.to_string();
+                true
+            }
+            _ => true,
+        });
+        if status.completion_time.is_none() && completed_at.is_some() {
+            status.completion_time = completed_at;
+        }
+    }
+    status
+}
+
 /// The condition of that type, if present.
 pub fn find<'a>(conditions: &'a [JobCondition], type_: &str) -> Option<&'a JobCondition> {
     conditions.iter().find(|c| c.type_ == type_)
@@ -107,6 +142,34 @@ fn non_empty(s: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_older_server_gets_the_terminal_condition_at_once_and_no_terminating_count() {
+        let at = Some(Time(Timestamp::UNIX_EPOCH));
+        let condition = |t: &str| JobCondition {
+            type_: t.to_string(),
+            status: "True".to_string(),
+            last_transition_time: at.clone(),
+            ..Default::default()
+        };
+        let status = JobStatus {
+            terminating: Some(1),
+            conditions: Some(vec![condition(SUCCESS_CRITERIA_MET)]),
+            ..Default::default()
+        };
+        let old = fit_to_server(status.clone(), 28);
+        assert_eq!(old.terminating, None);
+        let types: Vec<String> = old.conditions.iter().flatten().map(|c| c.type_.clone()).collect();
+        assert_eq!(types, [COMPLETE]);
+        assert_eq!(old.completion_time, at);
+        assert_eq!(fit_to_server(status.clone(), 33), status, "a current server gets it unchanged");
+        let both = JobStatus {
+            conditions: Some(vec![condition(SUCCESS_CRITERIA_MET), condition(COMPLETE)]),
+            ..Default::default()
+        };
+        let types: Vec<String> = fit_to_server(both, 30).conditions.iter().flatten().map(|c| c.type_.clone()).collect();
+        assert_eq!(types, [COMPLETE]);
+    }
     use super::*;
 
     fn t(secs: i64) -> Timestamp {

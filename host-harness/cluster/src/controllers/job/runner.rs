@@ -42,6 +42,8 @@ struct Context {
     client: Client,
     clock: Arc<Clock>,
     memory: Arc<Mutex<Memory>>,
+    /// The API server's minor version: the status fields and conditions written follow it.
+    server_minor: u32,
 }
 
 impl Context {
@@ -69,8 +71,10 @@ pub async fn run(client: Client, clock: Arc<Clock>) -> anyhow::Result<()> {
     jobs.list(&ListParams::default().limit(1)).await.context("listing batch/v1 Jobs to start the Job controller")?;
     all_pods.list(&ListParams::default().limit(1)).await.context("listing Pods to start the Job controller")?;
 
+    let server = client.apiserver_version().await.context("reading the API server's version")?;
+    let server_minor: u32 = server.minor.trim_end_matches('+').parse().unwrap_or(u32::MAX);
     let memory = Arc::new(Mutex::new(Memory::default()));
-    let ctx = Arc::new(Context { client, clock: clock.clone(), memory: memory.clone() });
+    let ctx = Arc::new(Context { client, clock: clock.clone(), memory: memory.clone(), server_minor });
 
     let controller = Controller::new(jobs, watcher::Config::default());
     let store = controller.store();
@@ -213,7 +217,7 @@ async fn apply(
     }
     let mut current = job;
     for status in plan.status_updates {
-        current = write_status(jobs, &current, status).await?;
+        current = write_status(jobs, &current, conditions::fit_to_server(status, ctx.server_minor)).await?;
     }
     ctx.memory().commit(uid, plan.ledger);
     Ok(match plan.wake_after {

@@ -109,9 +109,15 @@ pub(crate) async fn patch_node_status(client: &Client, name: &str, patch: &Value
 
 /// Creates the node, or refreshes the labels of one that exists, then writes its status
 /// (servers may drop the status of a create).
-pub(crate) async fn register_node(client: &Client, name: &str, index: usize, now: Timestamp) -> anyhow::Result<()> {
+pub(crate) async fn register_node(
+    client: &Client,
+    name: &str,
+    index: usize,
+    now: Timestamp,
+    version: &str,
+) -> anyhow::Result<()> {
     let api = Api::<Node>::all(client.clone());
-    let node = node::node_object(name, index, now);
+    let node = node::node_object(name, index, now, version);
     match api.create(&PostParams::default(), &node).await {
         Ok(_) => tracing::info!(node = name, "registered node"),
         Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -136,11 +142,12 @@ pub(crate) async fn register_nodes(
     client: &Client,
     names: &[String],
     now: impl Fn() -> Timestamp,
+    version: &str,
 ) -> anyhow::Result<()> {
     for (index, name) in names.iter().enumerate() {
         let mut pause = REGISTER_BACKOFF;
         for attempt in 1..=REGISTER_ATTEMPTS {
-            match register_node(client, name, index, now()).await {
+            match register_node(client, name, index, now(), version).await {
                 Ok(()) => break,
                 Err(error) if attempt < REGISTER_ATTEMPTS => {
                     tracing::warn!(node = %name, attempt, error = %format!("{error:#}"), "node registration failed; retrying");

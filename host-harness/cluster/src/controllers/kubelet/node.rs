@@ -17,8 +17,19 @@ use serde_json::{Value, json};
 
 use super::merge_patch::covers;
 
-/// The kubelet version the nodes report (the cluster's API version).
-const KUBELET_VERSION: &str = "v1.33.0";
+/// The kubelet version nodes report when the server's is unknown (the embedded cluster's).
+pub(crate) const KUBELET_VERSION: &str = "v1.33.0";
+
+/// The kubelet version to report to a server: its own `vX.Y.Z` (a kubelet newer than its API
+/// server is unsupported, and a real node of a 1.28 cluster says v1.28.x).
+pub(crate) fn kubelet_version(server_git_version: &str) -> String {
+    let core = server_git_version.split(['-', '+']).next().unwrap_or_default();
+    let numeric = core.strip_prefix('v').is_some_and(|v| {
+        let parts: Vec<&str> = v.split('.').collect();
+        parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    });
+    if numeric { core.to_string() } else { KUBELET_VERSION.to_string() }
+}
 
 /// The labels a kubelet puts on its node.
 pub(crate) fn labels(name: &str) -> BTreeMap<String, String> {
@@ -40,7 +51,7 @@ pub(crate) fn internal_ip(index: usize) -> String {
 }
 
 /// The Node to create on registration, status included.
-pub(crate) fn node_object(name: &str, index: usize, now: Timestamp) -> Node {
+pub(crate) fn node_object(name: &str, index: usize, now: Timestamp, version: &str) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -49,7 +60,7 @@ pub(crate) fn node_object(name: &str, index: usize, now: Timestamp) -> Node {
             ..Default::default()
         },
         spec: None,
-        status: Some(node_status(name, index, false, None, now)),
+        status: Some(node_status(name, index, false, None, now, version)),
     }
 }
 
@@ -61,6 +72,7 @@ pub(crate) fn node_status(
     lost: bool,
     previous: Option<&NodeStatus>,
     now: Timestamp,
+    version: &str,
 ) -> NodeStatus {
     let before =
         |kind: &str| previous.and_then(|s| s.conditions.as_ref()).and_then(|cs| cs.iter().find(|c| c.type_ == kind));
@@ -112,8 +124,8 @@ pub(crate) fn node_status(
             boot_id: id.clone(),
             container_runtime_version: "containerd://1.7.27".to_string(),
             kernel_version: "6.8.0-simulated".to_string(),
-            kube_proxy_version: KUBELET_VERSION.to_string(),
-            kubelet_version: KUBELET_VERSION.to_string(),
+            kube_proxy_version: version.to_string(),
+            kubelet_version: version.to_string(),
             machine_id: id.clone(),
             operating_system: "linux".to_string(),
             os_image: "Embedded Cluster Simulated Node".to_string(),
@@ -134,8 +146,9 @@ pub(crate) fn status_patch(
     observed: Option<&NodeStatus>,
     now: Timestamp,
     heartbeat_due: bool,
+    version: &str,
 ) -> Option<Value> {
-    let mut desired = node_status(name, index, lost, observed, now);
+    let mut desired = node_status(name, index, lost, observed, now, version);
     let observed_value = observed.and_then(|s| serde_json::to_value(s).ok()).unwrap_or(Value::Null);
     let write = if heartbeat_due && !lost {
         true
@@ -176,8 +189,16 @@ mod tests {
     }
 
     #[test]
+    fn nodes_report_the_servers_version() {
+        assert_eq!(kubelet_version("v1.28.15"), "v1.28.15");
+        assert_eq!(kubelet_version("v1.33.0-embedded"), "v1.33.0");
+        assert_eq!(kubelet_version("v1.30.2+k3s1"), "v1.30.2");
+        assert_eq!(kubelet_version("garbage"), KUBELET_VERSION);
+    }
+
+    #[test]
     fn a_registered_node_is_ready_with_capacity_and_addresses() {
-        let node = node_object("embedded-node-1", 0, t(0));
+        let node = node_object("embedded-node-1", 0, t(0), KUBELET_VERSION);
         let labels = node.metadata.labels.clone().unwrap_or_default();
         assert_eq!(labels.get("kubernetes.io/hostname").map(String::as_str), Some("embedded-node-1"));
         assert_eq!(labels.get("kubernetes.io/os").map(String::as_str), Some("linux"));
@@ -205,8 +226,8 @@ mod tests {
 
     #[test]
     fn heartbeats_move_but_transitions_stay() {
-        let first = node_status("n", 0, false, None, t(0));
-        let later = node_status("n", 0, false, Some(&first), t(10));
+        let first = node_status("n", 0, false, None, t(0), KUBELET_VERSION);
+        let later = node_status("n", 0, false, Some(&first), t(10), KUBELET_VERSION);
         let ready = condition(&later, "Ready");
         assert_eq!(ready.last_heartbeat_time, Some(Time(t(10))));
         assert_eq!(ready.last_transition_time, Some(Time(t(0))));
@@ -214,8 +235,8 @@ mod tests {
 
     #[test]
     fn a_lost_node_is_unknown_with_a_frozen_heartbeat() {
-        let healthy = node_status("n", 0, false, None, t(0));
-        let lost = node_status("n", 0, true, Some(&healthy), t(30));
+        let healthy = node_status("n", 0, false, None, t(0), KUBELET_VERSION);
+        let lost = node_status("n", 0, true, Some(&healthy), t(30), KUBELET_VERSION);
         for c in lost.conditions.iter().flatten() {
             assert_eq!(c.status, "Unknown");
             assert_eq!(c.reason.as_deref(), Some("NodeStatusUnknown"));
@@ -226,14 +247,25 @@ mod tests {
 
     #[test]
     fn status_is_written_for_heartbeats_and_changes_only() {
-        let healthy = node_status("n", 0, false, None, t(0));
-        assert!(status_patch("n", 0, false, None, t(0), false).is_some(), "a node without status gets one");
-        assert_eq!(status_patch("n", 0, false, Some(&healthy), t(5), false), None);
-        assert!(status_patch("n", 0, false, Some(&healthy), t(10), true).is_some());
-        let patch = status_patch("n", 0, true, Some(&healthy), t(20), true).expect("losing the node is a change");
+        let healthy = node_status("n", 0, false, None, t(0), KUBELET_VERSION);
+        assert!(
+            status_patch("n", 0, false, None, t(0), false, KUBELET_VERSION).is_some(),
+            "a node without status gets one"
+        );
+        assert_eq!(status_patch("n", 0, false, Some(&healthy), t(5), false, KUBELET_VERSION), None);
+        assert!(status_patch("n", 0, false, Some(&healthy), t(10), true, KUBELET_VERSION).is_some());
+        let patch = status_patch("n", 0, true, Some(&healthy), t(20), true, KUBELET_VERSION)
+            .expect("losing the node is a change");
         assert_eq!(patch["status"]["conditions"][3]["status"], "Unknown");
         let lost: NodeStatus = serde_json::from_value(patch["status"].clone()).expect("status");
-        assert_eq!(status_patch("n", 0, true, Some(&lost), t(40), true), None, "a lost node sends no heartbeat");
-        assert!(status_patch("n", 0, false, Some(&lost), t(50), false).is_some(), "recovery is a change");
+        assert_eq!(
+            status_patch("n", 0, true, Some(&lost), t(40), true, KUBELET_VERSION),
+            None,
+            "a lost node sends no heartbeat"
+        );
+        assert!(
+            status_patch("n", 0, false, Some(&lost), t(50), false, KUBELET_VERSION).is_some(),
+            "recovery is a change"
+        );
     }
 }

@@ -81,11 +81,19 @@ pub(crate) struct Runner {
     unschedulable: HashMap<String, Written>,
     /// A write failed: run again soon even if nothing else happens.
     retry_soon: bool,
+    /// The version the nodes report: the API server's.
+    version: String,
 }
 
 impl Runner {
     /// A loop for the nodes in `config`, which must already be registered.
-    pub(crate) fn new(client: Client, clock: Arc<Clock>, config: &KubeletConfig, caches: Caches) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        clock: Arc<Clock>,
+        config: &KubeletConfig,
+        caches: Caches,
+        version: String,
+    ) -> Self {
         let nodes = config
             .node_names
             .iter()
@@ -109,6 +117,7 @@ impl Runner {
             binding: HashMap::new(),
             unschedulable: HashMap::new(),
             retry_soon: false,
+            version,
         }
     }
 
@@ -342,7 +351,9 @@ impl Runner {
                 if entry.registered.elapsed() >= REREGISTER_REAL {
                     entry.registered = Instant::now();
                     tracing::info!(node = entry.name, "node object missing; registering it again");
-                    if let Err(error) = api::register_node(&self.client, &entry.name, entry.index, now).await {
+                    if let Err(error) =
+                        api::register_node(&self.client, &entry.name, entry.index, now, &self.version).await
+                    {
                         tracing::warn!(error = %format!("{error:#}"), "re-registration failed; retrying");
                         failed = true;
                     }
@@ -354,7 +365,7 @@ impl Runner {
                 .heartbeat
                 .is_none_or(|(cluster, real)| now >= after(cluster, HEARTBEAT) && real.elapsed() >= HEARTBEAT_MIN_REAL);
             if let Some(patch) =
-                node::status_patch(&entry.name, entry.index, is_lost, observed.status.as_ref(), now, due)
+                node::status_patch(&entry.name, entry.index, is_lost, observed.status.as_ref(), now, due, &self.version)
             {
                 match api::patch_node_status(&self.client, &entry.name, &patch).await {
                     Ok(_) if is_lost => {
