@@ -64,7 +64,12 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
     );
     let clock = Arc::new(Clock::scaled(time_scale));
     let mut tasks = Vec::new();
+    let manager = controller_manager(&client).await;
     for kind in kinds {
+        if let (Some(why), ControllerKind::Job | ControllerKind::Gc) = (&manager, kind) {
+            println!("not starting {kind}: {why}, and it runs its own");
+            continue;
+        }
         let own = match impersonating(&config, *kind).await {
             Ok(own) => {
                 println!("{kind} acts as {}", kind.user());
@@ -102,4 +107,26 @@ async fn impersonating(config: &kube::Config, kind: ControllerKind) -> anyhow::R
         .await
         .context("the kubeconfig's user may not impersonate the controller")?;
     Ok(client)
+}
+
+/// Why kube-controller-manager is taken to be running (its leader-election Lease in
+/// kube-system renewed within the last minute), or `None`. Two Job controllers or garbage
+/// collectors on one cluster fight (status conflicts, finalizers left on pods), so simulate
+/// starts neither where the server already has them. A server without the Lease (or without
+/// coordination.k8s.io) has none.
+async fn controller_manager(client: &kube::Client) -> Option<String> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: kube::Api<Lease> = kube::Api::namespaced(client.clone(), "kube-system");
+    let lease = match leases.get_opt("kube-controller-manager").await {
+        Ok(lease) => lease?,
+        Err(e) => {
+            println!(
+                "could not read kube-system/kube-controller-manager's Lease ({e}); assuming no controller manager"
+            );
+            return None;
+        }
+    };
+    let renewed = lease.spec.and_then(|s| s.renew_time).map(|t| t.0)?;
+    let age = jiff::Timestamp::now().duration_since(renewed).as_secs();
+    (age < 60).then(|| format!("kube-controller-manager holds its leader Lease (renewed {age} s ago)"))
 }

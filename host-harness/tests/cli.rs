@@ -270,6 +270,56 @@ async fn simulate_runs_the_controllers_from_another_process() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[tokio::test]
+async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
+    use std::io::BufRead as _;
+    let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
+        .await
+        .expect("API server only");
+    let client = cluster.client().await.expect("client");
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, "kube-system");
+    let now = jiff::Timestamp::now().to_string();
+    let lease = serde_json::from_value(json!({"metadata": {"name": "kube-controller-manager"},
+        "spec": {"holderIdentity": "cp-1_abc", "leaseDurationSeconds": 15, "renewTime": now}}))
+    .expect("lease");
+    leases.create(&PostParams::default(), &lease).await.expect("the controller manager's lease");
+    let dir = temp_dir("simulate-kcm");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig"))
+        .expect("write kubeconfig");
+    let mut child = Command::new(BIN)
+        .args(["simulate", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start sandbox-host simulate");
+    let stdout = child.stdout.take().expect("stdout");
+    let _reaper = Reaper(child);
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            seen.push(line);
+            if seen.iter().filter(|l| l.starts_with("not starting") || l.contains(" acts as ")).count() == 4 {
+                break;
+            }
+        }
+        seen
+    });
+    let lines = tokio::time::timeout(Duration::from_secs(30), lines).await.expect("simulate reports").expect("join");
+    for kind in ["job", "gc"] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("not starting {kind}: kube-controller-manager holds its leader Lease"))),
+            "{lines:?}"
+        );
+    }
+    assert!(lines.iter().any(|l| l.starts_with("kubelet acts as")), "{lines:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    use embedded_cluster::ControllerKind::{Gc, Job};
+    let entries = cluster.requests().entries();
+    assert!(!entries.iter().any(|e| e.user == Job.user() || e.user == Gc.user()), "neither ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs a command without stalling the async runtime's other work (the in-process cluster).
 trait OutputBlocking {
     fn output_blocking(&mut self) -> std::io::Result<std::process::Output>;

@@ -149,6 +149,11 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         },
         ResourceType { short_names: &["limits"], ..core("limitranges", "limitrange", "LimitRange", true) },
         ResourceType {
+            group: "coordination.k8s.io",
+            storage: "leases.coordination.k8s.io",
+            ..core("leases", "lease", "Lease", true)
+        },
+        ResourceType {
             group: "networking.k8s.io",
             short_names: &["netpol"],
             storage: "networkpolicies.networking.k8s.io",
@@ -236,6 +241,7 @@ mod tests {
         assert_eq!(
             g,
             vec![
+                ("coordination.k8s.io", vec!["v1"]),
                 ("networking.k8s.io", vec!["v1"]),
                 ("batch", vec!["v1"]),
                 ("rbac.authorization.k8s.io", vec!["v1"]),
