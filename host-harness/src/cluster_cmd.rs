@@ -80,7 +80,13 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
                 client.clone()
             }
         };
-        tasks.push(tokio::spawn(controllers::run_forever(*kind, own, clock.clone(), Default::default())));
+        // Where kube-controller-manager runs, the cluster's own provisioners bind claims.
+        let kubelet =
+            controllers::kubelet::KubeletConfig { provision_volumes: manager.is_none(), ..Default::default() };
+        if *kind == ControllerKind::Kubelet && !kubelet.provision_volumes {
+            println!("kubelet leaves claims to the cluster's provisioners");
+        }
+        tasks.push(tokio::spawn(controllers::run_forever(*kind, own, clock.clone(), kubelet)));
     }
     tokio::signal::ctrl_c().await.context("wait for Ctrl-C")?;
     for t in tasks {

@@ -169,3 +169,84 @@ async fn evictions_and_graceful_deletion() {
     wait_for(&pods, "graceful", is_deleted(&running.uid().expect("uid")), "the kubelet to finish the deletion").await;
     assert!(pods.list(&ListParams::default()).await.expect("list").items.iter().all(|p| p.name_any() != "graceful"));
 }
+
+fn scheduled_message(p: &Pod) -> Option<String> {
+    p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled")?.message.clone()
+}
+
+fn with_claim(name: &str, claim: &str) -> Pod {
+    pod(
+        name,
+        &Behaviour::default(),
+        json!({"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}),
+    )
+}
+
+#[tokio::test]
+async fn a_pod_waits_for_its_claim_to_be_bound() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let c = full_cluster(SandboxVersions::Both).await;
+    let client = c.client().await.expect("client");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, "default");
+
+    pods.create(&PostParams::default(), &with_claim("orphan", "absent")).await.expect("create");
+    let waiting = wait_for(&pods, "orphan", pod_condition("PodScheduled", "False"), "unschedulable").await;
+    assert_eq!(
+        waiting.as_ref().and_then(scheduled_message).as_deref(),
+        Some(
+            "0/1 nodes are available: persistentvolumeclaim \"absent\" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+    );
+
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+    .expect("claim");
+    claims.create(&PostParams::default(), &claim).await.expect("claim");
+    let mark = c.requests().mark();
+    pods.create(&PostParams::default(), &with_claim("user", "data")).await.expect("create");
+    wait_for(&pods, "user", phase("Running"), "Running").await;
+    let bound = claims.get("data").await.expect("claim");
+    assert_eq!(bound.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Bound"));
+    assert_eq!(
+        bound.annotations().get("volume.kubernetes.io/selected-node").map(String::as_str),
+        Some("embedded-node-1"),
+        "bound where the pod goes"
+    );
+    let requests = c.requests().since(mark);
+    let claim_bound = requests.iter().position(|e| e.resource == "persistentvolumeclaims" && e.subresource == "status");
+    let pod_bound = requests.iter().position(|e| e.subresource == "binding" && e.name == "user");
+    assert!(
+        claim_bound < pod_bound && claim_bound.is_some(),
+        "the claim is bound before the pod: {claim_bound:?} {pod_bound:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_provisioner_a_pending_claim_keeps_the_pod_unschedulable() {
+    use embedded_cluster::controllers::kubelet::KubeletConfig;
+    use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster};
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let c = EmbeddedCluster::start(ClusterConfig {
+        controllers: vec![ControllerKind::Kubelet],
+        kubelet: KubeletConfig { provision_volumes: false, ..Default::default() },
+        ..Default::default()
+    })
+    .await
+    .expect("start");
+    let client = c.client().await.expect("client");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+    .expect("claim");
+    claims.create(&PostParams::default(), &claim).await.expect("claim");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    pods.create(&PostParams::default(), &with_claim("user", "data")).await.expect("create");
+    let waiting = wait_for(&pods, "user", pod_condition("PodScheduled", "False"), "unschedulable").await;
+    assert_eq!(
+        waiting.as_ref().and_then(scheduled_message).as_deref(),
+        Some(
+            "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+    );
+}

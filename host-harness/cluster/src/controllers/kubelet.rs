@@ -40,6 +40,7 @@ mod pod_state;
 mod pod_status;
 mod runner;
 mod scheduler;
+mod volumes;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -61,6 +62,9 @@ pub struct KubeletConfig {
     /// The first two octets of the pod network, a /16 (for example `10.244.`); pod IPs are
     /// unique among live pods and handed out lowest first.
     pub pod_cidr_prefix: String,
+    /// Bind Pending claims on the node the scheduler picks (a local provisioner); off where
+    /// the cluster provisions its own volumes.
+    pub provision_volumes: bool,
 }
 
 impl Default for KubeletConfig {
@@ -70,6 +74,7 @@ impl Default for KubeletConfig {
             start_delay: Duration::from_millis(50),
             ready_delay: Duration::from_millis(50),
             pod_cidr_prefix: "10.244.".to_string(),
+            provision_volumes: true,
         }
     }
 }

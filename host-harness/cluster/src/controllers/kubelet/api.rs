@@ -31,7 +31,8 @@ pub(crate) enum Outcome {
     Moot,
 }
 
-fn classify<T>(result: kube::Result<T>, version: impl FnOnce(T) -> Option<String>) -> kube::Result<Outcome> {
+/// A write's result: done (with the new resourceVersion), moot (404 or 409), or an error.
+pub(crate) fn classify<T>(result: kube::Result<T>, version: impl FnOnce(T) -> Option<String>) -> kube::Result<Outcome> {
     match result {
         Ok(value) => Ok(Outcome::Done(version(value))),
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(Outcome::Moot),

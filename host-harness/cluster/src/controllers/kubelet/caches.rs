@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, PersistentVolumeClaim, Pod, Secret};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, Resource};
@@ -44,6 +44,7 @@ pub(crate) struct Caches {
     pub(crate) namespaces: Cache<Namespace>,
     pub(crate) secrets: Cache<Secret>,
     pub(crate) config_maps: Cache<ConfigMap>,
+    pub(crate) claims: Cache<PersistentVolumeClaim>,
     /// Notified on every watch event, so the loop reconciles promptly.
     pub(crate) changed: Arc<Notify>,
     _tasks: JoinSet<()>,
@@ -62,19 +63,21 @@ impl Caches {
             namespaces: watch(&mut tasks, Api::all(client.clone()), &changed),
             secrets: watch(&mut tasks, Api::all(client.clone()), &changed),
             config_maps: watch(&mut tasks, Api::all(client.clone()), &changed),
+            claims: watch(&mut tasks, Api::all(client.clone()), &changed),
             changed,
             _tasks: tasks,
         };
-        let (pods, nodes, namespaces, secrets, config_maps) = futures::join!(
+        let (pods, nodes, namespaces, secrets, config_maps, claims) = futures::join!(
             wait_synced(&caches.pods, "pods"),
             wait_synced(&caches.nodes, "nodes"),
             wait_synced(&caches.namespaces, "namespaces"),
             wait_synced(&caches.secrets, "secrets"),
             wait_synced(&caches.config_maps, "configmaps"),
+            wait_synced(&caches.claims, "persistentvolumeclaims"),
         );
         pods?;
         nodes?;
-        for result in [namespaces, secrets, config_maps] {
+        for result in [namespaces, secrets, config_maps, claims] {
             if let Err(error) = result {
                 tracing::warn!(error = %format!("{error:#}"), "carrying on without this cache until it syncs");
             }

@@ -20,6 +20,7 @@ use super::ip_pool::IpPool;
 use super::pod_state::{self, Action, Defaults, PodBook, PodFacts, after};
 use super::pod_status::status_patch;
 use super::scheduler::{self, Placement};
+use super::volumes::{self, Claims};
 use super::{KubeletConfig, node};
 use crate::behaviour::Behaviour;
 use crate::clock::Clock;
@@ -83,6 +84,8 @@ pub(crate) struct Runner {
     retry_soon: bool,
     /// The version the nodes report: the API server's.
     version: String,
+    /// Whether Pending claims are bound here (the local provisioner).
+    provision: bool,
 }
 
 impl Runner {
@@ -118,6 +121,7 @@ impl Runner {
             unschedulable: HashMap::new(),
             retry_soon: false,
             version,
+            provision: config.provision_volumes,
         }
     }
 
@@ -189,7 +193,27 @@ impl Runner {
             }
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-            let placement = scheduler::place(pod, &self.behaviour(pod), &nodes, |n| load.get(n).copied().unwrap_or(0));
+            let placement = match volumes::claims(pod, &self.caches.claims) {
+                Claims::Missing(claim) => Placement::Unschedulable(volumes::missing_message(&claim, nodes.len())),
+                Claims::Unbound(_) if !self.provision => {
+                    Placement::Unschedulable(volumes::unbound_message(nodes.len()))
+                }
+                claims => {
+                    let load_of = |n: &str| load.get(n).copied().unwrap_or(0);
+                    let placement = scheduler::place(pod, &self.behaviour(pod), &nodes, load_of);
+                    if let (Placement::Bind(node), Claims::Unbound(pending)) = (&placement, &claims) {
+                        // Bind the claims first; the pod follows once the caches show them Bound.
+                        for pvc in pending {
+                            match volumes::provision(&self.client, pvc, node).await {
+                                Ok(_) => tracing::info!(pod = name, namespace, node, "provisioned a claim"),
+                                Err(error) => self.failed(&error),
+                            }
+                        }
+                        continue;
+                    }
+                    placement
+                }
+            };
             match placement {
                 Placement::Bind(node) => match api::bind(&self.client, pod, &node).await {
                     Ok(Outcome::Done(_)) => {
