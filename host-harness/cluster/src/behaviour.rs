@@ -11,8 +11,6 @@ use std::time::Duration;
 
 use crate::clock::parse_duration;
 
-/// The annotation prefix of every knob.
-pub const PREFIX: &str = "sim.embedded-cluster.dev/";
 /// Cluster time from binding to the container running (Go duration, e.g. `2s`).
 pub const START_DELAY: &str = "sim.embedded-cluster.dev/start-delay";
 /// Cluster time from running to Ready.

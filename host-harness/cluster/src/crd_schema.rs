@@ -199,17 +199,6 @@ impl CrdSchema {
         &self.raw
     }
 
-    /// The sub-schema at a dotted path ("spec.podTemplate"), for callers that need one node
-    /// (OpenAPI publishing, explain). Array items and map values are stepped through implicitly,
-    /// so "spec.volumeClaimTemplates.spec" names the `spec` of each template.
-    pub fn sub_schema(&self, path: &str) -> Option<&Value> {
-        let mut cur = &self.raw;
-        for seg in path.split('.').filter(|s| !s.is_empty()) {
-            cur = step_into(cur, seg)?;
-        }
-        Some(cur)
-    }
-
     /// The compiled regex of a pattern slot; `None` when the pattern does not compile.
     fn regex(&self, slot: usize) -> Option<&Regex> {
         let slot = self.patterns.get(slot)?;
@@ -226,20 +215,6 @@ fn carries_rules(node: &Value) -> bool {
         }
         Value::Array(items) => items.iter().any(carries_rules),
         _ => false,
-    }
-}
-
-/// One step of [`CrdSchema::sub_schema`]: a property, through items and map values if needed.
-fn step_into<'v>(node: &'v Value, seg: &str) -> Option<&'v Value> {
-    if let Some(p) = node.get("properties").and_then(|p| p.get(seg)) {
-        return Some(p);
-    }
-    if let Some(items) = node.get("items").filter(|i| i.is_object()) {
-        return step_into(items, seg);
-    }
-    match node.get("additionalProperties") {
-        Some(v @ Value::Object(_)) => step_into(v, seg).or(Some(v)),
-        _ => None,
     }
 }
 
@@ -2461,19 +2436,6 @@ mod tests {
         let once = obj.clone();
         assert!(schema.default_and_prune(&mut obj).is_empty());
         assert_eq!(obj, once);
-    }
-
-    #[test]
-    fn sub_schema_walks_properties_items_and_map_values() {
-        let schema = v1beta1();
-        assert_eq!(schema.schema()["type"], "object");
-        assert_eq!(schema.sub_schema("spec.operatingMode").map(|s| &s["default"]), Some(&json!("Running")));
-        let port = schema.sub_schema("spec.podTemplate.spec.containers.ports.containerPort").expect("containerPort");
-        assert_eq!(port["format"], "int32");
-        let cpu = schema.sub_schema("spec.podTemplate.spec.containers.resources.limits.cpu").expect("a limit");
-        assert_eq!(cpu["x-kubernetes-int-or-string"], true);
-        assert!(schema.sub_schema("spec.nope").is_none());
-        assert!(std::ptr::eq(schema.sub_schema("").expect("root"), schema.schema()));
     }
 
     #[test]

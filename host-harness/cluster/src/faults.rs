@@ -11,7 +11,6 @@
 //! ([`Faults::add`]) and over HTTP (`/embedded-cluster/faults`) for clients in other processes.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -268,17 +267,10 @@ impl Faults {
     }
 }
 
-/// Convenience: the delay an action asks for.
-pub fn delay_of(action: &Action) -> Option<Duration> {
-    match action {
-        Action::Delay { millis } => Some(Duration::from_millis(*millis)),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn facts(verb: &str, name: &str) -> Entry {
         Entry {

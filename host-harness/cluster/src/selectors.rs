@@ -204,12 +204,6 @@ impl LabelSelector {
             .unwrap_or_default();
         self.matches(&map)
     }
-
-    /// True when every object is selected, letting list handlers skip
-    /// filtering.
-    pub fn is_everything(&self) -> bool {
-        !self.nothing && self.requirements.is_empty()
-    }
 }
 
 /// Canonical form (sorted keys, sorted values), as Go's `Selector.String()`
@@ -630,12 +624,6 @@ impl FieldSelector {
     pub fn exact_name(&self) -> Option<&str> {
         self.terms.iter().find(|t| t.field == "metadata.name" && t.op == FieldOp::Equals).map(|t| t.value.as_str())
     }
-
-    /// True when every object is selected, letting list handlers skip
-    /// filtering.
-    pub fn is_everything(&self) -> bool {
-        self.terms.is_empty()
-    }
 }
 
 /// Canonical form with values re-escaped, as Go's `Selector.String()`.
@@ -736,6 +724,11 @@ fn escape_value(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a label selector selects every object.
+    fn selects_all(s: &LabelSelector) -> bool {
+        !s.nothing && s.requirements.is_empty()
+    }
     use serde_json::json;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -766,11 +759,11 @@ mod tests {
     #[test]
     fn empty_label_selector_selects_everything() {
         let sel = selector("");
-        assert!(sel.is_everything());
+        assert!(selects_all(&sel));
         assert!(sel.matches(&labels(&[])));
         assert!(sel.matches(&labels(&[("a", "b")])));
         assert_eq!(sel.to_string(), "");
-        assert!(selector("  ").is_everything());
+        assert!(selects_all(&selector("  ")));
     }
 
     #[test]
@@ -924,16 +917,16 @@ mod tests {
         let any = json!({"a": "b"});
         for v in [None, Some(&Value::Null)] {
             let sel = LabelSelector::from_json(v).unwrap_or_default();
-            assert!(!sel.is_everything());
+            assert!(!selects_all(&sel));
             assert!(!sel.matches_json(Some(&any)));
             assert!(!sel.matches_json(None));
         }
         let empty = json!({});
         let sel = LabelSelector::from_json(Some(&empty)).unwrap_or_else(|e| panic!("{e}"));
-        assert!(sel.is_everything());
+        assert!(selects_all(&sel));
         assert!(sel.matches_json(Some(&any)));
         let empty_lists = json!({"matchLabels": {}, "matchExpressions": []});
-        assert!(LabelSelector::from_json(Some(&empty_lists)).is_ok_and(|s| s.is_everything()));
+        assert!(LabelSelector::from_json(Some(&empty_lists)).is_ok_and(|s| selects_all(&s)));
     }
 
     #[test]
@@ -1005,11 +998,11 @@ mod tests {
     #[test]
     fn field_selector_empty_selects_everything() {
         let sel = fields("");
-        assert!(sel.is_everything());
+        assert!(sel.terms.is_empty());
         assert!(sel.fields().is_empty());
         assert!(sel.matches(|_| None));
         assert_eq!(sel.exact_name(), None);
-        assert!(fields(",").is_everything());
+        assert!(fields(",").terms.is_empty());
     }
 
     #[test]

@@ -21,17 +21,6 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
-    /// The watch event `type` on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One change in the store.
 #[derive(Debug)]
 pub struct StoredEvent {
@@ -222,11 +211,6 @@ impl Txn<'_> {
     /// Every object of a table in one namespace (or all namespaces).
     pub fn list(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
         self.inner.items(storage, namespace)
-    }
-
-    /// The storage keys that hold at least one object.
-    pub fn tables(&self) -> Vec<&'static str> {
-        self.inner.tables.iter().filter(|(_, t)| !t.is_empty()).map(|(k, _)| *k).collect()
     }
 
     /// Creates or replaces an object, stamping the next resourceVersion.
