@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use sandbox_contract::k8s::selectors::{FieldSelector, LabelSelector};
+use serde_json::{Value, json};
 
 use crate::clock::{Clock, parse_rfc3339, rfc3339_seconds};
 use crate::kube_api::{
@@ -237,68 +238,36 @@ fn not_found(plural: &str, name: &str) -> KubeError {
 }
 
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// RFC 7386 merge patch.
+/// RFC 7386 merge patch, as the API server applies `application/merge-patch+json`.
 fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    if let Value::Object(t) = target {
-        for (k, v) in patch {
-            if v.is_null() {
-                t.remove(k);
-            } else {
-                merge(t.entry(k.clone()).or_insert(Value::Null), v);
-            }
-        }
-    }
+    json_patch::merge(target, patch);
 }
 
+/// `?labelSelector=` with the API server's grammar (`in`, `notin`, `!`, ...); a selector it
+/// refuses matches nothing.
 fn labels_match(object: &Value, selector: Option<&str>) -> bool {
     let Some(selector) = selector.filter(|s| !s.is_empty()) else {
         return true;
     };
-    let label = |k: &str| object.pointer("/metadata/labels").and_then(|l| l.get(k)).and_then(Value::as_str);
-    selector.split(',').map(str::trim).all(|term| {
-        if let Some((k, v)) = term.split_once("!=") {
-            label(k) != Some(v)
-        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-            label(k) == Some(v)
-        } else if let Some(k) = term.strip_prefix('!') {
-            label(k).is_none()
-        } else {
-            label(term).is_some()
-        }
-    })
+    LabelSelector::parse(selector).is_ok_and(|s| s.matches_json(object.pointer("/metadata/labels")))
 }
 
+/// `?fieldSelector=` on the fields every kind supports (`metadata.name`, `metadata.namespace`).
 fn fields_match(object: &Value, selector: Option<&str>) -> bool {
     let Some(selector) = selector.filter(|s| !s.is_empty()) else {
         return true;
     };
-    selector.split(',').all(|term| match term.split_once('=') {
-        Some(("metadata.name", v)) => object.pointer("/metadata/name").and_then(Value::as_str) == Some(v),
-        Some(("metadata.namespace", v)) => object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(v),
-        _ => false,
+    FieldSelector::parse(selector).is_ok_and(|s| {
+        s.matches(|field| match field {
+            "metadata.name" | "metadata.namespace" => {
+                object.pointer(&format!("/{}", field.replace('.', "/"))).and_then(Value::as_str).map(String::from)
+            }
+            _ => None,
+        })
     })
 }
 
@@ -1332,6 +1301,17 @@ mod tests {
         assert!(!labels_match(&o, Some("x=2")));
         assert!(fields_match(&o, Some("metadata.name=a")));
         assert!(!fields_match(&o, Some("metadata.name=b")));
+    }
+
+    #[test]
+    fn set_based_selectors_match_as_on_the_api_server() {
+        // The equality-only matcher read "x in (1,3)" as a label named "x in (1" and matched nothing.
+        let o = json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"x": "1", "y": "2"}}});
+        assert!(labels_match(&o, Some("x in (1,3)")));
+        assert!(labels_match(&o, Some("y notin (3),x")));
+        assert!(!labels_match(&o, Some("x in (2,3)")));
+        assert!(!labels_match(&o, Some("x=(")), "a selector the server refuses matches nothing");
+        assert!(fields_match(&o, Some("metadata.namespace=ns,metadata.name!=b")));
     }
 
     #[test]

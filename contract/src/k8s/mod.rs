@@ -1,4 +1,4 @@
-//! Kubernetes' own rules for names, label values and quantities, written once for every side
+//! Kubernetes' own rules for names, label values, quantities and selectors, written once for every side
 //! that must agree on them: the provider checks a config with them before it sends anything,
 //! the host checks what a guest asks for, and the embedded cluster validates objects with them,
 //! so `validate-config` never passes what the API server then refuses.
@@ -8,3 +8,25 @@
 
 pub mod names;
 pub mod quantity;
+pub mod selectors;
+
+/// Go's `utilerrors.Aggregate` text, as apimachinery joins several errors: one error
+/// verbatim, several (deduplicated) in brackets.
+pub fn aggregate(errors: Vec<String>) -> String {
+    let mut unique: Vec<String> = Vec::new();
+    for e in errors {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    if unique.len() == 1 { unique.concat() } else { format!("[{}]", unique.join(", ")) }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn aggregates_read_like_go() {
+        assert_eq!(super::aggregate(vec!["a".into()]), "a");
+        assert_eq!(super::aggregate(vec!["a".into(), "b".into(), "a".into()]), "[a, b]");
+    }
+}

@@ -38,7 +38,7 @@ mod request;
 mod request_info;
 pub mod request_log;
 mod resources;
-mod selectors;
+use sandbox_contract::k8s::selectors;
 mod server;
 mod status;
 mod store;

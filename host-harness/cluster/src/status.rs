@@ -241,16 +241,7 @@ impl ApiError {
     }
 }
 
-/// Go's `utilerrors.Aggregate` text: one error verbatim, several (deduplicated) in brackets.
-pub fn aggregate(errors: Vec<String>) -> String {
-    let mut unique: Vec<String> = Vec::new();
-    for e in errors {
-        if !unique.contains(&e) {
-            unique.push(e);
-        }
-    }
-    if unique.len() == 1 { unique.concat() } else { format!("[{}]", unique.join(", ")) }
-}
+pub use sandbox_contract::k8s::aggregate;
 
 /// The Status a successful immediate DELETE answers with.
 pub fn delete_success(group: &str, resource: &str, name: &str, uid: &str) -> Value {
@@ -342,12 +333,6 @@ mod tests {
             "forbidden: User \"system:serviceaccount:ns:sa\" cannot post path \"/embedded-cluster/faults\""
         );
         assert_eq!(path.to_status()["details"], json!({}));
-    }
-
-    #[test]
-    fn aggregates_read_like_go() {
-        assert_eq!(aggregate(vec!["a".into()]), "a");
-        assert_eq!(aggregate(vec!["a".into(), "b".into(), "a".into()]), "[a, b]");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::status::aggregate;
+use super::aggregate;
 
 /// How one label requirement compares a label's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Requirement {
             }
         }
         for (i, v) in values.iter().enumerate() {
-            let problems = crate::names::label_value(v);
+            let problems = super::names::label_value(v);
             if !problems.is_empty() {
                 errors.push(format!("values[{i}][{key}]: Invalid value: {v:?}: {}", problems.join("; ")));
             }
@@ -435,7 +435,7 @@ impl Parser {
         if token != Token::Identifier {
             return Err(format!("found '{literal}', expected: identifier"));
         }
-        let problems = crate::names::qualified_name(&literal);
+        let problems = super::names::qualified_name(&literal);
         if !problems.is_empty() {
             return Err(format!("<nil>: Invalid value: {literal:?}: {}", problems.join("; ")));
         }
@@ -540,7 +540,7 @@ impl Parser {
 
 /// Field-path error for a key, as `field.Invalid(path.Child(name), ...)`.
 fn validate_label_key(key: &str, path: &str) -> Option<String> {
-    let problems = crate::names::qualified_name(key);
+    let problems = super::names::qualified_name(key);
     if problems.is_empty() { None } else { Some(format!("{path}: Invalid value: {key:?}: {}", problems.join("; "))) }
 }
 
