@@ -492,6 +492,10 @@ impl ApiServer {
             return Ok((conversion::from_storage(ctx.rt, &gone), warnings));
         }
         let saved = txn.put(ctx.rt.storage, stored);
+        if matches!(ctx.rt.storage, "pods" | "persistentvolumeclaims" | "resourcequotas") {
+            // A pod turning terminal, a claim resized or a quota's hard changed: its usage moves.
+            admission::quota::refresh(txn, &self.types, ctx.ns());
+        }
         Ok((conversion::from_storage(ctx.rt, &saved), warnings))
     }
 

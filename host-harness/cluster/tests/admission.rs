@@ -82,9 +82,18 @@ async fn a_compute_quota_needs_requests_and_refuses_past_its_hard_limit() {
     let requests = json!({"requests": {"cpu": "600m"}});
     pods.create(&PostParams::default(), &pod("a", requests.clone())).await.expect("within the quota");
     assert_eq!(
-        forbidden(pods.create(&PostParams::default(), &pod("b", requests)).await),
+        forbidden(pods.create(&PostParams::default(), &pod("b", requests.clone())).await),
         "pods \"b\" is forbidden: exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1"
     );
+    let used =
+        |q: ResourceQuota| q.status.and_then(|s| s.used).unwrap_or_default().get("requests.cpu").map(|v| v.0.clone());
+    assert_eq!(used(quotas.get("compute").await.expect("quota")), Some("600m".into()));
+    // A terminal pod uses nothing: the status follows the pod's phase, and there is room again.
+    pods.patch_status("a", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Succeeded"}})))
+        .await
+        .expect("pod finished");
+    assert_eq!(used(quotas.get("compute").await.expect("quota")), Some("0".into()));
+    pods.create(&PostParams::default(), &pod("b", requests)).await.expect("room after the first pod finished");
 }
 
 #[tokio::test]

@@ -6,8 +6,8 @@
 //! - [`limit_ranger`]: a LimitRange's container defaults are applied to a new pod before it is
 //!   validated, and its min/max are enforced after (403, as the `LimitRanger` plugin answers);
 //! - [`quota`]: a ResourceQuota's `hard` limits are enforced on creates (403 "exceeded quota"),
-//!   and its `status` is kept current on every create and removal in the namespace (the work
-//!   kube-controller-manager's quota controller does).
+//!   and its `status` is kept current on every create and removal in the namespace, and on
+//!   updates of pods, claims and quotas (the work kube-controller-manager's quota controller does).
 
 pub mod limit_ranger;
 pub mod quota;

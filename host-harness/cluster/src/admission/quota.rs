@@ -1,7 +1,7 @@
 //! ResourceQuota: the `ResourceQuota` admission plugin (a create that would take a namespace
 //! past a quota's `hard` is a 403 with the plugin's "exceeded quota" body) and the quota
 //! controller's `status` (`hard` copied from the spec, `used` recomputed whenever an object in
-//! the namespace is created or removed).
+//! the namespace is created or removed, or a pod, claim or quota changes).
 //!
 //! Usage is counted as upstream's evaluators count it (`pkg/quota/v1/evaluator/core`): object
 //! counts (`count/<resource>[.<group>]` and the legacy names `pods`, `secrets`, `configmaps`,
