@@ -51,6 +51,16 @@ pub fn parse_nanos(s: &str) -> Result<i128, String> {
     Ok(if negative { -nanos } else { nanos })
 }
 
+/// A quantity as it appears in an object (a JSON string, or a bare number), in nano-units;
+/// `None` for anything else or a malformed one.
+pub fn value_nanos(v: &serde_json::Value) -> Option<i128> {
+    match v {
+        serde_json::Value::String(s) => parse_nanos(s).ok(),
+        serde_json::Value::Number(n) => parse_nanos(&n.to_string()).ok(),
+        _ => None,
+    }
+}
+
 /// Whether a quantity was written with a binary suffix (`Ki` ... `Ei`): its canonical form keeps
 /// binary units, as `resource.Quantity` keeps the format it was parsed with.
 pub fn is_binary(s: &str) -> bool {
@@ -150,6 +160,14 @@ mod tests {
     fn equal_values_in_different_units_compare_equal() {
         assert_eq!(parse_nanos("1Gi"), parse_nanos("1024Mi"));
         assert_eq!(parse_nanos("0.5"), parse_nanos("500m"));
+    }
+
+    #[test]
+    fn object_quantities_are_strings_or_bare_numbers() {
+        assert_eq!(value_nanos(&serde_json::json!("500m")), Some(500_000_000));
+        assert_eq!(value_nanos(&serde_json::json!(2)), Some(2_000_000_000));
+        assert_eq!(value_nanos(&serde_json::json!("1e1.5")), None);
+        assert_eq!(value_nanos(&serde_json::json!(true)), None);
     }
 
     #[test]

@@ -212,12 +212,7 @@ fn qos_quantity(name: &str, q: &Value) -> Option<i128> {
     if name != "cpu" && name != "memory" {
         return None;
     }
-    let nanos = match q {
-        Value::String(s) => quantity::parse_nanos(s).ok()?,
-        Value::Number(n) => quantity::parse_nanos(&n.to_string()).ok()?,
-        _ => return None,
-    };
-    (nanos > 0).then_some(nanos)
+    quantity::value_nanos(q).filter(|n| *n > 0)
 }
 
 fn set_field(obj: &mut Value, key: &str, value: Value) {

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::quantity::{format_nanos, is_binary, parse_nanos};
+use crate::quantity::{format_nanos, is_binary, parse_nanos, value_nanos};
 use crate::status::ApiError;
 use crate::store::Objects;
 
@@ -85,14 +85,6 @@ pub fn default_pod(store: &dyn Objects, namespace: &str, pod: &mut Value) {
     }
 }
 
-fn nanos(v: &Value) -> Option<i128> {
-    match v {
-        Value::String(s) => parse_nanos(s).ok(),
-        Value::Number(n) => parse_nanos(&n.to_string()).ok(),
-        _ => None,
-    }
-}
-
 fn text(v: &Value) -> String {
     match v {
         Value::String(s) => format_nanos(parse_nanos(s).unwrap_or_default(), is_binary(s)),
@@ -112,7 +104,7 @@ pub fn check_pod(store: &dyn Objects, namespace: &str, pod: &Value, name: &str) 
         for item in &items {
             for (resource, max) in item["max"].as_object().into_iter().flatten() {
                 let limit = &c["resources"]["limits"][resource];
-                match (nanos(limit), nanos(max)) {
+                match (value_nanos(limit), value_nanos(max)) {
                     (None, _) => errors.push(format!(
                         "maximum {resource} usage per Container is {}.  No limit is specified",
                         text(max)
@@ -127,7 +119,7 @@ pub fn check_pod(store: &dyn Objects, namespace: &str, pod: &Value, name: &str) 
             }
             for (resource, min) in item["min"].as_object().into_iter().flatten() {
                 let request = &c["resources"]["requests"][resource];
-                match (nanos(request), nanos(min)) {
+                match (value_nanos(request), value_nanos(min)) {
                     (None, _) => errors.push(format!(
                         "minimum {resource} usage per Container is {}.  No request is specified",
                         text(min)

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::quantity::{format_nanos, is_binary, parse_nanos};
+use crate::quantity::{format_nanos, is_binary, value_nanos};
 use crate::resources::ResourceType;
 use crate::status::ApiError;
 use crate::store::{Objects, Txn};
@@ -60,14 +60,6 @@ fn compute(resource: &str) -> Option<(&'static str, &str)> {
     }
 }
 
-fn nanos(v: &Value) -> Option<i128> {
-    match v {
-        Value::String(s) => parse_nanos(s).ok(),
-        Value::Number(n) => parse_nanos(&n.to_string()).ok(),
-        _ => None,
-    }
-}
-
 /// A pod's request or limit of one resource: the sum over its containers, or the largest init
 /// container's if that is more, as the pod's effective value.
 fn pod_value(pod: &Value, field: &str, resource: &str) -> i128 {
@@ -76,7 +68,7 @@ fn pod_value(pod: &Value, field: &str, resource: &str) -> i128 {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .map(|c| nanos(&c["resources"][field][resource]).unwrap_or(0))
+            .map(|c| value_nanos(&c["resources"][field][resource]).unwrap_or(0))
             .collect()
     };
     let containers: i128 = sum_of("containers").iter().sum();
@@ -95,7 +87,7 @@ fn usage_of(resource: &str, storage: &str, obj: &Value, types: &[ResourceType]) 
     match (storage, compute(resource)) {
         ("pods", Some((field, r))) if !is_terminal(obj) => pod_value(obj, field, r),
         ("persistentvolumeclaims", None) if resource == "requests.storage" => {
-            nanos(&obj["spec"]["resources"]["requests"]["storage"]).unwrap_or(0)
+            value_nanos(&obj["spec"]["resources"]["requests"]["storage"]).unwrap_or(0)
         }
         _ => 0,
     }
@@ -180,7 +172,7 @@ pub fn admit(
                 continue;
             }
             let used = used_in(txn, namespace, resource, types);
-            let Some(limit_nanos) = nanos(limit) else {
+            let Some(limit_nanos) = value_nanos(limit) else {
                 continue;
             };
             if used + delta > limit_nanos {

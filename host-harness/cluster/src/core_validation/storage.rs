@@ -50,13 +50,7 @@ pub(super) fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
 }
 
 pub(super) fn storage_request(pvc: &Value, pointer: &str) -> i128 {
-    pvc.pointer(pointer)
-        .and_then(|q| match q {
-            Value::String(s) => quantity::parse_nanos(s).ok(),
-            Value::Number(n) => quantity::parse_nanos(&n.to_string()).ok(),
-            _ => None,
-        })
-        .unwrap_or(0)
+    pvc.pointer(pointer).and_then(quantity::value_nanos).unwrap_or(0)
 }
 
 pub(super) fn pvc_update(new: &Value, old: &Value, errs: &mut Vec<FieldError>) {
