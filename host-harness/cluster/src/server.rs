@@ -152,14 +152,6 @@ impl HttpFront {
         }
     }
 
-    /// The identity a request acts as (after `Impersonate-*` headers), or why it may not.
-    fn acting_as(&self, req: &Request<Incoming>) -> Result<Option<Identity>, ApiError> {
-        match self.identify(req) {
-            Some(id) => impersonation::apply(&self.api.store, id, req.headers()).map(Some),
-            None => Ok(None),
-        }
-    }
-
     /// Handles one request: authentication, then authorization (on the URL, before routing, as
     /// kube-apiserver's filters run), then fault injection and the handler. An `Err` closes the
     /// connection (a dropped-connection fault).
@@ -169,9 +161,14 @@ impl HttpFront {
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::new(req.method(), &path, &query);
         let route = request::route(&path, &self.api.types);
-        let (identity, refused) = match self.acting_as(&req) {
-            Ok(id) => (id, None),
-            Err(e) => (self.identify(&req), Some(e)),
+        // Who sent it, then who it acts as (`Impersonate-*`); a refused impersonation is logged
+        // under the sender.
+        let (identity, refused) = match self.identify(&req) {
+            Some(id) => match impersonation::apply(&self.api.store, id.clone(), req.headers()) {
+                Ok(acting) => (Some(acting), None),
+                Err(e) => (Some(id), Some(e)),
+            },
+            None => (None, None),
         };
         let mut entry = self.log_entry(&req, &route, &query, &info, identity.as_ref());
         let outcome = match (route, identity, refused) {

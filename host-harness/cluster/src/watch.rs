@@ -118,7 +118,7 @@ pub fn start(server: Arc<ApiServer>, req: WatchRequest) -> Result<WatchBody, Api
                 return;
             }
         }
-        w.follow(&server, events, deadline, bookmarks, req.bookmark_interval).await;
+        w.follow(events, deadline, bookmarks, req.bookmark_interval).await;
     });
     Ok(StreamBody::new(ReceiverStream::new(rx)))
 }
@@ -201,7 +201,6 @@ impl Watcher {
 
     async fn follow(
         &mut self,
-        server: &ApiServer,
         mut events: broadcast::Receiver<Arc<StoredEvent>>,
         deadline: tokio::time::Instant,
         bookmarks: bool,
@@ -216,7 +215,7 @@ impl Watcher {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => {
                     if bookmarks {
-                        let rv = server.store.current_rv();
+                        let rv = self.server.store.current_rv();
                         if events.is_empty() {
                             let _ = self.emit(bookmark(&self.rt, rv, false)).await;
                         }
@@ -224,7 +223,7 @@ impl Watcher {
                     return;
                 }
                 _ = ticker.tick(), if bookmarks => {
-                    let rv = server.store.current_rv();
+                    let rv = self.server.store.current_rv();
                     if events.is_empty() && !self.emit(bookmark(&self.rt, rv, false)).await {
                         return;
                     }
