@@ -369,9 +369,13 @@ impl HttpFront {
             req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
         let rendering =
             Rendering::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default());
-        let include = match Include::from_query(query.get("includeObject")) {
-            Ok(include) => include,
-            Err(e) => return Ok(error_response(&e)),
+        // `includeObject` is a Table option: read (and refused when malformed) only for a Table.
+        let include = match rendering {
+            Rendering::Table(_) => match Include::from_query(query.get("includeObject")) {
+                Ok(include) => include,
+                Err(e) => return Ok(error_response(&e)),
+            },
+            _ => Include::Metadata,
         };
         let body = match read_body(req).await {
             Ok(b) => b,

@@ -434,3 +434,34 @@ async fn bodies_in_an_unknown_media_type_are_415_as_on_kube_apiserver() {
     );
     client.request_text(req).await.expect("a YAML body is accepted");
 }
+
+#[tokio::test]
+async fn include_object_is_read_only_for_a_table() {
+    let c = cluster().await;
+    let client = c.client().await.expect("client");
+    let get = |accept: &'static str| {
+        http::Request::get("/api/v1/namespaces/default?includeObject=Sometimes")
+            .header("accept", accept)
+            .body(Vec::new())
+            .expect("request")
+    };
+    let plain = client.request_text(get("application/json")).await.expect("plain JSON ignores Table options");
+    assert!(plain.contains("\"kind\":\"Namespace\""), "{plain}");
+    let err = api_error(
+        client.request_text(get("application/json;as=Table;v=v1;g=meta.k8s.io")).await.expect_err("bad option"),
+    );
+    assert_eq!(err.code, 400);
+    let table = client
+        .request_text(
+            http::Request::get("/api/v1/namespaces/default?includeObject=None")
+                .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+                .body(Vec::new())
+                .expect("request"),
+        )
+        .await
+        .expect("table");
+    let table: serde_json::Value = serde_json::from_str(&table).expect("json");
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["rows"][0]["cells"][0], "default");
+    assert!(table["rows"][0].get("object").is_none(), "includeObject=None leaves the object out");
+}
