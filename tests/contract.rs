@@ -88,7 +88,8 @@ async fn every_cell_of_the_fault_matrix_keeps_the_contract() {
         for operation in Operation::ALL {
             let rows: Vec<_> =
                 table.rows.iter().filter(|(row, _)| row.starts_with(&format!("{} #", operation.as_str()))).collect();
-            assert!(rows.len() >= 3, "{} makes at least 3 requests on {}:\n{table}", operation.as_str(), table.backend);
+            // Discovery is asked once per host (the first acquire), so a later call may make two.
+            assert!(rows.len() >= 2, "{} makes at least 2 requests on {}:\n{table}", operation.as_str(), table.backend);
             // Every request gets every status, the late answer and the dropped connection.
             assert!(rows.iter().all(|(_, cells)| cells.len() >= 9), "{table}");
         }

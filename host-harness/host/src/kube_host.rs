@@ -18,6 +18,7 @@ use http::{HeaderValue, Method};
 use serde_json::{Value, json};
 
 use crate::bindings::kube::{DeleteOptions, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions};
+use crate::discovery_cache::DiscoveryCache;
 use crate::error::HostError;
 use crate::kube_transport::{JSON, delete_body, parse, request};
 use crate::kube_url;
@@ -47,6 +48,8 @@ pub struct KubeHost {
     /// When the host ends the call this access serves: no request may outlive it.
     pub(crate) call_deadline: Option<Instant>,
     pub(crate) kinds: KindCache,
+    /// Served versions per API group, shared by all calls ([`crate::discovery_cache`]).
+    pub(crate) discovery: DiscoveryCache,
     pub(crate) memory: CallMemory,
     /// Largest create or patch body sent for the provider (limits `max-body-bytes`).
     max_body_bytes: usize,
@@ -116,6 +119,7 @@ impl KubeHost {
             request_timeout,
             call_deadline: None,
             kinds: KindCache::default(),
+            discovery: DiscoveryCache::default(),
             memory: CallMemory::default(),
             max_body_bytes: Limits::default().max_body_bytes_usize(),
         }
@@ -397,21 +401,29 @@ impl KubeHost {
     }
 
     /// The versions of an API group, preferred first; empty when the group is not served.
+    /// Answered from the host's cache for a while ([`crate::discovery_cache`]).
     pub async fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
         if let Err(denial) = self.policy.check_discovery(group) {
             tracing::warn!(target: "provider_host::policy", verb = "discovery", group = %quoted(group),
                 reason = %denial, "kube call denied by host policy");
             return Err(KubeError::Denied(denial.0));
         }
+        if let Some(versions) = self.discovery.get(group, Instant::now()) {
+            return Ok(versions);
+        }
+        let asked = Instant::now();
         let url = kube_url::group_discovery(group)?;
         let what = format!("discovery of API group {}", quoted(group));
-        let text = match self.discovery(&what, url).await? {
-            Some(text) => text,
-            None => return Ok(Vec::new()),
+        let versions = match self.discovery(&what, url).await? {
+            Some(text) => {
+                let doc: Value = serde_json::from_str(&text)
+                    .map_err(|e| KubeError::Transport(format!("{what}: the answer is not JSON: {e}")))?;
+                versions_of(group, &doc)
+            }
+            None => Vec::new(),
         };
-        let doc: Value = serde_json::from_str(&text)
-            .map_err(|e| KubeError::Transport(format!("{what}: the answer is not JSON: {e}")))?;
-        Ok(versions_of(group, &doc))
+        self.discovery.put(group, versions.clone(), asked);
+        Ok(versions)
     }
 
     fn allow(&self, target: &Target<'_>) -> Result<(), KubeError> {

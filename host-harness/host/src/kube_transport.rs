@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::bindings::kube::{DeleteOptions, KubeError, Propagation, UnavailableDetail};
 use crate::kube_errors;
 use crate::kube_host::{KubeHost, Target, qualified};
-use crate::policy::quoted;
+use crate::policy::{AccessVerb, quoted};
 
 pub(crate) const JSON: &str = "application/json";
 
@@ -65,7 +65,17 @@ impl KubeHost {
         let started = Instant::now();
         let result = self.exchange(&target.describe(), req).await;
         self.log(target, started, result.as_ref().err());
+        self.forget_discovery_on_missing_collection(target, result.as_ref().err());
         result
+    }
+
+    /// A 404 about a whole collection (create, list, watch) means its version may no longer
+    /// be served: the next discovery question asks the cluster ([`crate::discovery_cache`]).
+    fn forget_discovery_on_missing_collection(&self, target: &Target<'_>, error: Option<&KubeError>) {
+        let collection = matches!(target.verb, AccessVerb::Create | AccessVerb::List | AccessVerb::Watch);
+        if collection && matches!(error, Some(KubeError::NotFound(_))) {
+            self.discovery.forget(&target.rt.group);
+        }
     }
 
     /// Sends a request and returns the body of a success once its headers arrived (watches).
@@ -89,6 +99,7 @@ impl KubeHost {
             Ok(result) => result,
         };
         self.log(target, started, result.as_ref().err());
+        self.forget_discovery_on_missing_collection(target, result.as_ref().err());
         result
     }
 

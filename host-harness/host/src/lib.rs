@@ -24,6 +24,7 @@
 pub mod bindings;
 pub mod capabilities;
 pub mod compile_cache;
+pub mod discovery_cache;
 pub mod engine;
 pub mod error;
 mod kube_errors;

@@ -294,6 +294,43 @@ async fn cut_watches_end_with_gone_or_transport() {
     }
 }
 
+/// Discovery requests the host sent to the cluster since a mark.
+fn discovery_requests(c: &embedded_cluster::EmbeddedCluster, mark: u64) -> usize {
+    c.requests().since(mark).iter().filter(|e| e.kind == embedded_cluster::request_log::RequestKind::Discovery).count()
+}
+
+#[tokio::test]
+async fn discovery_is_asked_once_and_shared_by_every_call_until_a_collection_404() {
+    let c = cluster().await;
+    let h = host(&c).await;
+    let mark = c.requests().mark();
+    for _ in 0..3 {
+        let call = h.for_call(std::time::Instant::now() + Duration::from_secs(30));
+        assert_eq!(call.served_versions("agents.x-k8s.io").await.expect("discovery"), vec!["v1beta1", "v1alpha1"]);
+    }
+    assert_eq!(discovery_requests(&c, mark), 1, "three calls, one discovery request");
+
+    // A collection of the group answering 404 (its version went away) makes the host ask again.
+    c.faults().add(Rule {
+        matches: Match { verb: Some("list".into()), resource: Some("sandboxes".into()), ..Match::default() },
+        action: Action::Error { code: 404, reason: "NotFound".into(), message: None, retry_after_seconds: None },
+        after: 0,
+        times: Some(1),
+        probability: None,
+    });
+    let listed = h.list(&rt("agents.x-k8s.io", "v1beta1", "sandboxes"), Some(NS), &list_options()).await;
+    assert!(matches!(listed, Err(KubeError::NotFound(_))), "{listed:?}");
+    let mark = c.requests().mark();
+    h.served_versions("agents.x-k8s.io").await.expect("discovery");
+    assert_eq!(discovery_requests(&c, mark), 1, "asked again after the 404");
+    // An object's 404 says nothing about the group.
+    let got = h.get(&rt("agents.x-k8s.io", "v1beta1", "sandboxes"), Some(NS), "nothing-here").await;
+    assert!(matches!(got, Err(KubeError::NotFound(_))), "{got:?}");
+    let mark = c.requests().mark();
+    h.served_versions("agents.x-k8s.io").await.expect("discovery");
+    assert_eq!(discovery_requests(&c, mark), 0);
+}
+
 #[tokio::test]
 async fn served_versions_follow_discovery() {
     let both = cluster().await;
