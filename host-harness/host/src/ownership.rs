@@ -281,6 +281,10 @@ impl KubeHost {
     pub(crate) async fn ownership(&self, object: &Value) -> Result<Owner, KubeError> {
         let owner_id = self.policy.owner_id.as_str();
         if managed_by(object) == Some(owner_id) {
+            // Its dependents seen later in the call (a Sandbox's pod) need no read of it.
+            if let Some(uid) = uid(object) {
+                self.memory.remember_owner(uid, true);
+            }
             return Ok(Owner::Owned);
         }
         let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);

@@ -239,6 +239,24 @@ async fn dependents_are_read_through_their_controller_and_nothing_else_is() {
 }
 
 #[tokio::test]
+async fn a_dependent_of_an_object_read_in_the_same_call_costs_no_read_of_that_object() {
+    let c = cluster().await;
+    let h = provider_host(&c, test_policy()).await;
+    let owned = parse(&h.create(&jobs(), Some(NS), &job("owned", json!({}))).await.expect("create"));
+    let uid = owned["metadata"]["uid"].as_str().expect("uid").to_string();
+    let pods_api: Api<Pod> = Api::namespaced(someone_else(&c).await, NS);
+    pods_api.create(&PostParams::default(), &pod("dep", Some(("owned", &uid)))).await.expect("create pod");
+
+    let call = h.for_call(std::time::Instant::now() + Duration::from_secs(30));
+    let mark = c.requests().mark();
+    call.get(&jobs(), Some(NS), "owned").await.expect("get the Job");
+    let listed = parse(&call.list(&pods(), Some(NS), &list_options()).await.expect("list"));
+    assert_eq!(listed["items"][0]["metadata"]["name"], "dep");
+    let sent: Vec<String> = provider_requests(&c, mark).iter().map(|r| r.trim().to_string()).collect();
+    assert_eq!(sent, vec!["get jobs owned", "list pods"], "the Job read Owned proves its pod");
+}
+
+#[tokio::test]
 async fn patches_may_not_give_an_object_away() {
     let c = cluster().await;
     let h = provider_host(&c, test_policy()).await;
