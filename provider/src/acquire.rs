@@ -248,10 +248,10 @@ fn provision<K: Kube>(
 
     let start = match workload.origin {
         Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
-        Origin::Adopted => None,
+        Origin::Adopted => Some(Start::List(Some(workload.object.clone()))),
         Origin::AdoptedSuspended => resume_adopted(kube, plan)?,
     };
-    let start = start.unwrap_or(Start::List);
+    let start = start.unwrap_or(Start::List(None));
     let target = Target {
         backend: plan.config.backend,
         namespace: ns,

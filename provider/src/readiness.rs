@@ -99,8 +99,10 @@ impl Target<'_> {
 pub enum Start {
     /// After this resourceVersion (the create's): every later change arrives as an event.
     After(String),
-    /// From a list of the current state (the workload existed before this call).
-    List,
+    /// From a list of the current state (the workload existed before this call), with the
+    /// workload as the caller just read it, if it did: a Sandbox read Ready needs no second read
+    /// once its pod is found ready.
+    List(Option<Value>),
 }
 
 /// Why a wait ended without a ready sandbox.
@@ -261,9 +263,13 @@ fn wait_for_sandbox<K: Kube>(
     log: &dyn Log,
     target: &Target<'_>,
     pod: PodInfo,
+    known: Option<Value>,
     deadline: Deadline,
 ) -> Result<Option<PodInfo>, WaitError> {
-    let mut sandbox = read_workload(kube, clock, target, deadline)?;
+    let mut sandbox = match known {
+        Some(ready) if matches!(sandbox_state(&ready), SandboxState::Ready) => ready,
+        _ => read_workload(kube, clock, target, deadline)?,
+    };
     let mut stream = EventStream::new(
         kube,
         target.resource.clone(),
@@ -324,16 +330,20 @@ pub fn wait_ready<K: Kube>(
     };
     let mut pods = EventStream::new(kube, api_versions::pods(), target.namespace, Some(selector), None);
     let mut owned = BTreeMap::new();
+    let mut known = None;
     match start {
         Start::After(rv) => pods.resume_from(&rv),
-        Start::List => owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?),
+        Start::List(workload) => {
+            known = workload;
+            owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?);
+        }
     }
     loop {
         let pod = wait_for_pod(kube, clock, log, target, &mut pods, &mut owned, deadline)?;
         match target.backend {
             Backend::Job => return Ok(pod),
             Backend::Sandbox => {
-                if let Some(pod) = wait_for_sandbox(kube, clock, log, target, pod, deadline)? {
+                if let Some(pod) = wait_for_sandbox(kube, clock, log, target, pod, known.take(), deadline)? {
                     return Ok(pod);
                 }
                 owned = own(target, pods.relist(clock, deadline).map_err(WaitError::Api)?);
@@ -391,7 +401,7 @@ mod tests {
             job_retries: false,
         };
         let deadline = Deadline::after(clock, Duration::from_secs(seconds));
-        wait_ready(kube, clock, &MemoryLog::default(), &target, Start::List, deadline)
+        wait_ready(kube, clock, &MemoryLog::default(), &target, Start::List(None), deadline)
     }
 
     #[test]

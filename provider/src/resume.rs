@@ -79,7 +79,7 @@ pub fn resume_check<K: Kube>(
         )));
     }
 
-    let mut start = Start::List;
+    let mut start = Start::List(Some(workload.clone()));
     match id.backend {
         Backend::Sandbox => match sandbox_state(&workload) {
             SandboxState::Deleting => {
@@ -207,6 +207,17 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_ready_sandbox_is_read_once_and_its_pods_listed_once() {
+        let env = Env::new();
+        let (provider, lease) = acquired(&env, &config("sandbox"), "r-reads");
+        let (gets, lists) = (env.kube.count(Verb::Get, "sandboxes"), env.kube.count(Verb::List, "pods"));
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Resumable(_)));
+        assert_eq!(env.kube.count(Verb::Get, "sandboxes") - gets, 1, "the Sandbox read Ready is not read again");
+        assert_eq!(env.kube.count(Verb::List, "pods") - lists, 1);
+        assert_eq!(env.kube.count(Verb::Watch, "sandboxes") + env.kube.count(Verb::Watch, "pods"), 1, "acquire's only");
     }
 
     #[test]
