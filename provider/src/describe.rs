@@ -40,7 +40,7 @@ pub fn describe() -> ProviderInfo {
         driver_key: "kubernetes".to_string(),
         display_name: "Kubernetes (agent-sandbox Sandbox or Job)".to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        config_schema: config::schema().to_string(),
+        config_schema: config::SCHEMA.to_string(),
         reusable_leases: true,
         backends: vec![Backend::Sandbox, Backend::Job],
         access: access(),

@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::errors::ProviderError;
 
 pub use check::{is_env_name, is_quantity};
-pub use schema::schema;
+pub use schema::SCHEMA;
 
 /// Default readiness budget. A host times a lifecycle call out after 30 s by default; 20 s of
 /// waiting leaves room for the creates before it and the clean-up after a failure.
