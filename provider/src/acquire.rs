@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::adoption::{self, Origin};
 use crate::api_versions::{self, SandboxVersion};
-use crate::clock::{Clock, Deadline, rfc3339_seconds};
+use crate::clock::{Clock, Deadline};
 use crate::compensation::{self, Scope, Touched};
 use crate::config::{self, Backend, Config};
 use crate::errors::{FromKube, ProviderError};
@@ -37,6 +37,7 @@ use crate::object;
 use crate::pod_spec::{self, PodInputs};
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::redact::{RedactingLog, Redactor};
+use crate::rfc3339;
 use crate::sandbox_manifest::{self, SandboxParams};
 use crate::secret;
 use crate::workload_state::{Cause, Failure, expiry_of};
@@ -122,7 +123,7 @@ pub(crate) fn plan<K: Kube>(
         expiry::lease_expiry(now, config.lease_ttl_seconds, request.requested_expires_at).ok_or_else(|| {
             ProviderError::rejected(format!(
                 "requested-expires-at ({}) is not at least a second in the future; ask for a later expiry.",
-                rfc3339_seconds(request.requested_expires_at.unwrap_or(now))
+                rfc3339::format_seconds(request.requested_expires_at.unwrap_or(now))
             ))
         })?;
 
@@ -175,7 +176,7 @@ pub(crate) fn plan<K: Kube>(
                 labels: &labels,
                 annotations: &workload_annotations,
                 template: &template,
-                shutdown_time: &rfc3339_seconds(expiry_ms),
+                shutdown_time: &rfc3339::format_seconds(expiry_ms),
                 workspace,
             })?,
         ),
@@ -333,7 +334,7 @@ fn wait_failure(clock: &dyn Clock, what: &str, expires_at: i64, failure: Failure
         Cause::Deleted if expired => ProviderError::rejected(format!(
             "{what} was deleted while waiting for it: the lease's expiry ({}) passed before it was ready. Ask for \
              a later requested-expires-at (or raise leaseTtlSeconds).",
-            rfc3339_seconds(expires_at)
+            rfc3339::format_seconds(expires_at)
         )),
         Cause::Deleted => ProviderError::conflict(
             format!(

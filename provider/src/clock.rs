@@ -84,39 +84,9 @@ impl Deadline {
     }
 }
 
-/// Formats epoch millis as RFC 3339 in UTC with whole seconds (`2026-11-29T09:41:56Z`),
-/// rounding down so a deadline is never later than asked. Out of jiff's range (beyond the year
-/// 9999 either way) it clamps to the nearest representable time, so a time far in the past
-/// never reads as one far in the future.
-pub fn rfc3339_seconds(epoch_millis: i64) -> String {
-    match jiff::Timestamp::from_second(epoch_millis.div_euclid(1000)) {
-        Ok(ts) => ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        Err(_) if epoch_millis < 0 => jiff::Timestamp::MIN.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        Err(_) => "9999-12-31T23:59:59Z".to_string(),
-    }
-}
-
-/// Parses an RFC 3339 time stamp (as Kubernetes writes them) into epoch millis.
-pub fn parse_rfc3339(text: &str) -> Option<i64> {
-    text.parse::<jiff::Timestamp>().ok().map(|ts| ts.as_millisecond())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_rounds_down_to_whole_seconds() {
-        assert_eq!(rfc3339_seconds(1_796_032_916_999), "2026-11-30T10:01:56Z");
-        assert_eq!(parse_rfc3339("2026-11-30T10:01:56Z"), Some(1_796_032_916_000));
-        assert_eq!(parse_rfc3339("not a time"), None);
-    }
-
-    #[test]
-    fn rfc3339_clamps_to_the_nearest_end_of_its_range() {
-        assert_eq!(rfc3339_seconds(i64::MAX), "9999-12-31T23:59:59Z");
-        assert_eq!(rfc3339_seconds(i64::MIN), "-9999-01-02T01:59:59Z", "the earliest, not the latest");
-    }
 
     #[test]
     fn system_clock_moves_forward() {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::adoption::proves_acquisition;
 use crate::api_versions::SandboxVersion;
-use crate::clock::{Clock, Deadline, rfc3339_seconds};
+use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
 use crate::host_fit;
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
@@ -22,6 +22,7 @@ use crate::log::Log;
 use crate::naming::Identity;
 use crate::object;
 use crate::retry::{GaveUp, Retrier};
+use crate::rfc3339;
 use crate::sandbox_manifest;
 
 /// How long clean-up after a failed acquire may take, on top of the acquire's own deadline.
@@ -223,7 +224,7 @@ fn report(scope: &Scope<'_>, results: &[(&Touched, Outcome)]) -> String {
 
 fn expiry(role: Role) -> String {
     match role {
-        Role::Workload { expires_at, .. } => rfc3339_seconds(expires_at),
+        Role::Workload { expires_at, .. } => rfc3339::format_seconds(expires_at),
         Role::Secret => "the lease's expiry".to_string(),
     }
 }
@@ -234,12 +235,12 @@ fn fate(scope: &Scope<'_>, t: &Touched, workload: Option<&Touched>, workload_del
     match t.role {
         Role::Workload { backend: Backend::Sandbox, expires_at } => format!(
             "the cluster deletes {what} at its shutdownTime {} (shutdownPolicy Delete), with its pod",
-            rfc3339_seconds(expires_at)
+            rfc3339::format_seconds(expires_at)
         ),
         Role::Workload { backend: Backend::Job, expires_at } => format!(
             "the cluster terminates {what} at its activeDeadlineSeconds ({}) and deletes it \
              ttlSecondsAfterFinished ({} s) later, with its pod",
-            rfc3339_seconds(expires_at),
+            rfc3339::format_seconds(expires_at),
             scope.job_ttl_seconds
         ),
         Role::Secret => {
@@ -311,7 +312,7 @@ mod tests {
     #[test]
     fn what_clean_up_cannot_delete_is_named_with_what_the_cluster_does_with_it() {
         let unavailable = || KubeError::Unavailable { message: "etcd".into(), retry_after_seconds: None };
-        let expiry = rfc3339_seconds(NOW + 3_600_000);
+        let expiry = rfc3339::format_seconds(NOW + 3_600_000);
         let cases = [
             ("sandbox", "sandboxes", vec!["Sandbox sandboxes/pc-acq-28", "shutdownPolicy Delete", expiry.as_str()]),
             (

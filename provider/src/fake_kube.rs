@@ -15,12 +15,13 @@ use std::time::Duration;
 use sandbox_contract::k8s::selectors::{FieldSelector, LabelSelector};
 use serde_json::{Value, json};
 
-use crate::clock::{Clock, parse_rfc3339, rfc3339_seconds};
+use crate::clock::Clock;
 use crate::kube_api::{
     DeleteOptions, Kube, KubeError, ListOptions, PatchType, Propagation, ResourceType, Watch, WatchEvent, WatchOptions,
 };
 use crate::log::{Level, Log};
 use crate::naming::fnv1a32_hex;
+use crate::rfc3339;
 
 /// A clock that moves only when told (or when the provider sleeps or waits on a fake watch),
 /// with an optional host call deadline.
@@ -281,7 +282,7 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, generation:
 
 impl State {
     fn now_rfc3339(&self) -> String {
-        rfc3339_seconds(self.clock.now_millis())
+        rfc3339::format_seconds(self.clock.now_millis())
     }
 
     fn record(&mut self, verb: Verb, plural: &str, name: Option<&str>) -> Result<(), KubeError> {
@@ -351,7 +352,7 @@ impl State {
         let meta = &mut object["metadata"];
         meta["uid"] = json!(format!("uid-{}", self.seq));
         meta["generation"] = json!(1);
-        meta["creationTimestamp"] = json!(rfc3339_seconds(self.clock.now_millis()));
+        meta["creationTimestamp"] = json!(rfc3339::format_seconds(self.clock.now_millis()));
         meta["name"] = json!(key.3);
         if !key.2.is_empty() {
             meta["namespace"] = json!(key.2);
@@ -517,7 +518,7 @@ impl State {
     }
 
     fn schedule_expiry(&mut self, key: &Key, sandbox: &Value) {
-        let Some(at) = sandbox.pointer("/spec/shutdownTime").and_then(Value::as_str).and_then(parse_rfc3339) else {
+        let Some(at) = sandbox.pointer("/spec/shutdownTime").and_then(Value::as_str).and_then(rfc3339::parse) else {
             return;
         };
         let wait = u64::try_from(at.saturating_sub(self.clock.now_millis())).unwrap_or(0);
@@ -793,7 +794,7 @@ impl State {
         let due = sandbox
             .pointer("/spec/shutdownTime")
             .and_then(Value::as_str)
-            .and_then(parse_rfc3339)
+            .and_then(rfc3339::parse)
             .is_some_and(|at| at <= self.clock.now_millis());
         if !due {
             return;

@@ -33,6 +33,7 @@ pub mod release;
 pub mod renew;
 pub mod resume;
 pub mod retry;
+pub mod rfc3339;
 pub mod sandbox_manifest;
 pub mod secret;
 pub mod workload_state;

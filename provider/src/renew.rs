@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::api_versions;
-use crate::clock::{Clock, parse_rfc3339, rfc3339_seconds};
+use crate::clock::Clock;
 use crate::config::{self, Backend};
 use crate::errors::{FromKube, ProviderError};
 use crate::expiry;
@@ -18,6 +18,7 @@ use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
 use crate::resume::ResumeOutcome;
+use crate::rfc3339;
 use crate::sandbox_manifest;
 use crate::workload_state::{JobState, SandboxState, job_state, sandbox_state};
 
@@ -112,7 +113,7 @@ fn try_renew<K: Kube>(
     let Some(expiry) = expiry::lease_expiry(now, config.lease_ttl_seconds, Some(requested)) else {
         return Err(ProviderError::rejected(format!(
             "the new expiry ({}) is not at least a second in the future; to end the lease, release or destroy it.",
-            rfc3339_seconds(requested)
+            rfc3339::format_seconds(requested)
         ))
         .into());
     };
@@ -132,11 +133,11 @@ fn try_renew<K: Kube>(
     let what = format!("{kind} {}", id.qualified());
     let workload = live_workload(kube, &resource, &id, lease, &what)?;
     let (patch, new_expiry) = match id.backend {
-        Backend::Sandbox => (sandbox_manifest::shutdown_patch(&rfc3339_seconds(expiry)), expiry),
+        Backend::Sandbox => (sandbox_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
         Backend::Job => {
             // activeDeadlineSeconds counts from status.startTime; whole seconds, rounded down so
             // the Job never outlives the requested expiry.
-            let start = object::str_at(&workload, "/status/startTime").and_then(parse_rfc3339).unwrap_or(now);
+            let start = object::str_at(&workload, "/status/startTime").and_then(rfc3339::parse).unwrap_or(now);
             let seconds = (expiry.saturating_sub(start) / 1000).max(1);
             (job_manifest::deadline_patch(seconds), start.saturating_add(seconds * 1000))
         }
@@ -152,7 +153,7 @@ fn try_renew<K: Kube>(
     if !lease.workload_uid.is_empty() && object::uid(&patched) != Some(lease.workload_uid.as_str()) {
         return Err(expired(&what, "was replaced by a new object while renewing it"));
     }
-    log.info("lease renewed", &[("workload", &what), ("expires_at", &rfc3339_seconds(new_expiry))]);
+    log.info("lease renewed", &[("workload", &what), ("expires_at", &rfc3339::format_seconds(new_expiry))]);
     let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
     metadata.renewed_at = Some(now);
     Ok(Lease { expires_at: Some(new_expiry), metadata: metadata.to_json(), ..lease.clone() })
@@ -194,7 +195,7 @@ mod tests {
         let expected = (now + 1_800_000) / 1000 * 1000;
         assert_eq!(renewed.expires_at, Some(expected));
         let sandbox = env.kube.object("sandboxes", NS, "pc-n-1").unwrap();
-        assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339_seconds(expected));
+        assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339::format_seconds(expected));
         assert!(LeaseMetadata::parse_lenient(&renewed.metadata).renewed_at.is_some());
 
         let capped = resumable(provider.renew(lease, now + 10 * 3_600_000).unwrap());
@@ -208,7 +209,7 @@ mod tests {
         let config = config("job");
         let lease = stored(&provider.acquire(request(&config, "n-2")).unwrap(), &config);
         let start =
-            parse_rfc3339(env.kube.object("jobs", NS, "pc-n-2").unwrap()["status"]["startTime"].as_str().unwrap())
+            rfc3339::parse(env.kube.object("jobs", NS, "pc-n-2").unwrap()["status"]["startTime"].as_str().unwrap())
                 .unwrap();
         env.clock.advance(Duration::from_secs(1200));
         let renewed = resumable(provider.renew(lease, NOW + 2_000_000).unwrap());

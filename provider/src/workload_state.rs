@@ -399,12 +399,12 @@ pub fn job_state(job: &Value) -> JobState {
 /// `activeDeadlineSeconds`.
 pub fn expiry_of(workload: &Value) -> Option<i64> {
     if let Some(shutdown) = object::str_at(workload, "/spec/shutdownTime") {
-        return crate::clock::parse_rfc3339(shutdown);
+        return crate::rfc3339::parse(shutdown);
     }
     let deadline = workload.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
     let start = object::str_at(workload, "/status/startTime")
         .or_else(|| object::str_at(workload, "/metadata/creationTimestamp"))
-        .and_then(crate::clock::parse_rfc3339)?;
+        .and_then(crate::rfc3339::parse)?;
     Some(start.saturating_add(deadline.saturating_mul(1000)))
 }
 

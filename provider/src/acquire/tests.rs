@@ -25,7 +25,7 @@ fn sandbox_acquire_watches_until_ready_and_returns_the_lease() {
 
     let sandbox = env.kube.object("sandboxes", NS, "pc-acq-1").unwrap();
     assert_eq!(lease.workload_uid, sandbox["metadata"]["uid"]);
-    assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339_seconds(NOW + 3_600_000));
+    assert_eq!(sandbox["spec"]["shutdownTime"], rfc3339::format_seconds(NOW + 3_600_000));
     assert_eq!(sandbox["spec"]["shutdownPolicy"], "Delete");
     let labels = &sandbox["metadata"]["labels"];
     assert!(labels.get(naming::LABEL_MANAGED_BY).is_none(), "the host stamps its owner id");
