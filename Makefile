@@ -4,8 +4,8 @@ KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
 .PHONY: all test demo contract contract-full cluster bench lint fmt toolchain component fixtures
 
-COMPONENT := target/wasm32-wasip2/release/kubernetes_provider.wasm
-REFERENCE_COMPONENT := target/wasm32-wasip2/release/reference_provider.wasm
+COMPONENT := target/wasm32-wasip2/component/kubernetes_provider.wasm
+REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
 
 all: test
 
@@ -14,13 +14,13 @@ toolchain:
 	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
 	@rustup show active-toolchain
 
-## The provider components (release): $(COMPONENT) and $(REFERENCE_COMPONENT).
+## The provider components (profile `component`, see Cargo.toml): $(COMPONENT) and $(REFERENCE_COMPONENT).
 component: toolchain
-	$(CARGO) build -p kubernetes-provider -p reference-provider --target wasm32-wasip2 --release
+	$(CARGO) build -p kubernetes-provider -p reference-provider --target wasm32-wasip2 --profile component
 
-## The hostile guest the host's tests load: target/wasm32-wasip2/release/hostile_provider.wasm.
+## The hostile guest the host's tests load: target/wasm32-wasip2/component/hostile_provider.wasm.
 fixtures: toolchain
-	$(CARGO) build -p hostile-provider --target wasm32-wasip2 --release
+	$(CARGO) build -p hostile-provider --target wasm32-wasip2 --profile component
 
 ## Build the components and everything else, then run every test.
 test: component fixtures

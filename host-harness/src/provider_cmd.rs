@@ -17,10 +17,10 @@ use sandbox_contract::quote;
 use crate::policy_cmd::PolicyArgs;
 
 /// The component `make component` builds.
-pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/release/kubernetes_provider.wasm";
+pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/component/kubernetes_provider.wasm";
 
 /// The reference provider `make component` builds too.
-pub const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/release/reference_provider.wasm";
+pub const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_provider.wasm";
 
 /// Exit code of `resume-check` when the lease is expired (an answer, not an error).
 pub const EXIT_EXPIRED: i32 = 3;

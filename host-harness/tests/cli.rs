@@ -333,7 +333,7 @@ impl OutputBlocking for Command {
 
 fn component() -> PathBuf {
     let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/release/kubernetes_provider.wasm");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/component/kubernetes_provider.wasm");
     assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
     path
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
 
 fn built(file: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/release").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/component").join(file);
     assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
     path
 }

@@ -20,13 +20,13 @@ use serde_json::json;
 
 use crate::support::*;
 
-/// The fixture as `cargo build -p hostile-provider --target wasm32-wasip2 --release` leaves it.
+/// The fixture as `cargo build -p hostile-provider --target wasm32-wasip2 --profile component` leaves it.
 fn fixture() -> PathBuf {
     let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/release/hostile_provider.wasm");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component/hostile_provider.wasm");
     assert!(
         path.is_file(),
-        "no hostile fixture at {}: build it with `cargo build -p hostile-provider --target wasm32-wasip2 --release` \
+        "no hostile fixture at {}: build it with `cargo build -p hostile-provider --target wasm32-wasip2 --profile component` \
          (make test does)",
         path.display()
     );

@@ -10,14 +10,14 @@ use provider_host::records::{AcquireRequest, DeleteOutcome, LeaseRef, ProviderEr
 use provider_host::{ComponentSource, HostError, HostOptions, Limits, Policy, ProviderHost};
 use serde_json::{Value, json};
 
-/// The component `cargo build -p reference-provider --target wasm32-wasip2 --release` builds.
+/// The component `cargo build -p reference-provider --target wasm32-wasip2 --profile component` builds.
 fn component() -> ComponentSource {
     let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/release/reference_provider.wasm");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component/reference_provider.wasm");
     assert!(
         path.exists(),
         "no reference provider at {}: build it with `cargo build -p reference-provider --target wasm32-wasip2 \
-         --release` (make component)",
+         --profile component` (make component)",
         path.display()
     );
     ComponentSource::File(path)
