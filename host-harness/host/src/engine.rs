@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 use crate::error::HostError;
 use crate::limits::{EPOCH_TICK, Limits};
@@ -22,6 +22,15 @@ const MEMORIES_PER_COMPONENT: u32 = 4;
 const TABLES_PER_COMPONENT: u32 = 8;
 
 /// An engine with its epoch ticker; clones share both, and the ticker stops with the last one.
+/// Bytes of each linear memory slot kept resident after an instance and reset in place instead
+/// of returned to the kernel, so the next call's instance takes no page faults on them. With
+/// `PAGEMAP_SCAN` (Linux 6.7+, used when there) only the pages a call dirtied are reset; without
+/// it the whole range is `memset`. Measured with the provider: `describe` 53 us -> 22 us,
+/// instantiate 20 us -> 15 us; from 256 KiB up the gain is the same (`make bench`).
+const KEEP_RESIDENT_MEMORY: usize = 1 << 20;
+/// The same for tables.
+const KEEP_RESIDENT_TABLE: usize = 64 << 10;
+
 #[derive(Clone)]
 pub struct HostEngine {
     engine: Engine,
@@ -52,7 +61,10 @@ fn config(limits: &Limits) -> Config {
         .total_memories(calls.saturating_mul(MEMORIES_PER_COMPONENT))
         .total_tables(calls.saturating_mul(TABLES_PER_COMPONENT))
         .total_stacks(calls)
-        .max_memory_size(limits.memory_bytes_usize());
+        .max_memory_size(limits.memory_bytes_usize())
+        .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
+        .table_keep_resident(KEEP_RESIDENT_TABLE)
+        .pagemap_scan(Enabled::Auto);
     let mut config = Config::new();
     config
         .wasm_component_model(true)
