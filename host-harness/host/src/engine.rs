@@ -3,7 +3,8 @@
 //!
 //! The pooling allocator keeps instance slots (with copy-on-write memory images) ready, so a
 //! fresh instance per call costs microseconds; its per-memory cap repeats the store limit as a
-//! second line of defence.
+//! second line of defence. Without pooling (`limits.pooling` off) instances are allocated on
+//! demand.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +22,6 @@ const MEMORIES_PER_COMPONENT: u32 = 4;
 /// Tables one component may need.
 const TABLES_PER_COMPONENT: u32 = 8;
 
-/// An engine with its epoch ticker; clones share both, and the ticker stops with the last one.
 /// Bytes of each linear memory slot kept resident after an instance and reset in place instead
 /// of returned to the kernel, so the next call's instance takes no page faults on them. With
 /// `PAGEMAP_SCAN` (Linux 6.7+, used when there) only the pages a call dirtied are reset; without
@@ -31,6 +31,7 @@ const KEEP_RESIDENT_MEMORY: usize = 1 << 20;
 /// The same for tables.
 const KEEP_RESIDENT_TABLE: usize = 64 << 10;
 
+/// An engine with its epoch ticker; clones share both, and the ticker stops with the last one.
 #[derive(Clone)]
 pub struct HostEngine {
     engine: Engine,
@@ -66,11 +67,10 @@ fn config(limits: &Limits) -> Config {
         .table_keep_resident(KEEP_RESIDENT_TABLE)
         .pagemap_scan(Enabled::Auto);
     let mut config = Config::new();
-    config
-        .wasm_component_model(true)
-        .epoch_interruption(true)
-        .cranelift_opt_level(OptLevel::Speed)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.wasm_component_model(true).epoch_interruption(true).cranelift_opt_level(OptLevel::Speed);
+    if limits.pooling {
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
     config
 }
 

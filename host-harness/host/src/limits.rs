@@ -40,6 +40,11 @@ pub struct Limits {
     /// bodies over 3 MiB, so a larger one could never succeed, and parsing and re-encoding it
     /// would cost the host several copies of it.
     pub max_body_bytes: u64,
+    /// Keep `max-concurrent-calls` instance slots reserved (wasmtime's pooling allocator, with
+    /// copy-on-write memory images), so a fresh instance per call costs microseconds. Off, each
+    /// call allocates its instance on demand: slower, but nothing is reserved up front (for
+    /// hosts whose address space is limited).
+    pub pooling: bool,
 }
 
 impl Default for Limits {
@@ -52,6 +57,7 @@ impl Default for Limits {
             max_concurrent_calls: 16,
             max_input_bytes: 4 * 1024 * 1024,
             max_body_bytes: 3 * 1024 * 1024,
+            pooling: true,
         }
     }
 }
