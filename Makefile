@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo contract contract-full cluster bench lint fmt toolchain component fixtures
+.PHONY: all test demo contract contract-full cluster bench bench-cluster lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/component/kubernetes_provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
@@ -48,8 +48,16 @@ contract-full: component
 cluster: toolchain
 	$(CARGO) run --quiet -p host-harness -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
 
-## Throughput and memory of the embedded cluster (release build; BENCH_SANDBOXES=N to change the live count).
-bench: toolchain
+## Every figure of BENCHMARKS.md in one run (release build): component sizes and load times,
+## per-call costs, WASM / native, readiness, requests per operation, load, faults under load,
+## a CLI call's cold start. BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
+## sections; BENCH_LIFECYCLES, BENCH_CONCURRENCY; see host-harness/bench/src/lib.rs.
+bench: component fixtures
+	$(CARGO) build --release -p host-harness
+	$(CARGO) bench -p provider-bench --bench report
+
+## Throughput and memory of the embedded cluster alone (BENCH_SANDBOXES=N live Sandboxes).
+bench-cluster: toolchain
 	$(CARGO) bench -p embedded-cluster --bench cluster
 
 ## Formatting and clippy, warnings as errors.

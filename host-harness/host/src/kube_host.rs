@@ -132,7 +132,7 @@ impl KubeHost {
 
     /// The same access for one call that the host ends at `deadline`: a fresh memory of what
     /// was shown, and requests cut off early enough for the provider to hear of it.
-    pub(crate) fn for_call(&self, deadline: Instant) -> Self {
+    pub fn for_call(&self, deadline: Instant) -> Self {
         Self { memory: CallMemory::default(), call_deadline: Some(deadline), ..self.clone() }
     }
 

@@ -298,12 +298,7 @@ impl ProviderHost {
         let limit = self.limits.call_timeout();
         let started = Instant::now();
         let deadline = started + limit;
-        let mut store = Store::new(self.pre.engine(), CallState::new(call, self.kube.clone(), &self.limits, deadline));
-        store.limiter(|state| &mut state.limiter);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
-        });
+        let mut store = self.store(call, deadline);
         self.calls.fetch_add(1, Ordering::Relaxed);
         let pre = &self.pre;
         let store_ref = &mut store;
@@ -324,6 +319,30 @@ impl ProviderHost {
             Err(e) => tracing::debug!(target: "provider_host", call, millis, error = %e, "provider call failed"),
         }
         result
+    }
+
+    /// A fresh store for one call of `call`: the memory cap, and epoch ticks that yield to the
+    /// runtime every tick and interrupt the guest at `deadline`.
+    fn store(&self, call: &'static str, deadline: Instant) -> Store<CallState> {
+        let mut store = Store::new(self.pre.engine(), CallState::new(call, self.kube.clone(), &self.limits, deadline));
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
+        });
+        store
+    }
+
+    /// Makes a fresh store and instance exactly as a call does, runs no export and drops both:
+    /// what the per-call isolation costs, for `make bench`.
+    pub async fn instantiate_only(&self) -> Result<(), HostError> {
+        let call = "instantiate";
+        let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
+        let mut store = self.store(call, Instant::now() + self.limits.call_timeout());
+        match self.pre.instantiate(&mut store).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.classify(call, &store, e, true)),
+        }
     }
 
     fn classify(

@@ -1,0 +1,94 @@
+//! Cold start of a CLI call: a new `sandbox-host` process, the component loaded from the
+//! host's cache of precompiled components, one operation, exit. That is what a script calling
+//! the CLI pays for every step today.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use embedded_cluster::{EmbeddedCluster, PROVIDER_USER};
+use provider_host::records::Lease;
+
+use crate::stats::{Samples, fmt_duration};
+use crate::table::Table;
+use crate::world::{self, NAMESPACE};
+
+/// The release CLI `make bench` builds.
+pub fn cli() -> anyhow::Result<PathBuf> {
+    let path = world::workspace_root().join("target/release/sandbox-host");
+    anyhow::ensure!(
+        path.exists(),
+        "no CLI at {}: `make bench` builds it (cargo build --release -p host-harness)",
+        path.display()
+    );
+    Ok(path)
+}
+
+fn time(cli: &Path, args: &[&str]) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let out = Command::new(cli).args(args).output()?;
+    let took = started.elapsed();
+    anyhow::ensure!(
+        out.status.success(),
+        "sandbox-host {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(took)
+}
+
+/// `describe` (no cluster) and `resume-check` (one GET) as new processes, `rounds` times each
+/// after one call that fills the cache.
+pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) -> anyhow::Result<Table> {
+    let cli = cli()?;
+    let dir = world::workspace_root().join("target/bench-cli");
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(PROVIDER_USER)?)?;
+    let lease_file = dir.join("lease.json");
+    std::fs::write(&lease_file, serde_json::to_string(lease)?)?;
+    let component = world::provider_component()?;
+    let cache = world::cache_dir();
+    let config = world::config("sandbox");
+    let (component, cache, kubeconfig, lease_file) = (
+        component.display().to_string(),
+        cache.display().to_string(),
+        kubeconfig.display().to_string(),
+        lease_file.display().to_string(),
+    );
+    let describe: Vec<&str> = vec!["describe", "--component", &component, "--cache-dir", &cache];
+    let resume: Vec<&str> = vec![
+        "resume-check",
+        "--component",
+        &component,
+        "--cache-dir",
+        &cache,
+        "--kubeconfig",
+        &kubeconfig,
+        "--namespace",
+        NAMESPACE,
+        "--lease",
+        &lease_file,
+        "--config",
+        &config,
+    ];
+    let mut table = Table::new("Cold start of a CLI call", &["command", "p50", "p99", "runs"]);
+    for (name, args) in [("sandbox-host describe", &describe), ("sandbox-host resume-check (one GET)", &resume)] {
+        let cli = cli.clone();
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let samples = tokio::task::spawn_blocking(move || -> anyhow::Result<Samples> {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            time(&cli, &args)?;
+            Ok(Samples::new((0..rounds).map(|_| time(&cli, &args)).collect::<Result<_, _>>()?))
+        })
+        .await??;
+        table.row([
+            name.to_string(),
+            fmt_duration(samples.p50()),
+            fmt_duration(samples.p99()),
+            samples.len().to_string(),
+        ]);
+    }
+    table.note("Process start, policy and kubeconfig read, the component loaded from the cache, one call, exit.");
+    Ok(table)
+}
