@@ -69,7 +69,8 @@ async fn a_failure_mid_acquire_leaves_nothing_behind() {
             user: Some(PROVIDER_USER.into()),
             ..Default::default()
         },
-        action: Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None },
+        // Refused for good (an admission webhook, say): a 500 would be asked again and succeed.
+        action: Action::Error { code: 403, reason: "Forbidden".into(), message: None, retry_after_seconds: None },
         after: 0,
         times: Some(1),
         probability: None,

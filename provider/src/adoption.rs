@@ -19,7 +19,7 @@ use crate::clock::{Clock, Deadline};
 use crate::compensation::{Role, Touched, Undo};
 use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
-use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType};
+use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, ResourceType};
 use crate::naming::{self, ANNOTATION_ACQUISITION_ID, ANNOTATION_SPEC_HASH, Identity, LABEL_ACQUISITION_ID};
 use crate::object;
 use crate::retry::{GaveUp, retry};
@@ -107,6 +107,28 @@ fn vanished(what: &str) -> ProviderError {
     )
 }
 
+/// Creates an object, asking again after a transient failure until the deadline (as client-go
+/// does after a 503 or 429 with Retry-After): a create is safe to repeat here, since a second
+/// attempt after a lost answer meets the first one's object (409) and adopts it. `maybe` turns
+/// true when an attempt may have created the object without saying so.
+fn create<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    deadline: Deadline,
+    resource: &ResourceType,
+    namespace: &str,
+    body: &Value,
+    maybe: &mut bool,
+) -> Result<Value, GaveUp> {
+    retry(clock, deadline, || {
+        let answer = kube.create(resource, Some(namespace), body);
+        if let Err(e) = &answer {
+            *maybe |= maybe_created(e);
+        }
+        answer
+    })
+}
+
 /// Creates the workload, or adopts the one an earlier or concurrent attempt made.
 pub fn put_workload<K: Kube>(
     kube: &K,
@@ -125,7 +147,8 @@ pub fn put_workload<K: Kube>(
         undo,
     };
     touched.push(record(None, plan.expiry_ms, Undo::Delete));
-    let existing = match kube.create(&plan.resource, Some(ns), &plan.workload) {
+    let mut maybe = false;
+    let existing = match create(kube, clock, deadline, &plan.resource, ns, &plan.workload, &mut maybe) {
         Ok(created) => {
             let uid = object::uid(&created).ok_or_else(|| {
                 ProviderError::internal(format!("the API server returned {} without a uid", plan.describe()))
@@ -135,8 +158,9 @@ pub fn put_workload<K: Kube>(
             }
             return Ok(Workload { uid: uid.to_string(), object: created, origin: Origin::Created });
         }
-        Err(KubeError::AlreadyExists(_)) => {
-            // Not made by this call: never cleaned up unless adopted below.
+        Err(GaveUp::Final(KubeError::AlreadyExists(_))) => {
+            // Not made by this call (or by an attempt of it whose answer was lost): never cleaned
+            // up unless adopted below.
             touched.pop();
             match retry(clock, deadline, || kube.get(&plan.resource, Some(ns), &plan.name)) {
                 Ok(existing) => existing,
@@ -147,11 +171,11 @@ pub fn put_workload<K: Kube>(
                 Err(g) => return Err(g.into_error(&format!("get {}", plan.describe()))),
             }
         }
-        Err(e) => {
-            if !maybe_created(&e) {
+        Err(g) => {
+            if !maybe {
                 touched.pop();
             }
-            return Err(ProviderError::from_kube(&e, &format!("create {}", plan.describe())));
+            return Err(g.into_error(&format!("create {}", plan.describe())));
         }
     };
     if !proves_acquisition(&existing, &plan.identity) {
@@ -240,14 +264,15 @@ pub fn put_secret<K: Kube>(
     };
     for _ in 0..SECRET_ATTEMPTS {
         touch(touched, None);
-        let existing = match kube.create(&resource, Some(ns), &owned) {
+        let mut maybe = false;
+        let existing = match create(kube, clock, deadline, &resource, ns, &owned, &mut maybe) {
             Ok(created) => {
                 if let (true, Some(last)) = (record, touched.last_mut()) {
                     last.uid = object::uid(&created).map(str::to_string);
                 }
                 return Ok(());
             }
-            Err(KubeError::AlreadyExists(_)) => {
+            Err(GaveUp::Final(KubeError::AlreadyExists(_))) => {
                 if record {
                     touched.pop();
                 }
@@ -258,11 +283,11 @@ pub fn put_secret<K: Kube>(
                     Err(g) => return Err(g.into_error(&format!("get {what}"))),
                 }
             }
-            Err(e) => {
-                if record && !maybe_created(&e) {
+            Err(g) => {
+                if record && !maybe {
                     touched.pop();
                 }
-                return Err(ProviderError::from_kube(&e, &format!("create {what}")));
+                return Err(g.into_error(&format!("create {what}")));
             }
         };
         if !proves_acquisition(&existing, &plan.identity) {

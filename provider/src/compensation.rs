@@ -280,20 +280,34 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_create_answer_is_still_cleaned_up() {
+    fn a_lost_create_answer_is_adopted_by_the_retried_create_or_else_still_cleaned_up() {
         let env = Env::new();
-        // The Sandbox is created, but its answer is lost: clean-up must still find and delete it
-        // (after checking its labels).
+        // The Sandbox is created but its answer lost: the create is asked again, meets it (409)
+        // and adopts it.
         env.kube.lose_create_answer("sandboxes", 1, KubeError::Timeout("no answer".into()));
+        let lease = env.provider().acquire(request(&config("sandbox"), "acq-12")).expect("the retry adopts");
+        assert_eq!(env.kube.count(Verb::Create, "sandboxes"), 2);
+        assert_eq!(
+            Some(lease.workload_uid.as_str()),
+            env.kube.object("sandboxes", NS, "pc-acq-12").as_ref().and_then(object::uid)
+        );
+
+        // When the retry fails for good, clean-up must still find and delete the Sandbox whose
+        // answer was lost (after checking its labels).
+        let env = Env::new();
+        env.kube.lose_create_answer("sandboxes", 1, KubeError::Timeout("no answer".into()));
+        env.kube.fail(Verb::Create, "sandboxes", 2, KubeError::Forbidden("quota webhook".into()));
         let err = env.provider().acquire(request(&config("sandbox"), "acq-12")).unwrap_err();
-        assert_eq!(err.kind(), "timeout");
+        assert_eq!(err.kind(), "forbidden");
         assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
         assert_nothing_left(&env);
 
+        // A Secret whose create may have happened is looked for, too.
         let env = Env::new();
         env.kube.fail(Verb::Create, "secrets", 1, KubeError::Timeout("no answer".into()));
+        env.kube.fail(Verb::Create, "secrets", 1, KubeError::Invalid("ownerReferences: bad".into()));
         let err = env.provider().acquire(request(&config("sandbox"), "acq-12")).unwrap_err();
-        assert_eq!(err.kind(), "timeout");
+        assert_eq!(err.kind(), "rejected");
         assert!(env.kube.calls().iter().any(|c| c.verb == Verb::Get && c.name.as_deref() == Some("pc-acq-12-env")));
         assert_nothing_left(&env);
     }

@@ -374,3 +374,14 @@ fn an_object_another_installation_holds_under_the_name_is_a_conflict() {
     assert!(err.message().contains("this installation did not create it"), "{err}");
     assert_eq!(env.kube.names_in(NS), vec!["sandboxes/pc-acq-44"], "only the foreign object, untouched");
 }
+
+#[test]
+fn a_create_answered_503_is_asked_again_within_the_deadline() {
+    let env = Env::new();
+    let overloaded = || KubeError::Unavailable { message: "overloaded".into(), retry_after_seconds: Some(1) };
+    env.kube.fail(Verb::Create, "sandboxes", 1, overloaded());
+    env.kube.fail(Verb::Create, "secrets", 1, overloaded());
+    let lease = env.provider().acquire(request(&config("sandbox"), "retried-create")).expect("retried, then ready");
+    assert_eq!((env.kube.count(Verb::Create, "sandboxes"), env.kube.count(Verb::Create, "secrets")), (2, 2));
+    assert!(lease.pod_ip.is_some());
+}
