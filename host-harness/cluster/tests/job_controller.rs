@@ -137,6 +137,39 @@ async fn suspend_holds_pods_back() {
     .await;
 }
 
+/// The controller finds a Job's pods by its selector (the controller-uid label), as
+/// kube-controller-manager does: a pod outside the selector is not the Job's to count or stop,
+/// whatever its ownerReferences say.
+#[tokio::test]
+async fn a_pod_outside_the_jobs_selector_is_not_the_jobs() {
+    let c = full_cluster(SandboxVersions::Both).await;
+    let client = c.client().await.expect("client");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let created = jobs
+        .create(&PostParams::default(), &job("held", json!({"suspend": true}), &Behaviour::default()))
+        .await
+        .expect("create");
+    wait_for(&jobs, "held", has_job_condition("Suspended", None), "Suspended").await;
+    let uid = created.uid().expect("uid");
+    let stray: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "stray", "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "held", "uid": uid, "controller": true}]},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "task", "image": "busybox:1.36"}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &stray).await.expect("create the stray pod");
+    // A suspended Job deletes its active pods; give the controller time to (wrongly) do so.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let still = pods.get_opt("stray").await.expect("read the stray pod");
+    assert!(
+        still.is_some_and(|p| p.metadata.deletion_timestamp.is_none()),
+        "the suspended Job stopped a pod it does not select"
+    );
+    let status = jobs.get("held").await.expect("job").status.unwrap_or_default();
+    assert_eq!(status.active.unwrap_or(0), 0, "{status:?}");
+}
+
 #[tokio::test]
 async fn the_controllers_follow_the_servers_version() {
     use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster};

@@ -178,8 +178,11 @@ async fn reconcile_job(namespace: &str, name: &str, ctx: &Context) -> anyhow::Re
     }
 
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    // The Job's own pods only, as kube-controller-manager's selector finds them: listing the
+    // whole namespace on every sync made each sync cost as much as all Jobs' pods together.
+    let selector = format!("{}={uid}", super::template::CONTROLLER_UID_LABELS[0]);
     let pods: Vec<Pod> = pods_api
-        .list(&ListParams::default())
+        .list(&ListParams::default().labels(&selector))
         .await
         .context("listing the Job's pods")?
         .items
