@@ -95,23 +95,27 @@ fn latency(points: &[(usize, Duration, Duration)], path: &Path) -> anyhow::Resul
 fn readiness(bars: &[(String, Duration)], path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, (900, 60 + 44 * bars.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    let max_ms = bars.iter().map(|b| millis(b.1)).fold(1.0, f64::max) * 1.15;
+    let max_ms = bars.iter().map(|b| millis(b.1)).fold(1.0, f64::max) * 2.0;
+    let top = bars.len() as f64 - 0.5;
     let mut chart = ChartBuilder::on(&root)
-        .caption("cluster Ready -> seen, p50 (ms)", ("sans-serif", 22))
+        .caption("cluster Ready -> seen, p50 (ms, log scale)", ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(36)
         .y_label_area_size(220)
-        .build_cartesian_2d(0.0..max_ms, 0..bars.len())?;
+        .build_cartesian_2d((0.1..max_ms).log_scale(), -0.5..top)?;
     let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(bars.len())
-        .y_label_formatter(&|i| labels.get(*i).cloned().unwrap_or_default())
-        .draw()?;
-    chart.draw_series(
-        bars.iter().enumerate().map(|(i, b)| Rectangle::new([(0.0, i), (millis(b.1), i + 1)], BLUE.mix(0.6).filled())),
-    )?;
+    let label = |y: &f64| {
+        let i = y.round();
+        if (y - i).abs() > 0.01 || i < 0.0 {
+            return String::new();
+        }
+        labels.get(i as usize).cloned().unwrap_or_default()
+    };
+    chart.configure_mesh().disable_y_mesh().y_labels(bars.len()).y_label_formatter(&label).draw()?;
+    chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
+        let y = i as f64;
+        Rectangle::new([(0.1, y - 0.35), (millis(b.1).max(0.1), y + 0.35)], BLUE.mix(0.6).filled())
+    }))?;
     root.present()?;
     Ok(())
 }

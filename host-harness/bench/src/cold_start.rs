@@ -37,8 +37,8 @@ fn time(cli: &Path, args: &[&str]) -> anyhow::Result<Duration> {
     Ok(took)
 }
 
-/// `describe` (no cluster) and `resume-check` (one GET) as new processes, `rounds` times each
-/// after one call that fills the cache.
+/// `describe` (no request to the cluster) and `resume-check` (one GET) as new processes,
+/// `rounds` times each after one call that fills the cache.
 pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) -> anyhow::Result<Table> {
     let cli = cli()?;
     let dir = world::workspace_root().join("target/bench-cli");
@@ -47,16 +47,14 @@ pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) ->
     std::fs::write(&kubeconfig, cluster.kubeconfig(PROVIDER_USER)?)?;
     let lease_file = dir.join("lease.json");
     std::fs::write(&lease_file, serde_json::to_string(lease)?)?;
+    let config_file = dir.join("config.json");
+    std::fs::write(&config_file, world::config("sandbox"))?;
     let component = world::provider_component()?;
     let cache = world::cache_dir();
-    let config = world::config("sandbox");
-    let (component, cache, kubeconfig, lease_file) = (
-        component.display().to_string(),
-        cache.display().to_string(),
-        kubeconfig.display().to_string(),
-        lease_file.display().to_string(),
-    );
-    let describe: Vec<&str> = vec!["describe", "--component", &component, "--cache-dir", &cache];
+    let [component, cache, kubeconfig, lease_file, config] =
+        [component, cache, kubeconfig, lease_file, config_file].map(|p| p.display().to_string());
+    let describe: Vec<&str> =
+        vec!["describe", "--component", &component, "--cache-dir", &cache, "--kubeconfig", &kubeconfig];
     let resume: Vec<&str> = vec![
         "resume-check",
         "--component",
