@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{EmbeddedCluster, PROVIDER_USER};
 use futures::StreamExt;
-use provider_host::records::ProviderError;
 use provider_host::{HostError, Limits, ProviderHost};
 
 use crate::audit;
@@ -60,33 +59,12 @@ impl Run {
     }
 }
 
-/// A short name for what went wrong, for counting.
+/// A short name for what went wrong, for counting: the provider error's WIT case, or the
+/// host's own failure.
 pub fn class(e: &HostError) -> String {
     match e {
-        HostError::Provider(p) => {
-            let name = match p {
-                ProviderError::InvalidConfig(_) => "invalid-config",
-                ProviderError::Forbidden(_) => "forbidden",
-                ProviderError::Denied(_) => "denied",
-                ProviderError::Conflict(_) => "conflict",
-                ProviderError::Capacity(_) => "capacity",
-                ProviderError::ImagePull(_) => "image-pull",
-                ProviderError::Rejected(_) => "rejected",
-                ProviderError::Timeout(_) => "timeout",
-                ProviderError::Unavailable(_) => "unavailable",
-                ProviderError::Internal(_) => "internal",
-            };
-            format!("provider {name}")
-        }
+        HostError::Provider(p) => format!("provider {}", p.kind()),
         other => format!("host {}", format!("{other:?}").split(['(', ' ', '{']).next().unwrap_or("error")),
-    }
-}
-
-fn retryable(e: &HostError) -> bool {
-    match e {
-        HostError::Provider(p) => p.retryable(),
-        HostError::Timeout { .. } => true,
-        _ => false,
     }
 }
 
@@ -164,7 +142,7 @@ async fn lifecycle(host: &ProviderHost, config: &str, id: &str) -> Result<Durati
     loop {
         match host.destroy(lease_ref.clone()).await {
             Ok(_) => return Ok(took),
-            Err(e) if retryable(&e) && attempt < 10 => {
+            Err(e) if e.retryable() && attempt < 10 => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
             }
