@@ -80,11 +80,12 @@ impl Requirement {
         Ok(Requirement { key: key.to_string(), operator, values })
     }
 
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    /// Whether the object's value for this key (`None`: no such label) satisfies the requirement.
+    fn matches(&self, value: Option<&str>) -> bool {
+        let listed = |v: &str| self.values.iter().any(|w| w == v);
         match self.operator {
-            Operator::In | Operator::Equals | Operator::DoubleEquals => value.is_some_and(|v| self.values.contains(v)),
-            Operator::NotIn | Operator::NotEquals => value.is_none_or(|v| !self.values.contains(v)),
+            Operator::In | Operator::Equals | Operator::DoubleEquals => value.is_some_and(listed),
+            Operator::NotIn | Operator::NotEquals => value.is_none_or(|v| !listed(v)),
             Operator::Exists => value.is_some(),
             Operator::DoesNotExist => value.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
@@ -191,18 +192,16 @@ impl LabelSelector {
 
     /// Whether an object with these labels is selected.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+        !self.nothing && self.requirements.iter().all(|r| r.matches(labels.get(&r.key).map(String::as_str)))
     }
 
-    /// [`Self::matches`] on a raw `metadata.labels` value, so callers need not
-    /// convert stored JSON first; absent/`null` labels mean no labels and
-    /// non-string values are ignored.
+    /// [`Self::matches`] on a raw `metadata.labels` value, read in place (a server checks every
+    /// event against every watch's selector, so copying the labels would be paid per check);
+    /// absent/`null` labels mean no labels and non-string values are ignored.
     pub fn matches_json(&self, labels: Option<&Value>) -> bool {
-        let map: BTreeMap<String, String> = labels
-            .and_then(Value::as_object)
-            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-            .unwrap_or_default();
-        self.matches(&map)
+        let labels = labels.and_then(Value::as_object);
+        !self.nothing
+            && self.requirements.iter().all(|r| r.matches(labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str)))
     }
 }
 
