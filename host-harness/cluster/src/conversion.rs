@@ -4,6 +4,8 @@
 //! every read, as a cluster running agent-sandbox v0.5 does: `spec.replicas` (v1alpha1) and
 //! `spec.operatingMode` (v1beta1) are two views of one setting.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::resources::ResourceType;
@@ -32,11 +34,22 @@ pub fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
 
 /// Converts a stored object to the version `rt` serves.
 pub fn from_storage(rt: &ResourceType, obj: &Value) -> Value {
-    let mut obj = obj.clone();
+    served(rt, obj).into_owned()
+}
+
+/// [`from_storage`] without a copy when `rt` serves the stored form itself (every resource but
+/// a v1alpha1 Sandbox): a watch converts each event for each watcher, so the copy would be
+/// paid per watcher.
+pub fn served<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
     if rt.plural != "sandboxes" || rt.group != "agents.x-k8s.io" {
-        return obj;
+        return Cow::Borrowed(obj);
     }
-    obj["apiVersion"] = json!(rt.api_version());
+    let api_version = rt.api_version();
+    if rt.version != "v1alpha1" && obj["apiVersion"].as_str() == Some(api_version.as_str()) {
+        return Cow::Borrowed(obj);
+    }
+    let mut obj = obj.clone();
+    obj["apiVersion"] = json!(api_version);
     if rt.version == "v1alpha1" {
         let mut suspended = false;
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
@@ -51,7 +64,7 @@ pub fn from_storage(rt: &ResourceType, obj: &Value) -> Value {
             }
         }
     }
-    obj
+    Cow::Owned(obj)
 }
 
 #[cfg(test)]

@@ -10,11 +10,12 @@ use bytes::Bytes;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::apiserver::{ApiServer, Filter};
 use crate::conversion;
+use crate::fanout::{Feed, FeedEnd, Interest};
 use crate::request::Query;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
@@ -46,8 +47,14 @@ pub struct WatchRequest {
     pub include: Include,
 }
 
+/// One event as a line of JSON, written straight from the object (no copy of it first).
 fn event_line(kind: &str, object: &Value) -> Frame<Bytes> {
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    #[derive(serde::Serialize)]
+    struct Event<'a> {
+        r#type: &'a str,
+        object: &'a Value,
+    }
+    let mut line = serde_json::to_vec(&Event { r#type: kind, object }).unwrap_or_default();
     line.push(b'\n');
     Frame::data(Bytes::from(line))
 }
@@ -74,9 +81,10 @@ pub fn start(server: Arc<ApiServer>, req: WatchRequest) -> Result<WatchBody, Api
     };
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(256);
     let ns = req.namespace.clone();
-    let storage = req.rt.storage;
+    let pinned = req.name.as_deref().or(filter.exact_name()).map(String::from);
+    let interest = Interest { storage: req.rt.storage, name: pinned };
     let (initial, replay, events, start_rv) = match (from, send_initial) {
-        (Some(rv), false) => match server.store.subscribe_from(Some(rv)) {
+        (Some(rv), false) => match server.store.subscribe_from(interest, Some(rv)) {
             Ok((current, replay, events)) => (Vec::new(), replay, events, current),
             Err(gone) => {
                 // A real watch cache answers a too-old version with an ERROR event inside a 200.
@@ -86,7 +94,7 @@ pub fn start(server: Arc<ApiServer>, req: WatchRequest) -> Result<WatchBody, Api
             }
         },
         _ => {
-            let (rv, items, events) = server.store.snapshot_and_subscribe(storage, ns.as_deref());
+            let (rv, items, events) = server.store.snapshot_and_subscribe(interest, ns.as_deref());
             (items, Vec::new(), events, rv)
         }
     };
@@ -171,12 +179,14 @@ impl Watcher {
             return false;
         }
         self.sent += 1;
-        let mut object = conversion::from_storage(&self.rt, obj);
-        if self.rendering != Rendering::Object {
+        let object = conversion::served(&self.rt, obj);
+        let frame = if self.rendering == Rendering::Object {
+            event_line(kind, &object)
+        } else {
             let columns = self.server.schemas.printer_columns(&self.rt);
-            object = table::render(&self.rt, columns, &object, self.rendering, self.include, self.server.clock.now());
-        }
-        let frame = event_line(kind, &object);
+            let now = self.server.clock.now();
+            event_line(kind, &table::render(&self.rt, columns, &object, self.rendering, self.include, now))
+        };
         self.emit(frame).await
     }
 
@@ -199,13 +209,7 @@ impl Watcher {
         self.send(kind, &ev.object).await
     }
 
-    async fn follow(
-        &mut self,
-        mut events: broadcast::Receiver<Arc<StoredEvent>>,
-        deadline: tokio::time::Instant,
-        bookmarks: bool,
-        interval: Duration,
-    ) {
+    async fn follow(&mut self, mut events: Feed, deadline: tokio::time::Instant, bookmarks: bool, interval: Duration) {
         if self.cut_due().await {
             return;
         }
@@ -235,12 +239,12 @@ impl Watcher {
                             return;
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                    Err(FeedEnd::Lagged) => {
                         let gone = ApiError::gone("too old resource version: the watch fell behind and must be restarted");
                         let _ = self.emit(event_line("ERROR", &gone.to_status())).await;
                         return;
                     }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    Err(FeedEnd::Closed) => return,
                 },
             }
         }
