@@ -651,6 +651,11 @@ impl Filter {
         Ok(Self { labels, fields })
     }
 
+    /// The one name a `metadata.name=` term pins the selection to, if any.
+    pub fn exact_name(&self) -> Option<&str> {
+        self.fields.exact_name()
+    }
+
     /// Whether a stored object is selected.
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches_json(obj.pointer("/metadata/labels"))

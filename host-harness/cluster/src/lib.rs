@@ -23,6 +23,7 @@ mod crd_schema;
 mod defaults;
 mod deletion;
 mod discovery;
+mod fanout;
 pub mod faults;
 mod field_error;
 mod impersonation;

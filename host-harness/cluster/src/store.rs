@@ -3,14 +3,15 @@
 //! All writes go through one short critical section ([`Store::write`]), so a read-modify-write
 //! (update with a resourceVersion check, patch, a namespace deletion that touches many objects)
 //! is atomic, and the event stream is totally ordered by resourceVersion, as etcd gives the real
-//! API server. Watches replay the history from a resourceVersion and then follow the broadcast.
+//! API server. Watches replay the history from a resourceVersion and then follow their
+//! [`Feed`], which the [`Fanout`] fills with the events they can concern.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
-use tokio::sync::broadcast;
 
+use crate::fanout::{Fanout, Feed, Interest};
 use crate::status::ApiError;
 
 /// What happened to an object, as a watch reports it.
@@ -67,17 +68,17 @@ impl Inner {
 pub struct Store {
     inner: Mutex<Inner>,
     history_cap: usize,
-    events: broadcast::Sender<Arc<StoredEvent>>,
+    fanout: Fanout,
 }
 
 /// What a watch starts from: the current resourceVersion, the events to replay, and the live feed.
-pub type Subscription = (u64, Vec<Arc<StoredEvent>>, broadcast::Receiver<Arc<StoredEvent>>);
+pub type Subscription = (u64, Vec<Arc<StoredEvent>>, Feed);
 
 /// A write transaction: reads see earlier writes of the same transaction.
 pub struct Txn<'a> {
     inner: &'a mut Inner,
     history_cap: usize,
-    events: &'a broadcast::Sender<Arc<StoredEvent>>,
+    fanout: &'a Fanout,
 }
 
 /// The resourceVersion of an object as a number (0 when absent or malformed).
@@ -96,7 +97,7 @@ impl Store {
         Self {
             inner: Mutex::new(Inner::default()),
             history_cap: history_cap.max(1),
-            events: broadcast::channel(history_cap.clamp(1024, 65536)).0,
+            fanout: Fanout::new(history_cap.clamp(1024, 65536)),
         }
     }
 
@@ -130,20 +131,16 @@ impl Store {
     /// returns an error after writing keeps those writes.
     pub fn write<T>(&self, f: impl FnOnce(&mut Txn<'_>) -> Result<T, ApiError>) -> Result<T, ApiError> {
         let mut inner = self.lock();
-        let mut txn = Txn { inner: &mut inner, history_cap: self.history_cap, events: &self.events };
+        let mut txn = Txn { inner: &mut inner, history_cap: self.history_cap, fanout: &self.fanout };
         f(&mut txn)
     }
 
-    /// A table's objects (optionally one namespace) and a receiver for every later event,
-    /// taken atomically, so a watch that starts "now" misses and repeats nothing.
-    pub fn snapshot_and_subscribe(
-        &self,
-        storage: &str,
-        namespace: Option<&str>,
-    ) -> (u64, Vec<Arc<Value>>, broadcast::Receiver<Arc<StoredEvent>>) {
+    /// A table's objects (optionally one namespace) and a feed of every later event `interest`
+    /// names, taken atomically, so a watch that starts "now" misses and repeats nothing.
+    pub fn snapshot_and_subscribe(&self, interest: Interest, namespace: Option<&str>) -> (u64, Vec<Arc<Value>>, Feed) {
         let inner = self.lock();
-        let receiver = self.events.subscribe();
-        (inner.rv, inner.items(storage, namespace), receiver)
+        let items = inner.items(interest.storage, namespace);
+        (inner.rv, items, self.fanout.subscribe(interest))
     }
 
     /// Starts the watch cache at the current resourceVersion, as kube-apiserver's starts at the
@@ -154,13 +151,12 @@ impl Store {
         inner.watch_start = inner.rv;
     }
 
-    /// The events after `rv` that the history still holds, and a receiver for all later ones.
-    /// `None` starts at the current state (no replay). A too-old `rv` is 410 Gone.
-    pub fn subscribe_from(&self, rv: Option<u64>) -> Result<Subscription, ApiError> {
+    /// The events after `rv` that the history still holds, and a feed of the later ones
+    /// `interest` names. `None` starts at the current state (no replay). A too-old `rv` is 410 Gone.
+    pub fn subscribe_from(&self, interest: Interest, rv: Option<u64>) -> Result<Subscription, ApiError> {
         let inner = self.lock();
-        let receiver = self.events.subscribe();
         let Some(rv) = rv else {
-            return Ok((inner.rv, Vec::new(), receiver));
+            return Ok((inner.rv, Vec::new(), self.fanout.subscribe(interest)));
         };
         let oldest = inner.compacted.max(inner.watch_start);
         if rv < oldest {
@@ -169,7 +165,7 @@ impl Store {
             return Err(ApiError::gone(format!("too old resource version: {rv} ({oldest})")));
         }
         let replay = inner.history.iter().filter(|e| e.rv > rv).cloned().collect();
-        Ok((inner.rv, replay, receiver))
+        Ok((inner.rv, replay, self.fanout.subscribe(interest)))
     }
 }
 
@@ -251,8 +247,7 @@ impl Txn<'_> {
                 self.inner.compacted = dropped.rv;
             }
         }
-        // No receivers is fine: nobody is watching.
-        let _ = self.events.send(event);
+        self.fanout.publish(&event);
     }
 }
 
@@ -295,19 +290,19 @@ mod tests {
         for i in 0..5 {
             store.write(|t| Ok(t.put("pods", obj("a", &i.to_string())))).expect("write");
         }
-        let err = store.subscribe_from(Some(1)).expect_err("410");
+        let err = store.subscribe_from(Interest::table("pods"), Some(1)).expect_err("410");
         assert_eq!(err.code, 410);
-        let (_, replay, _) = store.subscribe_from(Some(3)).expect("recent rv");
+        let (_, replay, _) = store.subscribe_from(Interest::table("pods"), Some(3)).expect("recent rv");
         assert_eq!(replay.iter().map(|e| e.rv).collect::<Vec<_>>(), vec![4, 5]);
     }
 
-    #[test]
-    fn deletion_event_carries_new_rv_and_previous() {
+    #[tokio::test]
+    async fn deletion_event_carries_new_rv_and_previous() {
         let store = Store::new(10);
         store.write(|t| Ok(t.put("pods", obj("a", "x")))).expect("write");
-        let (_, _, mut rx) = store.subscribe_from(None).expect("subscribe");
+        let (_, _, mut feed) = store.subscribe_from(Interest::table("pods"), None).expect("subscribe");
         store.write(|t| Ok(t.remove("pods", "a", "x"))).expect("remove");
-        let ev = rx.try_recv().expect("event");
+        let ev = feed.recv().await.expect("event");
         assert_eq!(ev.kind, EventType::Deleted);
         assert_eq!(object_rv(&ev.object), 2);
         assert!(ev.previous.is_some());
