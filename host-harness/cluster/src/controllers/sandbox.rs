@@ -5,6 +5,7 @@
 
 pub mod model;
 pub mod plan;
+mod pod_index;
 mod reconcile;
 pub mod resources;
 pub mod status;

@@ -21,6 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::model::{Sandbox, SandboxVersion};
 use super::plan::{Action, Failure, Observed, Plan, plan, status_after_failure};
+use super::pod_index::PodIndex;
 use super::resources::pvc_name;
 use super::status::status_merge_patch;
 use super::{GROUP, KIND, NAME_HASH_LABEL, PLURAL, POD_NAME_ANNOTATION, name_hash};
@@ -49,21 +50,31 @@ struct Context {
 struct Caches {
     sandboxes: Store<DynamicObject>,
     pods: Store<Pod>,
+    /// The pods' names by Sandbox name hash, fed by the pod cache's own watch.
+    pods_by_hash: PodIndex,
     services: Store<Service>,
     claims: Store<PersistentVolumeClaim>,
 }
 
 /// A reflector over one child kind (labelled with the name hash): its cache, and the stream of
-/// changed objects that triggers reconciles only after the cache has applied them.
+/// changed objects that triggers reconciles only after the cache (and `observe`) applied them.
 fn cached_stream<K>(
     api: Api<K>,
     config: watcher::Config,
+    observe: impl Fn(&watcher::Event<K>) + Send + 'static,
 ) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + 'static)
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher::watcher(api, config)).default_backoff().touched_objects();
+    let stream = reflector::reflector(writer, watcher::watcher(api, config))
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                observe(event);
+            }
+        })
+        .default_backoff()
+        .touched_objects();
     (reader, stream)
 }
 
@@ -81,9 +92,12 @@ pub async fn run(client: Client, clock: Arc<Clock>) -> anyhow::Result<()> {
     let (resource, version) = discover(&client).await;
     info!(version = version.version(), "sandbox controller started");
     let children = watcher::Config::default().labels(NAME_HASH_LABEL);
-    let (pods, pod_events) = cached_stream(Api::<Pod>::all(client.clone()), children.clone());
-    let (services, service_events) = cached_stream(Api::<Service>::all(client.clone()), children.clone());
-    let (claims, claim_events) = cached_stream(Api::<PersistentVolumeClaim>::all(client.clone()), children);
+    let pods_by_hash = PodIndex::default();
+    let index = pods_by_hash.clone();
+    let (pods, pod_events) =
+        cached_stream(Api::<Pod>::all(client.clone()), children.clone(), move |event| index.observe(event));
+    let (services, service_events) = cached_stream(Api::<Service>::all(client.clone()), children.clone(), |_| {});
+    let (claims, claim_events) = cached_stream(Api::<PersistentVolumeClaim>::all(client.clone()), children, |_| {});
     let controller = Controller::new_with(
         Api::<DynamicObject>::all_with(client.clone(), &resource),
         watcher::Config::default(),
@@ -92,7 +106,7 @@ pub async fn run(client: Client, clock: Arc<Clock>) -> anyhow::Result<()> {
     .watches_stream(pod_events, owner_of(resource.clone()))
     .watches_stream(service_events, owner_of(resource.clone()))
     .watches_stream(claim_events, owner_of(resource.clone()));
-    let caches = Caches { sandboxes: controller.store(), pods, services, claims };
+    let caches = Caches { sandboxes: controller.store(), pods, pods_by_hash, services, claims };
     let context = Arc::new(Context { client, clock: clock.clone(), resource, version, caches });
     controller
         .reconcile_all_on(clock_jumps(clock.advances()))
@@ -243,10 +257,11 @@ fn observe_cached(context: &Context, namespace: &str, name: &str) -> Option<Obse
     }
     let hash = name_hash(&sandbox.name);
     let labelled_pods = caches
-        .pods
-        .state()
+        .pods_by_hash
+        .names(namespace, &hash)
         .into_iter()
-        .filter(|p| p.namespace().as_deref() == Some(namespace) && p.labels().get(NAME_HASH_LABEL) == Some(&hash))
+        .filter_map(|n| caches.pods.get(&ObjectRef::new(&n).within(namespace)))
+        .filter(|p| p.labels().get(NAME_HASH_LABEL) == Some(&hash))
         .map(|p| (*p).clone())
         .collect();
     let service = caches.services.get(&ObjectRef::new(&sandbox.name).within(namespace)).map(|s| (*s).clone());
