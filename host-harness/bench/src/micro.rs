@@ -33,6 +33,19 @@ impl Micro {
     /// Measures `op` under criterion as `id`; returns every call's duration (warm-up excluded).
     /// The first error ends the measurement and is returned.
     pub fn measure(&mut self, id: &str, mut op: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<Samples> {
+        self.measure_timed(id, || {
+            let started = Instant::now();
+            op().map(|()| started.elapsed())
+        })
+    }
+
+    /// [`Self::measure`] for an operation that times itself: `op` returns the part of its work
+    /// to count (an instantiate without the teardown that follows it, say).
+    pub fn measure_timed(
+        &mut self,
+        id: &str,
+        mut op: impl FnMut() -> anyhow::Result<Duration>,
+    ) -> anyhow::Result<Samples> {
         let kept: Arc<Mutex<Vec<Duration>>> = Arc::default();
         let failure: Arc<Mutex<Option<anyhow::Error>>> = Arc::default();
         // Criterion warms up for `warm_up` first, then measures: keep what comes after.
@@ -42,9 +55,8 @@ impl Micro {
                 let mut total = Duration::ZERO;
                 let mut durations = Vec::with_capacity(usize::try_from(iters).unwrap_or(0));
                 for _ in 0..iters {
-                    let started = Instant::now();
                     let outcome = op();
-                    let took = started.elapsed();
+                    let took = outcome.as_ref().map_or(Duration::ZERO, |d| *d);
                     total += took;
                     durations.push(took);
                     if let Err(e) = outcome {

@@ -52,4 +52,4 @@ pub use kube_host::{KubeHost, client_from_config};
 pub use kube_watch::WatchStream;
 pub use limits::Limits;
 pub use policy::{AccessRule, AccessVerb, Policy};
-pub use runner::{ComponentSource, HostOptions, ProviderHost};
+pub use runner::{ComponentSource, HostOptions, InstantiateTimes, ProviderHost};

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
@@ -48,6 +48,16 @@ pub struct HostOptions {
     pub limits: Limits,
     /// Where precompiled components are kept; `None` compiles in memory every time.
     pub cache_dir: Option<PathBuf>,
+}
+
+/// The two phases of a call's isolation: making its store and instance, and dropping them
+/// (which returns the instance's memory to the pool and resets it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstantiateTimes {
+    /// A fresh store and an instance from the pre-instantiated component.
+    pub instantiate: Duration,
+    /// Dropping both.
+    pub teardown: Duration,
 }
 
 /// A loaded provider component, ready to serve calls concurrently (`&self` everywhere).
@@ -334,15 +344,18 @@ impl ProviderHost {
     }
 
     /// Makes a fresh store and instance exactly as a call does, runs no export and drops both:
-    /// what the per-call isolation costs, for `make bench`.
-    pub async fn instantiate_only(&self) -> Result<(), HostError> {
+    /// what the per-call isolation costs, for `make bench`, in its two phases.
+    pub async fn instantiate_only(&self) -> Result<InstantiateTimes, HostError> {
         let call = "instantiate";
         let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
-        let mut store = self.store(call, Instant::now() + self.limits.call_timeout());
-        match self.pre.instantiate(&mut store).await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(self.classify(call, &store, e, true)),
+        let started = Instant::now();
+        let mut store = self.store(call, started + self.limits.call_timeout());
+        if let Err(e) = self.pre.instantiate(&mut store).await {
+            return Err(self.classify(call, &store, e, true));
         }
+        let instantiated = Instant::now();
+        drop(store);
+        Ok(InstantiateTimes { instantiate: instantiated - started, teardown: instantiated.elapsed() })
     }
 
     fn classify(
