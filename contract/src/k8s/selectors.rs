@@ -195,6 +195,20 @@ impl LabelSelector {
         !self.nothing && self.requirements.iter().all(|r| r.matches(labels.get(&r.key).map(String::as_str)))
     }
 
+    /// A `key=value` (or `key in (value)`) every selected object must carry, if the selector
+    /// has such a term: a server can hand such a watch only the objects with that label.
+    pub fn required_label(&self) -> Option<(&str, &str)> {
+        if self.nothing {
+            return None;
+        }
+        self.requirements.iter().find_map(|r| match (r.operator, r.values.as_slice()) {
+            (Operator::Equals | Operator::DoubleEquals | Operator::In, [value]) => {
+                Some((r.key.as_str(), value.as_str()))
+            }
+            _ => None,
+        })
+    }
+
     /// [`Self::matches`] on a raw `metadata.labels` value, read in place (a server checks every
     /// event against every watch's selector, so copying the labels would be paid per check);
     /// absent/`null` labels mean no labels and non-string values are ignored.
@@ -955,6 +969,21 @@ mod tests {
                 .is_err_and(|e| e.starts_with("values[0][k]: Invalid value: \"bad value\""))
         );
         assert!(LabelSelector::from_json(Some(&json!("app=web"))).is_err());
+    }
+
+    #[test]
+    fn a_required_label_is_an_equality_on_one_value() {
+        for (s, want) in [
+            ("a=1", Some(("a", "1"))),
+            ("a==1,b", Some(("a", "1"))),
+            ("b,a in (1)", Some(("a", "1"))),
+            ("a in (1,2)", None),
+            ("a!=1", None),
+            ("a", None),
+            ("", None),
+        ] {
+            assert_eq!(selector(s).required_label(), want, "{s}");
+        }
     }
 
     #[test]

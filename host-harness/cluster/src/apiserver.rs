@@ -656,6 +656,11 @@ impl Filter {
         self.fields.exact_name()
     }
 
+    /// A label `key=value` every selected object has, if the label selector requires one.
+    pub fn required_label(&self) -> Option<(&str, &str)> {
+        self.labels.required_label()
+    }
+
     /// Whether a stored object is selected.
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches_json(obj.pointer("/metadata/labels"))

@@ -1,40 +1,56 @@
 //! Routing the store's events to the watches they concern.
 //!
-//! Most watches are about one object: a client waiting for its Sandbox to be Ready watches with
-//! `fieldSelector=metadata.name=N`. Offering every event to every watch costs each write one wake-up
-//! and one selector check per open watch, so with hundreds of such watches open the server spent
-//! more time discarding events than serving them. Events are routed instead: a watch pinned to a
-//! name hears only the events of objects with that name, any other watch only its own table's.
-//! The watch still applies its namespace and selectors; routing only skips what cannot match.
+//! Most watches are about a few objects: a client waiting for its Sandbox watches it with
+//! `fieldSelector=metadata.name=N`, and its pods with `labelSelector=<hash label>=<hash>`.
+//! Offering every event to every watch costs each write one wake-up and one selector check per
+//! open watch, so with hundreds of such watches open the server spent more time discarding events
+//! than serving them. Events are routed instead: a watch pinned to a name hears only the events of
+//! objects with that name; one whose label selector requires `key=value` only those of objects
+//! that have or had that label; any other watch its whole table. The watch still applies its
+//! namespace and selectors; routing only skips what cannot match.
 //!
 //! A watch that falls `capacity` events behind is cut after the events it already holds, and its
 //! [`Feed`] ends with [`FeedEnd::Lagged`], which the watch reports as 410 Gone, as kube-apiserver's
 //! watch cache does with a watcher too slow to keep up
 //! (<https://kubernetes.io/docs/reference/using-api/api-concepts/#410-gone-responses>).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use crate::store::StoredEvent;
 
-/// What a watch wants to hear about: one table, optionally only the objects of one name.
+/// How a watch is routed: by the narrowest thing every object it selects must have.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// Every event of the table.
+    Table,
+    /// The events of objects with this name (the URL's name or a `metadata.name=` selector).
+    Name(String),
+    /// The events of objects that carry this label with this value, or carried it before the
+    /// change (so the watch hears an object leave its selection): an equality term of the
+    /// watch's label selector.
+    Label(String, String),
+}
+
+/// What a watch wants to hear about: one table, routed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interest {
     /// The table (storage key) watched.
     pub storage: &'static str,
-    /// The one name the watch is pinned to, if any (by the URL or a `metadata.name=` selector).
-    pub name: Option<String>,
+    /// Which of the table's events can concern the watch.
+    pub route: Route,
 }
 
 impl Interest {
     /// Every event of a table.
     #[cfg(test)]
     pub fn table(storage: &'static str) -> Self {
-        Self { storage, name: None }
+        Self { storage, route: Route::Table }
     }
 }
 
@@ -53,36 +69,34 @@ struct Sink {
     lagged: Arc<AtomicBool>,
 }
 
-#[derive(Default)]
-struct Routes {
-    by_table: HashMap<&'static str, Vec<Sink>>,
-    by_name: HashMap<(&'static str, String), Vec<Sink>>,
+type Routes = HashMap<(&'static str, Route), Vec<Sink>>;
+
+/// The routes an event can concern: its table, its object's name, and every label its object
+/// has or had before the change.
+fn routes_of(event: &StoredEvent) -> Vec<Route> {
+    let object = &event.object;
+    let mut routes = vec![Route::Table];
+    if let Some(name) = object.pointer("/metadata/name").and_then(Value::as_str) {
+        routes.push(Route::Name(name.to_string()));
+    }
+    let labels = |o: &Value| {
+        o.pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect::<Vec<_>>()
+    };
+    let mut pairs: BTreeSet<(String, String)> = labels(object).into_iter().collect();
+    if let Some(previous) = &event.previous {
+        pairs.extend(labels(previous));
+    }
+    routes.extend(pairs.into_iter().map(|(k, v)| Route::Label(k, v)));
+    routes
 }
 
-impl Routes {
-    fn sinks(&mut self, interest: &Interest) -> Option<&mut Vec<Sink>> {
-        match &interest.name {
-            None => self.by_table.get_mut(interest.storage),
-            Some(name) => self.by_name.get_mut(&(interest.storage, name.clone())),
-        }
-    }
-
-    fn remove(&mut self, interest: &Interest, id: u64) {
-        let Some(sinks) = self.sinks(interest) else {
-            return;
-        };
-        sinks.retain(|s| s.id != id);
-        if sinks.is_empty() {
-            match &interest.name {
-                None => self.by_table.remove(interest.storage),
-                Some(name) => self.by_name.remove(&(interest.storage, name.clone())),
-            };
-        }
-    }
-}
-
-/// Offers each event to the sinks of its table and of its object's name; drops the sinks whose
-/// watch is gone or full (marking the full ones lagged). Returns whether the list is now empty.
+/// Offers an event to the sinks of one route; drops the sinks whose watch is gone or full
+/// (marking the full ones lagged). Returns whether the route has no sink left.
 fn offer(sinks: &mut Vec<Sink>, event: &Arc<StoredEvent>) -> bool {
     sinks.retain(|sink| match sink.tx.try_send(event.clone()) {
         Ok(()) => true,
@@ -118,41 +132,30 @@ impl Fanout {
         let lagged = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let sink = Sink { id, tx, lagged: lagged.clone() };
-        let mut routes = lock(&self.routes);
-        match &interest.name {
-            None => routes.by_table.entry(interest.storage).or_default().push(sink),
-            Some(name) => routes.by_name.entry((interest.storage, name.clone())).or_default().push(sink),
-        }
+        lock(&self.routes).entry((interest.storage, interest.route.clone())).or_default().push(sink);
         Feed { rx, lagged, id, interest, routes: Arc::downgrade(&self.routes) }
     }
 
     /// Delivers one event to the watches it concerns, without waiting for any of them.
     pub fn publish(&self, event: &Arc<StoredEvent>) {
         let mut routes = lock(&self.routes);
-        if let Some(sinks) = routes.by_table.get_mut(event.storage)
-            && offer(sinks, event)
-        {
-            routes.by_table.remove(event.storage);
-        }
-        if routes.by_name.is_empty() {
+        if routes.is_empty() {
             return;
         }
-        let Some(name) = event.object.pointer("/metadata/name").and_then(serde_json::Value::as_str) else {
-            return;
-        };
-        let key = (event.storage, name.to_string());
-        if let Some(sinks) = routes.by_name.get_mut(&key)
-            && offer(sinks, event)
-        {
-            routes.by_name.remove(&key);
+        for route in routes_of(event) {
+            let key = (event.storage, route);
+            if let Some(sinks) = routes.get_mut(&key)
+                && offer(sinks, event)
+            {
+                routes.remove(&key);
+            }
         }
     }
 
     /// How many watches are routed.
     #[cfg(test)]
     pub fn watches(&self) -> usize {
-        let routes = lock(&self.routes);
-        routes.by_table.values().chain(routes.by_name.values()).map(Vec::len).sum()
+        lock(&self.routes).values().map(Vec::len).sum()
     }
 }
 
@@ -184,8 +187,16 @@ impl Feed {
 
 impl Drop for Feed {
     fn drop(&mut self) {
-        if let Some(routes) = self.routes.upgrade() {
-            lock(&routes).remove(&self.interest, self.id);
+        let Some(routes) = self.routes.upgrade() else {
+            return;
+        };
+        let mut routes = lock(&routes);
+        let key = (self.interest.storage, self.interest.route.clone());
+        if let Some(sinks) = routes.get_mut(&key) {
+            sinks.retain(|s| s.id != self.id);
+            if sinks.is_empty() {
+                routes.remove(&key);
+            }
         }
     }
 }
@@ -207,7 +218,7 @@ mod tests {
     }
 
     fn pinned(storage: &'static str, name: &str) -> Interest {
-        Interest { storage, name: Some(name.to_string()) }
+        Interest { storage, route: Route::Name(name.to_string()) }
     }
 
     #[tokio::test]
@@ -233,6 +244,32 @@ mod tests {
         assert_eq!(all.recv().await.expect("first").rv, 1);
         assert_eq!(all.recv().await.expect("second").rv, 3);
         assert!(all.is_empty());
+    }
+
+    fn labelled(rv: u64, name: &str, labels: Value, previous: Option<Value>) -> Arc<StoredEvent> {
+        Arc::new(StoredEvent {
+            rv,
+            storage: "pods",
+            kind: if previous.is_some() { EventType::Modified } else { EventType::Added },
+            object: Arc::new(json!({"metadata": {"namespace": "a", "name": name, "labels": labels}})),
+            previous: previous.map(|l| Arc::new(json!({"metadata": {"namespace": "a", "name": name, "labels": l}}))),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_watch_routed_by_label_hears_objects_that_have_or_had_it_once_each() {
+        let fanout = Fanout::new(16);
+        let route = Route::Label("app".into(), "x".into());
+        let mut mine = fanout.subscribe(Interest { storage: "pods", route });
+        fanout.publish(&labelled(1, "other", json!({"app": "y"}), None));
+        assert!(mine.is_empty(), "an object without the label was queued");
+        fanout.publish(&labelled(2, "p", json!({"app": "x", "tier": "x"}), None));
+        fanout.publish(&labelled(3, "p", json!({"app": "x"}), Some(json!({"app": "x"}))));
+        fanout.publish(&labelled(4, "p", json!({"app": "y"}), Some(json!({"app": "x"}))));
+        for rv in [2, 3, 4] {
+            assert_eq!(mine.recv().await.expect("event").rv, rv);
+        }
+        assert!(mine.is_empty(), "an event was delivered twice");
     }
 
     #[tokio::test]

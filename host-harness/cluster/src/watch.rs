@@ -15,7 +15,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use crate::apiserver::{ApiServer, Filter};
 use crate::conversion;
-use crate::fanout::{Feed, FeedEnd, Interest};
+use crate::fanout::{Feed, FeedEnd, Interest, Route};
 use crate::request::Query;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
@@ -81,8 +81,12 @@ pub fn start(server: Arc<ApiServer>, req: WatchRequest) -> Result<WatchBody, Api
     };
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(256);
     let ns = req.namespace.clone();
-    let pinned = req.name.as_deref().or(filter.exact_name()).map(String::from);
-    let interest = Interest { storage: req.rt.storage, name: pinned };
+    let route = match (req.name.as_deref().or(filter.exact_name()), filter.required_label()) {
+        (Some(name), _) => Route::Name(name.to_string()),
+        (None, Some((key, value))) => Route::Label(key.to_string(), value.to_string()),
+        (None, None) => Route::Table,
+    };
+    let interest = Interest { storage: req.rt.storage, route };
     let (initial, replay, events, start_rv) = match (from, send_initial) {
         (Some(rv), false) => match server.store.subscribe_from(interest, Some(rv)) {
             Ok((current, replay, events)) => (Vec::new(), replay, events, current),
