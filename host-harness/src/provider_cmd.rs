@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
+use provider_host::Limits;
 use provider_host::error::HostError;
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
@@ -27,23 +28,44 @@ pub const EXIT_EXPIRED: i32 = 3;
 /// Exit code when the provider (or the host around it) failed.
 pub const EXIT_FAILED: i32 = 1;
 
-/// Where the provider runs and against which cluster.
+/// Where the provider runs and against which cluster: what every command that loads the
+/// component shares, `serve` included.
 #[derive(Args, Clone)]
-pub struct Target {
+pub struct HostArgs {
     /// The provider component (.wasm).
     #[arg(long, default_value = DEFAULT_COMPONENT)]
     pub component: PathBuf,
     /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
     #[arg(long, conflicts_with = "embedded")]
     pub kubeconfig: Option<PathBuf>,
-    /// Start the embedded cluster in-process for this one command.
+    /// Start the embedded cluster in-process, for as long as the command runs.
     #[arg(long)]
     pub embedded: bool,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Per-call limits (JSON, see `provider_host::limits::Limits`: memory-bytes,
+    /// call-timeout-ms, max-concurrent-calls, ...); unset fields keep their defaults.
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
     /// Where precompiled components are cached.
     #[arg(long, default_value = "target/provider-cache")]
     pub cache_dir: PathBuf,
+}
+
+impl HostArgs {
+    /// The limits file's settings, or the defaults.
+    fn limits(&self) -> anyhow::Result<Limits> {
+        let Some(path) = &self.limits else { return Ok(Limits::default()) };
+        serde_json::from_str(&read_json(path, "limits")?)
+            .with_context(|| format!("the limits file {} does not match the limits schema", path.display()))
+    }
+}
+
+/// A one-shot provider command's target, and how it prints.
+#[derive(Args, Clone)]
+pub struct Target {
+    #[command(flatten)]
+    pub host: HostArgs,
     /// Print the result as JSON mirroring the WIT records.
     #[arg(long)]
     pub json: bool,
@@ -67,14 +89,14 @@ pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
 /// Connects to the cluster, reads the operator's policy and loads the component. A component
 /// that declares no `kube` access (such as the reference provider) needs no cluster: when none
 /// is named and none can be inferred, it runs without one.
-pub async fn session(target: &Target) -> anyhow::Result<Session> {
+pub async fn session(target: &HostArgs) -> anyhow::Result<Session> {
     if !target.component.exists() {
         bail!("no provider component at {}: build it with `make component`", target.component.display());
     }
     let options = HostOptions {
         policy: target.policy.policy()?,
+        limits: target.limits()?,
         cache_dir: Some(target.cache_dir.clone()),
-        ..Default::default()
     };
     let source = ComponentSource::File(target.component.clone());
     let (config, cluster) = if target.embedded {
@@ -152,7 +174,7 @@ pub fn print_lease(lease: &Lease) {
 
 /// `describe`
 pub async fn describe(target: Target) -> anyhow::Result<i32> {
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     let info = match s.host.describe().await {
         Ok(i) => i,
         Err(e) => return Ok(report_error(&e)),
@@ -170,7 +192,7 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
 /// `validate-config`
 pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     let v = match s.host.validate_config(&config).await {
         Ok(v) => v,
         Err(e) => return Ok(report_error(&e)),
@@ -192,7 +214,7 @@ pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i3
 /// `probe`
 pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     let p = match s.host.probe(&config).await {
         Ok(p) => p,
         Err(e) => return Ok(report_error(&e)),
@@ -276,7 +298,7 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let mut env = parse_env(&args.env, false)?;
     env.extend(parse_env(&args.secret_env, true)?);
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     let request = AcquireRequest {
         config,
         run_id: args.run_id,
@@ -323,7 +345,7 @@ pub struct LeaseArgs {
 /// `resume-check`
 pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     let outcome = match with_progress("checking the lease", s.host.resume_check(r)).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
@@ -357,7 +379,7 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
 pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
     let at = expiry_from_now("--expires-in", expires_in)?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     let outcome = match s.host.renew(r, at).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
@@ -368,7 +390,7 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
 /// `release`
 pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     match s.host.release(r).await {
         Ok(()) => {
             if target.json {
@@ -385,7 +407,7 @@ pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
 /// `destroy`
 pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target).await?;
+    let s = session(&target.host).await?;
     match s.host.destroy(r).await {
         Ok(report) => {
             if target.json {

@@ -125,6 +125,23 @@ fn every_provider_command_runs_the_reference_provider_without_a_cluster() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("error (capacity, retryable): full"), "{}", text(&out));
 }
 
+/// The limits file reaches the host: its call deadline ends a call that outlasts it, and a file
+/// that does not fit the schema is refused before anything runs.
+#[test]
+fn limits_come_from_the_limits_file() {
+    let scratch = Scratch::new("limits");
+    let component = built("reference_provider.wasm");
+    let limits = scratch.write("limits.json", &json!({"call-timeout-ms": 500}));
+    let config = scratch.write("config.json", &json!({"operations": {"probe": {"stall": {"until": "past-deadline"}}}}));
+    let out = scratch.run(&component, &["probe", "--config", &config, "--limits", &limits]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("probe did not finish within 500 ms"), "{}", text(&out));
+    let typo = scratch.write("typo.json", &json!({"call-timeout": 500}));
+    let out = scratch.run(&component, &["describe", "--limits", &typo]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("does not match the limits schema"), "{}", text(&out));
+}
+
 #[test]
 fn a_provider_that_needs_a_cluster_still_asks_for_one() {
     let scratch = Scratch::new("needs-cluster");
