@@ -74,6 +74,22 @@ pub enum HostError {
 }
 
 impl HostError {
+    /// A stable, machine-readable name of the case (`timeout`, `trap`, ...; the WIT case name
+    /// for a provider's own error), for wire protocols and log fields.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Config(_) => "host-config",
+            Self::Load(_) => "load",
+            Self::Link(_) => "link",
+            Self::Instantiate { .. } => "instantiate",
+            Self::Trap { .. } => "trap",
+            Self::Timeout { .. } => "timeout",
+            Self::MemoryLimit { .. } => "memory-limit",
+            Self::InputTooLarge { .. } => "input-too-large",
+            Self::Provider(e) => e.kind(),
+        }
+    }
+
     /// Whether the same call may succeed later: true for a timeout and for a provider error
     /// that says so; a trap or a load failure will not fix itself.
     pub fn retryable(&self) -> bool {

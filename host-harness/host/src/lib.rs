@@ -39,6 +39,7 @@ pub mod policy;
 pub mod rbac;
 pub mod records;
 pub mod runner;
+pub mod serve;
 mod state;
 mod versions;
 mod wasi;

@@ -167,6 +167,11 @@ impl ProviderHost {
         self.calls.load(Ordering::Relaxed)
     }
 
+    /// The per-call limits the host applies.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// The policy the provider's `kube` calls go through: the effective one.
     pub fn policy(&self) -> &Policy {
         self.kube.policy()

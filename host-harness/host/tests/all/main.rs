@@ -5,5 +5,6 @@ mod kube_host;
 mod ownership;
 mod reference_provider;
 mod runner;
+mod serve;
 mod support;
 mod write_guard;
