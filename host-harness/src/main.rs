@@ -7,6 +7,7 @@ mod contract_cmd;
 mod demo;
 mod policy_cmd;
 mod provider_cmd;
+mod serve_cmd;
 
 use std::path::PathBuf;
 
@@ -115,6 +116,9 @@ enum Command {
         #[command(flatten)]
         lease: provider_cmd::LeaseArgs,
     },
+    /// Serve the provider as a long-running process: concurrent calls as JSON lines on stdin,
+    /// replies on stdout (for hosts in other languages, such as a Paperclip plugin worker).
+    Serve(serve_cmd::ServeArgs),
     /// Hold a provider component to the contract: every scenario, a pass/fail table, a
     /// non-zero exit code on any failure.
     Contract(contract_cmd::ContractArgs),
@@ -182,6 +186,7 @@ fn main() -> anyhow::Result<()> {
             Command::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
             Command::Release { target, lease } => provider_cmd::release(target, lease).await,
             Command::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
+            Command::Serve(args) => serve_cmd::run(args).await,
             Command::Contract(args) => contract_cmd::run(args).await,
             Command::Policy { command: PolicyCommand::Show { inspect, json } } => {
                 done(policy_cmd::show(inspect, json).await)

@@ -2,3 +2,4 @@
 
 mod cli;
 mod reference_provider_cli;
+mod serve;

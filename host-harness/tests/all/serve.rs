@@ -1,0 +1,185 @@
+//! `sandbox-host serve` as another process runs it: requests written without waiting, replies
+//! matched by id, a whole lease life on the embedded cluster, and SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
+
+fn built(file: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/component").join(file);
+    assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
+    path
+}
+
+/// A running `sandbox-host serve` and its pipes; killed when the test ends.
+struct Served {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    scratch: PathBuf,
+}
+
+impl Served {
+    /// `sandbox-host serve --component COMPONENT ARGS` with no cluster to infer (`HOME` is a
+    /// scratch directory).
+    fn start(tag: &str, component: &Path, args: &[&str]) -> Self {
+        let scratch = std::env::temp_dir().join(format!("sandbox-host-serve-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).expect("scratch dir");
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg("--component")
+            .arg(component)
+            .arg("--cache-dir")
+            .arg(scratch.join("cache"))
+            .args(args)
+            .env("HOME", &scratch)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start sandbox-host serve");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        Self { child, stdin, stdout, scratch }
+    }
+
+    async fn send(&mut self, request: Value) {
+        let line = format!("{request}\n");
+        self.stdin.as_mut().expect("stdin is open").write_all(line.as_bytes()).await.expect("serve reads");
+    }
+
+    async fn reply(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(60), self.stdout.next_line())
+            .await
+            .expect("a reply in time")
+            .expect("stdout reads")
+            .expect("a reply before the end of output");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not one JSON reply ({e}): {line}"))
+    }
+
+    /// `n` replies, by id.
+    async fn replies(&mut self, n: usize) -> std::collections::HashMap<String, Value> {
+        let mut by_id = std::collections::HashMap::new();
+        for _ in 0..n {
+            let reply = self.reply().await;
+            by_id.insert(reply["id"].to_string(), reply);
+        }
+        by_id
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        let status = std::process::Command::new("kill").args([&format!("-{name}"), &pid]).status().expect("kill");
+        assert!(status.success(), "kill -{name} {pid}");
+    }
+
+    /// Closes stdin (or not) and waits for the exit: the exit code and stderr.
+    async fn exit(mut self) -> (Option<i32>, String) {
+        self.stdin = None;
+        let mut stderr = self.child.stderr.take().expect("stderr");
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("serve exits in time")
+            .expect("wait");
+        assert_eq!(self.stdout.next_line().await.expect("stdout reads"), None, "no reply after the summary");
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await.expect("stderr");
+        (status.code(), text)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+#[tokio::test]
+async fn concurrent_leases_live_their_whole_life_through_one_serve_process() {
+    let mut served =
+        Served::start("lease", &built("kubernetes_provider.wasm"), &["--embedded", "--namespace", "default"]);
+    let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"});
+    served.send(json!({"id": "hello", "method": "hello"})).await;
+    for n in 0..4 {
+        let mut params = json!({"config": config, "run-id": "run-1", "acquisition-id": format!("serve-{n}")});
+        if n == 0 {
+            params["env"] = json!([{"name": "TOKEN", "value": "serve-secret-7", "secret": true}]);
+        }
+        served.send(json!({"id": n, "method": "acquire", "params": params})).await;
+    }
+    let replies = served.replies(5).await;
+    assert_eq!(replies["\"hello\""]["result"]["contract-version"], "0.2.0", "{replies:?}");
+    let leases: Vec<Value> = (0..4).map(|n| replies[&n.to_string()]["result"].clone()).collect();
+    for (n, lease) in leases.iter().enumerate() {
+        assert_eq!(lease["backend"], "job", "acquire {n}: {:?}", replies[&n.to_string()]);
+    }
+    assert!(replies.values().all(|r| !r.to_string().contains("serve-secret-7")), "no secret value in any reply");
+
+    for (n, lease) in leases.iter().enumerate() {
+        served.send(json!({"id": n, "method": "resume-check", "params": {"lease": lease, "config": config}})).await;
+    }
+    let resumed = served.replies(4).await;
+    assert!(resumed.values().all(|r| r["result"]["resumable"].is_object()), "{resumed:?}");
+    for (n, lease) in leases.iter().enumerate() {
+        served.send(json!({"id": n, "method": "destroy", "params": {"lease": lease, "config": config}})).await;
+    }
+    let destroyed = served.replies(4).await;
+    for reply in destroyed.values() {
+        let outcomes: Vec<&Value> =
+            reply["result"]["objects"].as_array().expect("objects").iter().map(|o| &o["outcome"]).collect();
+        assert!(outcomes.iter().all(|o| *o == "deleted" || *o == "already-gone"), "{reply}");
+    }
+    served.send(json!({"id": 9, "method": "resume-check", "params": {"lease": leases[0], "config": config}})).await;
+    let gone = served.reply().await;
+    assert!(gone["result"]["expired"].is_string(), "gone is an answer: {gone}");
+
+    let (code, stderr) = served.exit().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("stopped (end of input): 14 replies"), "{stderr}");
+}
+
+#[tokio::test]
+async fn sigterm_lets_short_calls_finish_and_a_second_one_cancels_the_rest() {
+    let mut served = Served::start("sigterm", &built("reference_provider.wasm"), &[]);
+    let slow = |id: u32, millis: u64| {
+        json!({"id": id, "method": "acquire", "params": {
+            "config": {"operations": {"acquire": {"delayMillis": millis}}},
+            "run-id": "run-1", "acquisition-id": format!("term-{id}")}})
+    };
+    served.send(json!({"id": 0, "method": "hello"})).await;
+    assert_eq!(served.reply().await["result"]["protocol"], 1, "loaded and serving");
+    served.send(slow(1, 20_000)).await;
+    served.send(slow(2, 500)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    served.signal("TERM");
+    let finished = served.reply().await;
+    assert_eq!(
+        (finished["id"].clone(), finished["result"]["provider-lease-id"].clone()),
+        (json!(2), json!("reference:term-2"))
+    );
+    served.signal("TERM");
+    let cancelled = served.reply().await;
+    assert_eq!(
+        (cancelled["id"].clone(), cancelled["error"]["kind"].clone()),
+        (json!(1), json!("cancelled")),
+        "{cancelled}"
+    );
+    let (code, stderr) = served.exit().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "stopped (SIGTERM): 3 replies; of the calls in flight at the stop, 1 finished and 1 were cancelled"
+        ),
+        "{stderr}"
+    );
+}
