@@ -1,5 +1,6 @@
 //! The `sandbox-host` binary from outside, one test binary (one link) for all of it.
 
 mod cli;
+mod paperclip_plugin;
 mod reference_provider_cli;
 mod serve;

@@ -1,0 +1,108 @@
+// Paperclip's environment-driver params and results onto the WIT records `serve` speaks.
+//
+// | Paperclip                                  | WIT (sandbox-host serve)                                  |
+// |--------------------------------------------|-----------------------------------------------------------|
+// | environmentId + runId (+ generation)       | acquire-request.acquisition-id (see `acquisitionId`)      |
+// | runId, agentId                             | acquire-request.run-id, agent-id                          |
+// | requestedExpiresAt (ISO)                   | acquire-request.requested-expires-at (epoch ms)           |
+// | config.secretEnv                           | acquire-request.env (secret: true)                        |
+// | config.reuseLease                          | acquire-request.reusable                                  |
+// | config minus plugin/Paperclip keys         | config (validate-config, probe, every lease-ref)          |
+// | lease.providerLeaseId                      | lease.provider-lease-id                                   |
+// | lease.metadata.kubernetesSandbox.lease     | the whole WIT lease, stored and handed back unchanged     |
+// | lease.expiresAt (ISO)                      | lease.expires-at (epoch ms; null: no expiry)              |
+// | resume -> { providerLeaseId: null, ... }   | resume-outcome.expired(reason)                            |
+// | validation.errors / warnings ("path: msg") | validation.errors / warnings (config-problem)             |
+// | probe.diagnostics                          | probe-result.diagnostics                                  |
+import { createHash } from "node:crypto";
+
+import type { PluginEnvironmentLease } from "@paperclipai/plugin-sdk";
+
+import { ServeError } from "./serve-client.js";
+
+/** The key of this plugin's part of a lease's metadata; Paperclip adds keys of its own. */
+export const METADATA_KEY = "kubernetesSandbox";
+
+/** A WIT lease, as `serve` returns it (kebab-case). */
+export type WitLease = Record<string, unknown> & { "provider-lease-id": string; "expires-at"?: number | null };
+
+/** What the plugin keeps in a Paperclip lease's metadata. */
+export interface StoredLease {
+  /** The WIT lease, unchanged. */
+  lease: WitLease;
+  /** Which acquisition made it: `environmentId` and `runId` hashed, and the generation. */
+  acquisition: { key: string; generation: number };
+}
+
+/**
+ * The acquisition id of a run's sandbox: a hash of the environment and run ids (so a retried
+ * acquire of the same run adopts), and a generation after the first (so a fresh acquire after
+ * the run's lease expired or was destroyed gets a new sandbox). Lowercase hex: it becomes part
+ * of object names and label values.
+ */
+export function acquisitionKey(environmentId: string, runId: string): string {
+  return createHash("sha256").update(environmentId).update("\0").update(runId).digest("hex").slice(0, 24);
+}
+
+export function acquisitionId(key: string, generation: number): string {
+  return generation === 0 ? key : `${key}-${generation}`;
+}
+
+/** ISO 8601 to epoch millis; an error naming the field when it is not a time. */
+export function epochMillis(iso: string, field: string): number {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) {
+    throw new ServeError("plugin", "invalid-params", `${field} is not an ISO 8601 time: ${JSON.stringify(iso.slice(0, 40))}`, false);
+  }
+  return ms;
+}
+
+/**
+ * A WIT lease as Paperclip stores it; `remoteCwd` (the config's `workingDir`) is where
+ * Paperclip runs the agent's commands.
+ */
+export function paperclipLease(lease: WitLease, acquisition: StoredLease["acquisition"], provider: Record<string, unknown>): PluginEnvironmentLease {
+  const expires = lease["expires-at"];
+  const stored: StoredLease = { lease, acquisition };
+  const remoteCwd = typeof provider.workingDir === "string" ? provider.workingDir : "/workspace";
+  return {
+    providerLeaseId: lease["provider-lease-id"],
+    expiresAt: typeof expires === "number" ? new Date(expires).toISOString() : null,
+    metadata: { [METADATA_KEY]: stored, remoteCwd },
+  };
+}
+
+/** The stored lease of a Paperclip lease's metadata, if it holds one. */
+export function storedLease(metadata: Record<string, unknown> | undefined): StoredLease | undefined {
+  const stored = metadata?.[METADATA_KEY] as StoredLease | undefined;
+  if (!stored || typeof stored !== "object" || typeof stored.lease?.["provider-lease-id"] !== "string") return undefined;
+  return stored;
+}
+
+/**
+ * The WIT lease to hand back for `providerLeaseId`: the stored one when the metadata holds it
+ * for this id, else one with the id alone (`destroy` works from it; `resume-check` answers it).
+ */
+export function witLease(providerLeaseId: string, metadata: Record<string, unknown> | undefined, provider: Record<string, unknown>): WitLease {
+  const stored = storedLease(metadata);
+  if (stored && stored.lease["provider-lease-id"] === providerLeaseId) return stored.lease;
+  return {
+    "provider-lease-id": providerLeaseId,
+    backend: provider.backend === "job" ? "job" : "sandbox",
+    namespace: typeof provider.namespace === "string" ? provider.namespace : "",
+    "api-version": "",
+    "workload-uid": "",
+    metadata: "{}",
+  };
+}
+
+/** An error Paperclip's worker protocol carries: the SDK keeps only the message. */
+export function paperclipError(e: unknown): Error {
+  if (e instanceof ServeError) {
+    const where = e.path ? ` at ${e.path}` : "";
+    const error = new Error(`${e.kind}${where}${e.retryable ? " (retryable)" : ""}: ${e.message}`);
+    error.name = "SandboxProviderError";
+    return error;
+  }
+  return e instanceof Error ? e : new Error(String(e));
+}

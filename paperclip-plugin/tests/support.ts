@@ -1,0 +1,91 @@
+// What the tests run against: the embedded cluster as its own `sandbox-host cluster` process
+// (so a killed serve child leaves the cluster and its sandboxes alone), and the plugin in the
+// SDK's environment test harness.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { createEnvironmentTestHarness, type EnvironmentTestHarness } from "@paperclipai/plugin-sdk/testing";
+
+import manifest, { DRIVER_KEY } from "../src/manifest.js";
+import plugin from "../src/plugin.js";
+
+/** `sandbox-host` and the component, as `make test` passes them (required: no defaults here). */
+export function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run these tests through make test (cargo test), which sets it`);
+  if (!existsSync(value)) throw new Error(`${name}=${value} does not exist: build it with make component`);
+  return value;
+}
+
+export const BINARY = required("SANDBOX_HOST_BIN");
+export const COMPONENT = required("SANDBOX_HOST_COMPONENT");
+
+/** A `sandbox-host cluster` process and its admin kubeconfig. */
+export class Cluster {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly dir: string,
+    private readonly path: string,
+    readonly kubeconfig: string,
+  ) {}
+
+  /** `sandbox-host fault add ARGS` on this cluster. */
+  async fault(args: string[]): Promise<void> {
+    const child = spawn(BINARY, ["fault", "--kubeconfig", this.path, "add", ...args], { stdio: ["ignore", "ignore", "inherit"] });
+    const code = await new Promise((r) => child.once("exit", r));
+    if (code !== 0) throw new Error(`sandbox-host fault add ${args.join(" ")} exited ${code}`);
+  }
+
+  static async start(): Promise<Cluster> {
+    const dir = mkdtempSync(join(tmpdir(), "paperclip-plugin-test-"));
+    const path = join(dir, "kubeconfig");
+    const child = spawn(BINARY, ["cluster", "--port", "0", "--kubeconfig", path], { stdio: ["ignore", "ignore", "inherit"] });
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(path) || readFileSync(path, "utf8").length === 0) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error("sandbox-host cluster wrote no kubeconfig");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    return new Cluster(child, dir, path, readFileSync(path, "utf8"));
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((r) => this.child.once("exit", r));
+    this.child.kill("SIGTERM");
+    await exited;
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The operator's instance config of the tests. */
+export function instanceConfig(cacheDir: string): Record<string, unknown> {
+  return { sandboxHostBinary: BINARY, component: COMPONENT, allowedNamespaces: ["default"], cacheDir };
+}
+
+/** The plugin's hooks in the SDK's environment harness, after `setup` with its context. */
+export async function harness(instance: Record<string, unknown>): Promise<EnvironmentTestHarness> {
+  const d = plugin.definition;
+  const h = createEnvironmentTestHarness({
+    manifest,
+    config: instance,
+    environmentDriver: {
+      driverKey: DRIVER_KEY,
+      onValidateConfig: d.onEnvironmentValidateConfig,
+      onProbe: d.onEnvironmentProbe,
+      onAcquireLease: d.onEnvironmentAcquireLease,
+      onResumeLease: d.onEnvironmentResumeLease,
+      onReleaseLease: d.onEnvironmentReleaseLease,
+      onDestroyLease: d.onEnvironmentDestroyLease,
+    },
+  });
+  await d.setup(h.ctx);
+  return h;
+}
+
+/** The processes the plugin's health check reports. */
+export async function serveProcesses(): Promise<{ pid: number | null; starts: number }[]> {
+  const health = await plugin.definition.onHealth?.();
+  return (health?.details?.processes ?? []) as { pid: number | null; starts: number }[];
+}
