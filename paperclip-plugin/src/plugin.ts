@@ -146,6 +146,11 @@ const plugin = definePlugin({
       };
       const lease = (await host.call("acquire", request)) as WitLease;
       context?.logger.info("sandbox acquired", { providerLeaseId: lease["provider-lease-id"], runId: params.runId });
+      if (env.reusable && lease.reusable !== true) {
+        context?.logger.warn("reuseLease is set but the lease is ephemeral: reuse needs backend sandbox with sandbox.workspaceVolume", {
+          providerLeaseId: lease["provider-lease-id"],
+        });
+      }
       return paperclipLease(lease, { key, generation }, env.provider);
     });
   },

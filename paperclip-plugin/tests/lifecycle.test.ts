@@ -91,6 +91,33 @@ test("a lease lives its whole life; a retried acquire adopts; a fresh one after 
   await h.destroyLease({ ...base("env-life"), providerLeaseId: fresh.providerLeaseId, leaseMetadata: fresh.metadata });
 });
 
+test("a lease past its expiry cannot resume, and the run's next acquire gets a new sandbox", async () => {
+  const acquire = { ...base("env-expired"), runId: "run-x", requestedExpiresAt: new Date(Date.now() + 2_000).toISOString() };
+  const lease = await h.acquireLease(acquire);
+  await new Promise((r) => setTimeout(r, 2_500));
+  const expired = await h.resumeLease({ ...base("env-expired"), providerLeaseId: lease.providerLeaseId!, leaseMetadata: lease.metadata });
+  assert.deepEqual([expired.providerLeaseId, expired.metadata?.expired], [null, true], JSON.stringify(expired));
+  // Paperclip destroys the stale lease, then acquires anew for the same run.
+  await h.destroyLease({ ...base("env-expired"), providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata });
+  const fresh = await h.acquireLease({ ...acquire, requestedExpiresAt: undefined });
+  assert.notEqual(fresh.providerLeaseId, lease.providerLeaseId);
+  assert.ok(fresh.expiresAt && Date.parse(fresh.expiresAt) > Date.now() + 60_000, "a live sandbox");
+  await h.destroyLease({ ...base("env-expired"), providerLeaseId: fresh.providerLeaseId, leaseMetadata: fresh.metadata });
+});
+
+test("with reuseLease a released Sandbox is suspended and resumed for the next run", async () => {
+  const reuse = { ...config, backend: "sandbox", sandbox: { workspaceVolume: { size: "1Gi" } }, reuseLease: true };
+  const params = { driverKey: DRIVER_KEY, companyId: "company-1", environmentId: "env-reuse", config: reuse };
+  const lease = await h.acquireLease({ ...params, runId: "run-r" });
+  assert.match(lease.providerLeaseId ?? "", /^k8s:sandbox:default:/);
+  await h.releaseLease({ ...params, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata });
+  const resumed = await h.resumeLease({ ...params, providerLeaseId: lease.providerLeaseId!, leaseMetadata: lease.metadata });
+  assert.equal(resumed.providerLeaseId, lease.providerLeaseId, JSON.stringify(resumed));
+  const pod = (l: typeof lease) => (l.metadata?.kubernetesSandbox as { lease: Record<string, unknown> }).lease["pod-uid"];
+  assert.ok(pod(resumed) && pod(resumed) !== pod(lease), "the resumed Sandbox runs a new pod");
+  await h.destroyLease({ ...params, providerLeaseId: resumed.providerLeaseId, leaseMetadata: resumed.metadata });
+});
+
 test("destroy works from the provider lease id alone, and a null id is a no-op", async () => {
   const lease = await h.acquireLease({ ...base("env-bare"), runId: "run-bare" });
   await h.destroyLease({ ...base("env-bare"), providerLeaseId: lease.providerLeaseId, leaseMetadata: { unrelated: true } });
