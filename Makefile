@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo contract contract-full cluster bench bench-cluster lint fmt toolchain component fixtures
+.PHONY: all test demo demo-paperclip contract contract-full cluster bench bench-cluster lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/component/kubernetes_provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
@@ -31,6 +31,14 @@ test: component fixtures
 ## KUBECONFIG alone never sends the demo to a real cluster).
 demo: component
 	$(CARGO) run --quiet -p host-harness -- demo $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(DEMO_ARGS)
+
+## A Paperclip-shaped run: a stand-in for the Paperclip server drives the plugin worker
+## (paperclip-plugin/) over its JSON-RPC on stdio; the worker runs the component in a
+## `sandbox-host serve` child against the embedded cluster. Needs node and npm.
+demo-paperclip: component
+	$(CARGO) build --quiet -p host-harness
+	cd paperclip-plugin && npm ci --no-audit --no-fund --loglevel=error && \
+		SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm run --silent demo
 
 ## The contract suite and its fault matrix on the provider, printed as tables (`make test` runs
 ## them too). `make contract KUBECONFIG=~/.kube/config` holds it to a real cluster (the fault

@@ -1,0 +1,69 @@
+// A stand-in for the Paperclip server's side of a plugin worker: it starts the built worker
+// (`node dist/src/worker.js`), speaks JSON-RPC 2.0 on its stdio, one message per line, and
+// answers the worker's own requests (`config.get`) with the plugin's instance config.
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+import manifest from "../src/manifest.js";
+
+const WORKER = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "worker.js");
+
+/** One JSON-RPC message as the worker writes it. */
+export type Message = { jsonrpc: "2.0"; id?: number | string | null; method?: string; params?: any; result?: any; error?: any };
+
+export class PaperclipServer {
+  private readonly worker: ChildProcessByStdio<Writable, Readable, null>;
+  private readonly waiting = new Map<number | string, (m: Message) => void>();
+  private next = 1;
+  /** Notifications the worker sent (`log`, ...). */
+  readonly notifications: Message[] = [];
+  /** Methods the worker asked the server, in order. */
+  readonly asked: string[] = [];
+  readonly exited: Promise<number | null>;
+
+  constructor(private readonly instanceConfig: Record<string, unknown>) {
+    this.worker = spawn(process.execPath, [WORKER], { stdio: ["pipe", "pipe", "inherit"] });
+    this.exited = new Promise((r) => this.worker.once("exit", (code) => r(code)));
+    createInterface({ input: this.worker.stdout }).on("line", (line) => this.receive(JSON.parse(line) as Message));
+  }
+
+  /** `initialize` with the plugin's manifest: the methods the worker supports. */
+  async initialize(): Promise<string[]> {
+    const init = await this.call("initialize", {
+      manifest,
+      config: this.instanceConfig,
+      instanceInfo: { instanceId: "00000000-0000-0000-0000-000000000001", hostVersion: "2026.824.1" },
+      apiVersion: 1,
+    });
+    return init.result?.supportedMethods ?? [];
+  }
+
+  /** One request; resolves with the worker's whole reply. */
+  call(method: string, params: unknown): Promise<Message> {
+    return new Promise((resolve) => {
+      const id = this.next++;
+      this.waiting.set(id, resolve);
+      this.send({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  private send(m: Message): void {
+    this.worker.stdin.write(`${JSON.stringify(m)}\n`);
+  }
+
+  private receive(m: Message): void {
+    if (m.method && m.id !== undefined && m.id !== null) {
+      this.asked.push(m.method);
+      if (m.method === "config.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.instanceConfig });
+      else this.send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: `Unknown method: ${m.method}` } });
+    } else if (m.method) {
+      this.notifications.push(m);
+    } else if (m.id !== undefined && m.id !== null) {
+      this.waiting.get(m.id)?.(m);
+      this.waiting.delete(m.id);
+    }
+  }
+}
