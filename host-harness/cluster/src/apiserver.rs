@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::admission;
 use crate::clock::Clock;
+use crate::controllers::kubelet::exec::{DEFAULT_EXEC_LIMIT, ExecHost};
 use crate::conversion;
 use crate::faults::Faults;
 use crate::patch;
@@ -36,6 +37,8 @@ pub struct ApiServer {
     pub sa_tokens: ServiceAccountTokens,
     /// The minor version `/version` reports.
     pub reported_minor: AtomicU32,
+    /// The processes of `pods/exec` and their per-pod directories.
+    pub exec: Arc<ExecHost>,
     next_ip: AtomicU32,
 }
 
@@ -129,6 +132,7 @@ impl ApiServer {
             schemas: Schemas::load()?,
             sa_tokens: ServiceAccountTokens::default(),
             reported_minor: AtomicU32::new(crate::discovery::MINOR_VERSION),
+            exec: Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT)),
             next_ip: AtomicU32::new(10),
         };
         let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]

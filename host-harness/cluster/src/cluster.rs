@@ -16,6 +16,7 @@ use crate::apiserver::ApiServer;
 use crate::authorization::{Access, Identity};
 use crate::clock::Clock;
 use crate::controllers::kubelet::KubeletConfig;
+use crate::controllers::kubelet::exec::{DEFAULT_EXEC_LIMIT, ExecHost};
 use crate::controllers::{self, ControllerKind};
 use crate::faults::Faults;
 use crate::rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP};
@@ -56,6 +57,9 @@ pub struct ClusterConfig {
     /// (the simulated controllers, a client) can be tried against an older one; the API served
     /// stays 1.33's.
     pub reported_minor_version: u32,
+    /// The longest a `pods/exec` command may run before it is killed (kube-apiserver has no
+    /// such limit; here every exec is a local process, and none may run unbounded).
+    pub exec_timeout: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -71,11 +75,13 @@ impl Default for ClusterConfig {
             bookmark_interval: Duration::from_secs(1),
             kubelet: KubeletConfig::default(),
             reported_minor_version: crate::discovery::MINOR_VERSION,
+            exec_timeout: DEFAULT_EXEC_LIMIT,
         }
     }
 }
 
-/// A running embedded cluster; dropping it stops the server and the controllers.
+/// A running embedded cluster; dropping it stops the server and the controllers, kills every
+/// `pods/exec` process and removes their directories.
 pub struct EmbeddedCluster {
     api: Arc<ApiServer>,
     url: String,
@@ -89,8 +95,9 @@ impl EmbeddedCluster {
     /// Starts the API server and the configured controllers.
     pub async fn start(config: ClusterConfig) -> anyhow::Result<Self> {
         let clock = Arc::new(Clock::scaled(config.time_scale));
-        let api =
-            Arc::new(ApiServer::new(config.sandbox_versions, clock.clone(), config.watch_history, config.fault_seed)?);
+        let mut api = ApiServer::new(config.sandbox_versions, clock.clone(), config.watch_history, config.fault_seed)?;
+        api.exec = Arc::new(ExecHost::new(config.exec_timeout));
+        let api = Arc::new(api);
         api.reported_minor.store(config.reported_minor_version, std::sync::atomic::Ordering::Relaxed);
         let listener = TcpListener::bind(("127.0.0.1", config.port))
             .await
@@ -125,7 +132,10 @@ impl EmbeddedCluster {
             bookmark_interval: config.bookmark_interval,
         });
         let tls_config = pki.as_ref().map(Pki::server_config).transpose()?;
-        let mut tasks = vec![tokio::spawn(front.serve(listener, tls_config))];
+        let mut tasks = vec![
+            tokio::spawn(front.serve(listener, tls_config)),
+            tokio::spawn(crate::pod_exec::clean_up_after_deleted_pods(api.clone())),
+        ];
         let mut cluster =
             Self { api, url, ca_pem: pki.map(|p| p.ca_pem), tokens, tasks: Vec::new(), config: config.clone() };
         for kind in config.controllers {
@@ -218,6 +228,11 @@ impl EmbeddedCluster {
         &self.api.clock
     }
 
+    /// How many `pods/exec` processes run now (each exec is one process group).
+    pub fn running_execs(&self) -> usize {
+        self.api.exec.running()
+    }
+
     /// Number of stored objects of a resource (by storage key: `pods`, `sandboxes.agents.x-k8s.io`).
     pub fn object_count(&self, storage: &str) -> usize {
         self.api.store.count(storage)
@@ -229,5 +244,6 @@ impl Drop for EmbeddedCluster {
         for t in &self.tasks {
             t.abort();
         }
+        self.api.exec.shutdown();
     }
 }

@@ -74,6 +74,8 @@ pub fn resource_list(types: &[ResourceType], group: &str, version: &str) -> Opti
         for sub in t.subresources {
             let (kind, verbs): (&str, &[&str]) = match *sub {
                 "binding" => ("Binding", &["create"]),
+                "exec" => ("PodExecOptions", &["create", "get"]),
+                "log" => (t.kind, &["get"]),
                 "finalize" => (t.kind, &["update"]),
                 "token" => ("TokenRequest", &["create"]),
                 _ => (t.kind, &["get", "patch", "update"]),

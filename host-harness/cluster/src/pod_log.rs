@@ -1,6 +1,7 @@
-//! `pods/log`: the simulated kubelet runs no processes, so a started container's log is empty,
-//! but the request is answered and refused as kube-apiserver (through the kubelet) does: the
-//! container must be named when the pod has several, must exist, and must have started.
+//! `pods/log`: the simulated kubelet runs no container processes (only `pods/exec` commands,
+//! whose output goes to the exec's client), so a started container's log is empty, but the
+//! request is answered and refused as kube-apiserver (through the kubelet) does: the container
+//! must be named when the pod has several, must exist, and must have started.
 
 use serde_json::Value;
 

@@ -119,6 +119,8 @@ fn resource_route(group: &str, version: &str, rest: &[&str], types: &[ResourceTy
 pub fn verb(method: &Method, req: &ResourceRequest, query: &Query) -> Result<&'static str, ApiError> {
     let named = req.name.is_some();
     Ok(match *method {
+        // An exec is a `create` whether it comes as a WebSocket's GET or as SPDY's POST.
+        Method::GET | Method::POST if req.subresource.as_deref() == Some("exec") => "create",
         Method::GET if query.flag("watch") => "watch",
         Method::GET if named => "get",
         Method::GET => "list",
@@ -170,6 +172,19 @@ impl Query {
             })
             .transpose()
     }
+}
+
+/// Every value of a repeated query parameter, in order (`command=a&command=b`), decoded as
+/// [`Query::parse`] decodes; [`Query`] keeps only the last.
+pub fn query_values(raw: Option<&str>, key: &str) -> Vec<String> {
+    raw.unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .filter_map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(k) == key).then(|| decode(v))
+        })
+        .collect()
 }
 
 fn decode(s: &str) -> String {
@@ -233,7 +248,7 @@ mod tests {
 
     #[test]
     fn unknown_paths_are_404() {
-        for p in ["/api/v2", "/apis/nope/v1", "/api/v1/widgets", "/api/v1/namespaces/a/pods/p/exec", "/apis/nope"] {
+        for p in ["/api/v2", "/apis/nope/v1", "/api/v1/widgets", "/api/v1/namespaces/a/pods/p/attach", "/apis/nope"] {
             assert_eq!(resolve(p).err().map(|e| e.code), Some(404), "{p}");
         }
     }
@@ -247,5 +262,18 @@ mod tests {
         assert!(!Query::parse(Some("watch=False")).flag("watch") && !Query::parse(Some("watch=")).flag("watch"));
         assert_eq!(q.int("limit").ok().flatten(), Some(5));
         assert!(Query::parse(Some("limit=x")).int("limit").is_err());
+        let raw = Some("command=sh&stdout=true&command=-c&command=echo+a%26b&command=");
+        assert_eq!(query_values(raw, "command"), ["sh", "-c", "echo a&b", ""]);
+        assert!(query_values(None, "command").is_empty());
+    }
+
+    #[test]
+    fn exec_is_routed_and_is_a_create() {
+        let types = served(SandboxVersions::Both);
+        let Ok(Route::Resource(r)) = route("/api/v1/namespaces/a/pods/p/exec", &types) else {
+            panic!("pods/exec is routed");
+        };
+        assert_eq!(verb(&Method::GET, &r, &Query::default()).ok(), Some("create"));
+        assert_eq!(verb(&Method::POST, &r, &Query::default()).ok(), Some("create"));
     }
 }

@@ -125,7 +125,7 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         ResourceType {
             short_names: &["po"],
             categories: &["all"],
-            subresources: &["status", "binding", "log"],
+            subresources: &["status", "binding", "log", "exec"],
             ..core("pods", "pod", "Pod", true)
         },
         core("secrets", "secret", "Secret", true),

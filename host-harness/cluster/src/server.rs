@@ -1,6 +1,6 @@
 //! The HTTP(S) front of the API server: TLS, bearer-token authentication, authorization,
 //! fault injection, the request log, and dispatch to the REST, watch, discovery, OpenAPI and
-//! admin handlers.
+//! admin handlers, and to `pods/exec`, whose connection is upgraded to a WebSocket.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -28,7 +28,7 @@ use crate::resources::{Flavor, ResourceType};
 use crate::status::ApiError;
 use crate::table::{self, Include, Rendering};
 use crate::watch::{self, WatchCut, WatchRequest};
-use crate::{admin, discovery, impersonation, openapi, protobuf};
+use crate::{admin, discovery, impersonation, openapi, pod_exec, protobuf};
 
 /// The response body type: a full JSON document or a watch stream.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -124,15 +124,16 @@ impl HttpFront {
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| front.clone().handle(req));
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                // With upgrades: pods/exec switches the connection to a WebSocket.
                 let result = match acceptor {
                     Some(acceptor) => match acceptor.accept(tcp).await {
-                        Ok(stream) => builder.serve_connection(TokioIo::new(stream), service).await,
+                        Ok(stream) => builder.serve_connection_with_upgrades(TokioIo::new(stream), service).await,
                         Err(e) => {
                             tracing::debug!(error = %e, "TLS handshake failed");
                             return;
                         }
                     },
-                    None => builder.serve_connection(TokioIo::new(tcp), service).await,
+                    None => builder.serve_connection_with_upgrades(TokioIo::new(tcp), service).await,
                 };
                 if let Err(e) = result {
                     tracing::trace!(error = %e, "connection ended");
@@ -159,7 +160,7 @@ impl HttpFront {
         let started = Instant::now();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
-        let info = RequestInfo::new(req.method(), &path, &query);
+        let info = pod_exec::authorized_as(RequestInfo::new(req.method(), &path, &query));
         let route = request::route(&path, &self.api.types);
         // Who sent it, then who it acts as (`Impersonate-*`); a refused impersonation is logged
         // under the sender.
@@ -345,6 +346,25 @@ impl HttpFront {
         }
     }
 
+    /// `pods/exec`, after its faults: a refusal, or the upgrade to the exec's WebSocket. A
+    /// response to lose drops the connection before anything runs.
+    async fn exec(
+        &self,
+        req: Request<Incoming>,
+        r: &ResourceRequest,
+        entry: &mut Entry,
+    ) -> Result<Response<Body>, Dropped> {
+        let pending = match self.inject(entry).await {
+            ControlFlow::Break(answer) => return answer,
+            ControlFlow::Continue(pending) => pending,
+        };
+        if pending.lose_response {
+            return Err(Dropped);
+        }
+        let (namespace, name) = (r.namespace.as_deref().unwrap_or_default(), r.name.as_deref().unwrap_or_default());
+        Ok(pod_exec::upgrade(&self.api, req, namespace, name).unwrap_or_else(|e| error_response(&e)))
+    }
+
     async fn resource(
         &self,
         req: Request<Incoming>,
@@ -363,6 +383,9 @@ impl HttpFront {
                 "the server does not allow this method on the requested resource ({verb} {})",
                 rt.plural
             ))));
+        }
+        if r.subresource.as_deref() == Some("exec") {
+            return self.exec(req, &r, entry).await;
         }
 
         let content_type =

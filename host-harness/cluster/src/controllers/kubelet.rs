@@ -3,6 +3,8 @@
 //!
 //! It is a pure API client (it reaches the server only through `kube::Client`), so it runs the
 //! same against the embedded API server and against a real kube-apiserver that has no nodes.
+//! The one exception is `pods/exec`, which only the embedded API server serves: it runs the
+//! command as a local process (`kubelet/exec.rs`: on the host, not in an image).
 //!
 //! ## What happens to a pod
 //! * Scheduling: pending pods (`default-scheduler`) are bound through pods/binding to the
@@ -33,6 +35,8 @@
 mod api;
 mod caches;
 mod config_refs;
+pub(crate) mod exec;
+pub(crate) mod exec_env;
 mod ip_pool;
 mod merge_patch;
 mod node;

@@ -1,0 +1,374 @@
+//! `pods/exec` against the embedded cluster: kube-rs (`Api::exec`, v5), a raw v4 WebSocket
+//! client, and the real `kubectl exec`. The command runs as a local process in the pod's
+//! directory with the container's environment.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::{ADMIN_USER, ClusterConfig, ControllerKind, EmbeddedCluster};
+use futures::{SinkExt, StreamExt};
+use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::api::{Api, AttachParams, DeleteParams, PostParams};
+use kube::runtime::wait::Condition;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use common::rbac::{api_error, typed};
+
+/// A cluster whose only controller is the kubelet (pods run; nothing else writes).
+async fn cluster(config: ClusterConfig) -> EmbeddedCluster {
+    EmbeddedCluster::start(ClusterConfig { controllers: vec![ControllerKind::Kubelet], ..config })
+        .await
+        .expect("start the embedded cluster")
+}
+
+fn running(container: &'static str) -> impl Condition<Pod> {
+    move |p: Option<&Pod>| {
+        p.and_then(|p| p.status.as_ref()).and_then(|s| s.container_statuses.as_ref()).is_some_and(|cs| {
+            cs.iter().any(|c| c.name == container && c.state.as_ref().is_some_and(|s| s.running.is_some()))
+        })
+    }
+}
+
+/// Creates the `creds` Secret and the running pod `shell` (container `main`, `workingDir: /app`,
+/// the Secret's keys as variables, and `TOKEN` from one key).
+async fn shell_pod(c: &EmbeddedCluster) -> Api<Pod> {
+    let client = c.client().await.expect("client");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret = typed(json!({"metadata": {"name": "creds"}, "stringData": {"token": "s3cret-value", "USER": "bot"}}));
+    secrets.create(&PostParams::default(), &secret).await.expect("secret");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let pod = typed(json!({"metadata": {"name": "shell"}, "spec": {"containers": [{
+        "name": "main", "image": "busybox:1.36", "workingDir": "/app",
+        "envFrom": [{"secretRef": {"name": "creds"}}],
+        "env": [
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+            {"name": "GREETING", "value": "hello $(USER)"}
+        ]
+    }]}}));
+    pods.create(&PostParams::default(), &pod).await.expect("pod");
+    common::wait_for(&pods, "shell", running("main"), "the shell pod running").await;
+    pods
+}
+
+/// What one exec printed and its final status.
+struct Ran {
+    stdout: String,
+    stderr: String,
+    status: Option<Status>,
+}
+
+async fn read_all(reader: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let mut out = Vec::new();
+    if let Some(mut r) = reader {
+        r.read_to_end(&mut out).await.expect("read the exec's output");
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Runs `argv` in `shell` through kube-rs, feeding `stdin` if given.
+async fn exec(pods: &Api<Pod>, argv: &[&str], stdin: Option<&[u8]>) -> Ran {
+    let params = AttachParams::default().container("main").stdin(stdin.is_some());
+    let run = async {
+        let mut attached = pods.exec("shell", argv.to_vec(), &params).await.expect("exec");
+        let status = attached.take_status().expect("status future");
+        if let Some(data) = stdin {
+            let mut writer = attached.stdin().expect("stdin");
+            writer.write_all(data).await.expect("write stdin");
+            // kube-rs sends v5's close signal on shutdown (dropping the writer is not the end).
+            writer.shutdown().await.expect("close stdin");
+        }
+        let (stdout, stderr) = tokio::join!(read_all(attached.stdout()), read_all(attached.stderr()));
+        let status = status.await;
+        attached.join().await.expect("the exec's task");
+        Ran { stdout, stderr, status }
+    };
+    tokio::time::timeout(Duration::from_secs(20), run).await.expect("the exec ends in time")
+}
+
+fn exit_code(status: &Option<Status>) -> Option<String> {
+    let status = status.as_ref()?;
+    if status.status.as_deref() == Some("Success") {
+        return Some("0".to_string());
+    }
+    let causes = status.details.as_ref()?.causes.as_ref()?;
+    causes.iter().find(|c| c.reason.as_deref() == Some("ExitCode")).and_then(|c| c.message.clone())
+}
+
+#[tokio::test]
+async fn kube_rs_execs_stream_output_stdin_env_and_files() {
+    let c = cluster(ClusterConfig::default()).await;
+    let pods = shell_pod(&c).await;
+
+    let ran = exec(&pods, &["sh", "-c", "echo out; echo err >&2; exit 3"], None).await;
+    assert_eq!((ran.stdout.as_str(), ran.stderr.as_str()), ("out\n", "err\n"));
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("3"));
+    let status = ran.status.expect("status");
+    assert_eq!((status.status.as_deref(), status.reason.as_deref()), (Some("Failure"), Some("NonZeroExitCode")));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("command terminated with non-zero exit code: command terminated with exit code 3")
+    );
+
+    let ran = exec(&pods, &["cat"], Some(b"hello")).await;
+    assert_eq!(ran.stdout, "hello", "stdin is forwarded and closed with v5's close signal");
+    assert_eq!(ran.status.and_then(|s| s.status).as_deref(), Some("Success"));
+
+    let ran =
+        exec(&pods, &["sh", "-c", r#"printf %s "$TOKEN" | wc -c; echo "$GREETING"; echo "${HOME:+home}""#], None).await;
+    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
+    assert_eq!(lines, ["12", "hello bot", "home"], "{}", ran.stderr);
+
+    let ran = exec(&pods, &["pwd"], None).await;
+    let pwd = PathBuf::from(ran.stdout.trim());
+    assert!(pwd.ends_with("app") && pwd.to_string_lossy().contains("embedded-cluster-"), "{pwd:?}");
+    let ran = exec(&pods, &["sh", "-c", "echo kept > notes.txt"], None).await;
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("0"), "{}", ran.stderr);
+    let ran = exec(&pods, &["cat", "notes.txt"], None).await;
+    assert_eq!(ran.stdout, "kept\n", "files persist across the pod's execs");
+
+    let ran = exec(&pods, &["no-such-program-anywhere"], None).await;
+    let status = ran.status.expect("status");
+    assert_eq!(status.reason.as_deref(), Some("InternalError"));
+    assert!(status.message.is_some_and(|m| m.contains("executable file not found in $PATH")));
+
+    let exec_log: Vec<(String, u16)> =
+        c.requests().entries().iter().filter(|e| e.subresource == "exec").map(|e| (e.verb.clone(), e.code)).collect();
+    assert_eq!(exec_log.len(), 7);
+    assert!(exec_log.iter().all(|(verb, code)| verb == "create" && *code == 101), "{exec_log:?}");
+
+    // The pod's deletion removes its directory.
+    let pod_dir = pwd.parent().map(PathBuf::from).expect("the pod directory");
+    assert!(pod_dir.join("app/notes.txt").is_file());
+    pods.delete("shell", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.expect("delete");
+    common::eventually("the pod directory removed", || {
+        let gone = !pod_dir.exists();
+        async move { gone }
+    })
+    .await;
+    drop(c);
+}
+
+#[tokio::test]
+async fn exec_refusals_are_404_400_and_403_before_any_upgrade() {
+    let c = cluster(ClusterConfig::default()).await;
+    let pods = shell_pod(&c).await;
+    let params = AttachParams::default();
+    let refused = |r: Result<kube::api::AttachedProcess, kube::Error>| {
+        let status = api_error(r.err().expect("refused"));
+        (status.code, status.message)
+    };
+    assert_eq!(refused(pods.exec("ghost", ["true"], &params).await), (404, "pods \"ghost\" not found".to_string()));
+    assert_eq!(
+        refused(pods.exec("shell", ["true"], &AttachParams::default().container("nope")).await),
+        (400, "container nope is not valid for pod shell".to_string())
+    );
+
+    // A ServiceAccount that may read pods but not create pods/exec.
+    let admin = c.client().await.expect("client");
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
+    sas.create(&PostParams::default(), &typed(json!({"metadata": {"name": "reader"}}))).await.expect("sa");
+    let roles: Api<Role> = Api::namespaced(admin.clone(), "default");
+    let rules = json!([{"apiGroups": [""], "resources": ["pods", "pods/exec"], "verbs": ["get", "list"]}]);
+    roles
+        .create(&PostParams::default(), &typed(json!({"metadata": {"name": "reader"}, "rules": rules})))
+        .await
+        .expect("role");
+    let bindings: Api<RoleBinding> = Api::namespaced(admin, "default");
+    let binding = json!({"metadata": {"name": "reader"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]});
+    bindings.create(&PostParams::default(), &typed(binding)).await.expect("binding");
+    let token = c.service_account_token("default", "reader").await.expect("token");
+    let reader: Api<Pod> = Api::namespaced(c.client_for_token("reader", &token).await.expect("client"), "default");
+    reader.get("shell").await.expect("the reader reads pods");
+    assert_eq!(
+        refused(reader.exec("shell", ["true"], &params).await),
+        (
+            403,
+            "pods \"shell\" is forbidden: User \"system:serviceaccount:default:reader\" cannot create resource \
+             \"pods/exec\" in API group \"\" in the namespace \"default\""
+                .to_string()
+        )
+    );
+
+    // Faults see an exec as `create` on `pods/exec`; the retry after it goes through.
+    let matches = Match { verb: Some("create".into()), subresource: Some("exec".into()), ..Default::default() };
+    let action = Action::Error { code: 500, reason: "InternalError".into(), message: None, retry_after_seconds: None };
+    c.faults().add(Rule { matches, action, after: 0, times: Some(1), probability: None });
+    assert_eq!(
+        refused(pods.exec("shell", ["true"], &params).await),
+        (500, "injected fault: InternalError".to_string())
+    );
+    let ran = exec(&pods, &["true"], None).await;
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("0"));
+    assert_eq!(c.running_execs(), 0);
+}
+
+/// Whether a live process runs `sleep` with this argument (zombies have no command line).
+fn sleeping(marker: &str) -> bool {
+    let wanted = format!("sleep\0{marker}\0");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline == wanted.as_bytes()))
+}
+
+#[tokio::test]
+async fn a_dropped_client_and_the_time_limit_kill_the_process() {
+    let c = cluster(ClusterConfig { exec_timeout: Duration::from_secs(2), ..Default::default() }).await;
+    let pods = shell_pod(&c).await;
+
+    let attached = pods.exec("shell", ["sleep", "987.651"], &AttachParams::default()).await.expect("exec");
+    common::eventually("the sleep running", || {
+        let up = sleeping("987.651");
+        async move { up }
+    })
+    .await;
+    assert_eq!(c.running_execs(), 1);
+    drop(attached);
+    common::eventually("the sleep killed once its client is gone", || {
+        let gone = !sleeping("987.651") && c.running_execs() == 0;
+        async move { gone }
+    })
+    .await;
+
+    let ran = exec(&pods, &["sleep", "987.652"], None).await;
+    let status = ran.status.expect("status");
+    assert_eq!((status.reason.as_deref(), status.code), (Some("Timeout"), Some(504)));
+    assert!(status.message.is_some_and(|m| m.contains("limit per exec (2s)")));
+    assert!(!sleeping("987.652"));
+
+    // Stopping the cluster kills what still runs.
+    let _attached = pods.exec("shell", ["sleep", "987.653"], &AttachParams::default()).await.expect("exec");
+    common::eventually("the last sleep running", || {
+        let up = sleeping("987.653");
+        async move { up }
+    })
+    .await;
+    drop(c);
+    common::eventually("the last sleep killed with the cluster", || {
+        let gone = !sleeping("987.653");
+        async move { gone }
+    })
+    .await;
+}
+
+/// Opens a raw WebSocket to `shell`'s exec, offering `protocols`.
+async fn raw_exec(
+    c: &EmbeddedCluster,
+    query: &str,
+    protocols: &str,
+) -> Result<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, u16> {
+    let address = c.url().trim_start_matches("http://").to_string();
+    let url = format!("ws://{address}/api/v1/namespaces/default/pods/shell/exec?{query}");
+    let mut request = url.into_client_request().expect("request");
+    let headers = request.headers_mut();
+    let token = c.token(ADMIN_USER).expect("admin token");
+    headers.insert("authorization", format!("Bearer {token}").parse().expect("header"));
+    headers.insert("sec-websocket-protocol", protocols.parse().expect("header"));
+    let tcp = tokio::net::TcpStream::connect(&address).await.expect("connect");
+    match tokio_tungstenite::client_async(request, tcp).await {
+        Ok((ws, response)) => {
+            assert_eq!(response.headers()["sec-websocket-protocol"], protocols.split(',').next().unwrap_or_default());
+            Ok(ws)
+        }
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+        Err(other) => panic!("handshake: {other}"),
+    }
+}
+
+/// Every message until the server closes, as (channel, payload) with base64 undone.
+async fn messages(mut ws: tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>) -> Vec<(u8, Vec<u8>)> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    let read = async {
+        while let Some(Ok(message)) = ws.next().await {
+            match message {
+                Message::Binary(b) if !b.is_empty() => out.push((b[0], b[1..].to_vec())),
+                Message::Text(t) if !t.is_empty() => {
+                    let decoded = base64::engine::general_purpose::STANDARD.decode(&t.as_bytes()[1..]).expect("base64");
+                    out.push((t.as_bytes()[0] - b'0', decoded));
+                }
+                Message::Close(_) => break,
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read).await.expect("the exec ends in time");
+    let _ = ws.close(None).await;
+    out
+}
+
+#[tokio::test]
+async fn a_v4_client_gets_the_kubelets_protocol() {
+    let c = cluster(ClusterConfig { tls: false, ..Default::default() }).await;
+    shell_pod(&c).await;
+    let query = "command=sh&command=-c&command=echo+out%3B+echo+err+%3E%262%3B+exit+3&stdout=true&stderr=true";
+
+    let frames = messages(raw_exec(&c, query, "v4.channel.k8s.io").await.expect("upgrade")).await;
+    assert_eq!(frames.first(), Some(&(1, Vec::new())), "an empty stdout message says the stream is up");
+    let channel = |n: u8| frames.iter().filter(|(ch, _)| *ch == n).flat_map(|(_, d)| d.clone()).collect::<Vec<u8>>();
+    assert_eq!(channel(1), b"out\n");
+    assert_eq!(channel(2), b"err\n");
+    let status: serde_json::Value = serde_json::from_slice(&channel(3)).expect("status JSON");
+    assert_eq!(
+        status,
+        json!({"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+            "message": "command terminated with non-zero exit code: error executing command [sh -c echo out; echo err >&2; exit 3], exit code 3",
+            "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}})
+    );
+    assert_eq!(frames.last().map(|f| f.0), Some(3), "the status comes last");
+
+    // v4 has no close signal: stdin is written, then the output read as it comes.
+    let mut ws = raw_exec(&c, "command=head&command=-c&command=3&stdin=true&stdout=true", "v4.channel.k8s.io")
+        .await
+        .expect("upgrade");
+    ws.send(Message::binary(b"\0abcdef".to_vec())).await.expect("stdin");
+    let frames = messages(ws).await;
+    let stdout: Vec<u8> = frames.iter().filter(|(ch, _)| *ch == 1).flat_map(|(_, d)| d.clone()).collect();
+    assert_eq!(stdout, b"abc");
+    assert_eq!(
+        frames.last().map(|(ch, d)| (*ch, d.clone())),
+        Some((3, br#"{"metadata":{},"status":"Success"}"#.to_vec()))
+    );
+
+    let frames = messages(
+        raw_exec(&c, "command=echo&command=hi&stdout=true", "v4.base64.channel.k8s.io").await.expect("upgrade"),
+    )
+    .await;
+    assert!(frames.contains(&(1, b"hi\n".to_vec())), "{frames:?}");
+
+    assert_eq!(raw_exec(&c, query, "channel.k8s.io, base64.channel.k8s.io").await.err(), Some(403));
+    assert_eq!(raw_exec(&c, query, "v4.channel.k8s.io").await.map(|_| ()).err(), None);
+}
+
+#[tokio::test]
+async fn kubectl_exec_prints_the_output_and_exits_with_the_commands_code() {
+    let c = cluster(ClusterConfig::default()).await;
+    shell_pod(&c).await;
+    let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-exec-{}", std::process::id()));
+    let kubeconfig = dir.join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let mut kubectl = Command::new("kubectl");
+    kubectl.arg("--kubeconfig").arg(&kubeconfig).args(["exec", "shell", "--", "sh", "-c", "echo hi; exit 2"]);
+    let out = tokio::task::spawn_blocking(move || kubectl.output())
+        .await
+        .expect("join")
+        .expect("kubectl is on PATH (install it: the exec scenario needs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n", "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let upgraded =
+        c.requests().entries().iter().filter(|e| e.subresource == "exec").map(|e| e.code).collect::<Vec<_>>();
+    assert_eq!(upgraded, [101], "kubectl took the WebSocket, not SPDY: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
