@@ -8,6 +8,7 @@ mod demo;
 mod policy_cmd;
 mod provider_cmd;
 mod serve_cmd;
+mod untrusted_kubeconfig;
 
 use std::path::PathBuf;
 

@@ -16,6 +16,7 @@ use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 use sandbox_contract::quote;
 
 use crate::policy_cmd::PolicyArgs;
+use crate::untrusted_kubeconfig;
 
 /// The component `make component` builds.
 pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/component/kubernetes_provider.wasm";
@@ -38,6 +39,11 @@ pub struct HostArgs {
     /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
     #[arg(long, conflicts_with = "embedded")]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig comes from someone trusted less than the operator (a Paperclip
+    /// environment's config): refuse exec and auth-provider plugins, files it names and
+    /// proxies, and never quote it in an error.
+    #[arg(long, requires = "kubeconfig")]
+    pub untrusted_kubeconfig: bool,
     /// Start the embedded cluster in-process, for as long as the command runs.
     #[arg(long)]
     pub embedded: bool,
@@ -104,7 +110,19 @@ pub async fn session(target: &HostArgs) -> anyhow::Result<Session> {
         (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
     } else if let Some(path) = &target.kubeconfig {
         let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-        (embedded_cluster::tls::config_from_kubeconfig(&yaml).await?, None)
+        if target.untrusted_kubeconfig {
+            untrusted_kubeconfig::check(&yaml)?;
+            // What kube-rs says about a kubeconfig it cannot load may quote it: say only that.
+            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|_| {
+                anyhow::anyhow!(
+                    "the kubeconfig could not be loaded (a context, cluster or user it names is missing, or inline \
+                     data is not base64); its contents are not shown: they may hold credentials"
+                )
+            })?;
+            (config, None)
+        } else {
+            (embedded_cluster::tls::config_from_kubeconfig(&yaml).await?, None)
+        }
     } else {
         match kube::Config::infer().await {
             Ok(config) => (config, None),

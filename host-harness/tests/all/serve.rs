@@ -183,3 +183,32 @@ async fn sigterm_lets_short_calls_finish_and_a_second_one_cancels_the_rest() {
         "{stderr}"
     );
 }
+
+/// A kubeconfig from an environment's config would otherwise run its `exec` plugin on the
+/// host's machine: refused before kube-rs loads it, naming the field and no value.
+#[tokio::test]
+async fn an_untrusted_kubeconfig_that_runs_a_program_is_refused_before_anything_runs() {
+    let scratch = std::env::temp_dir().join(format!("sandbox-host-untrusted-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("scratch");
+    let marker = scratch.join("ran");
+    let kubeconfig = scratch.join("kubeconfig");
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {{cluster: k, user: u}}\n\
+         clusters:\n- name: k\n  cluster: {{server: 'https://127.0.0.1:1'}}\nusers:\n- name: u\n  user:\n    exec:\n      \
+         apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: ['-c', 'touch {} # token-9f2']\n",
+        marker.display()
+    );
+    std::fs::write(&kubeconfig, yaml).expect("kubeconfig");
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    let served = Served::start(
+        "untrusted",
+        &built("kubernetes_provider.wasm"),
+        &["--untrusted-kubeconfig", "--kubeconfig", &kubeconfig],
+    );
+    let (code, stderr) = served.exit().await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("users[\"u\"].exec is refused: it runs a program"), "{stderr}");
+    assert!(!stderr.contains("token-9f2"), "no value shown: {stderr}");
+    assert!(!marker.exists(), "the exec plugin never ran");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
