@@ -46,9 +46,10 @@ impl Backend {
 }
 
 /// One environment variable for the sandbox. Deserialize-only and with a `Debug` that hides
-/// secret values, so a secret cannot leak through JSON or a log line by accident.
+/// secret values, so a secret cannot leak through JSON or a log line by accident. Unknown
+/// fields are refused: a misspelt `secret` would otherwise make a secret value a plain one.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct EnvVar {
     pub name: String,
     /// Resolved by the host; secret when `secret` is true.

@@ -19,8 +19,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub host: HostArgs,
     /// How long calls in flight may go on after end of input or a stop signal before they are
-    /// cancelled, in milliseconds (default: the call timeout plus a second, so every call
-    /// answers). A second SIGTERM or SIGINT cancels them at once.
+    /// cancelled, in milliseconds (default: long enough for each to wait for a call slot and
+    /// run to its deadline, so every call answers). A second SIGTERM or SIGINT cancels them at
+    /// once.
     #[arg(long, value_name = "MS")]
     pub shutdown_grace_ms: Option<u64>,
 }
@@ -31,7 +32,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let host = Arc::new(host);
     let mut options = ServeOptions::for_host(&host);
     if let Some(ms) = args.shutdown_grace_ms {
-        options.shutdown_grace = Duration::from_millis(ms);
+        options.shutdown_grace = Some(Duration::from_millis(ms));
     }
     let (signals, stop) = mpsc::unbounded_channel();
     let mut terminate = signal(SignalKind::terminate())?;

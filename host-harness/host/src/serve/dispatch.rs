@@ -9,6 +9,7 @@ use super::protocol::{PROTOCOL_VERSION, WireError};
 use crate::records::{AcquireRequest, Lease, LeaseRef};
 use crate::runner::ProviderHost;
 use sandbox_contract::quote;
+use sandbox_contract::quote::shorten;
 
 /// The methods, in the order `hello` lists them.
 pub const METHODS: &[&str] =
@@ -25,15 +26,20 @@ pub fn refuse_unknown(method: &str) -> Option<WireError> {
 }
 
 /// Runs `method` with `params` on `host`: the result's JSON, or the error to reply with.
-pub async fn run(host: &ProviderHost, method: &str, params: Value) -> Result<Value, WireError> {
+/// `max_line_bytes` is what `hello` tells a client about the longest request line taken.
+pub async fn run(host: &ProviderHost, method: &str, params: Value, max_line_bytes: usize) -> Result<Value, WireError> {
     match method {
         "hello" => {
             no_params(method, &params)?;
+            let limits = host.limits();
             Ok(serde_json::json!({
                 "protocol": PROTOCOL_VERSION,
                 "host-version": env!("CARGO_PKG_VERSION"),
                 "contract-version": host.contract_version(),
                 "methods": METHODS,
+                "max-line-bytes": max_line_bytes,
+                "call-timeout-ms": limits.call_timeout_ms,
+                "max-concurrent-calls": limits.max_concurrent_calls,
             }))
         }
         "describe" => {
@@ -145,10 +151,11 @@ fn read<T: DeserializeOwned>(method: &str, params: Value, fields: &[&str]) -> Re
     }
     serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
+        // serde's words quote the value they refused: cut short, as every echo of input is.
         let message = if path.starts_with("env") {
             format!("{method}: params.{path} is not an env var {{name, value, secret}} (the value is not shown)")
         } else {
-            format!("{method}: params.{path}: {}", e.inner())
+            format!("{method}: params.{path}: {}", shorten(&e.inner().to_string()))
         };
         WireError::protocol("invalid-params", message)
     })
@@ -159,13 +166,8 @@ fn unknown_member<'a>(object: &'a Map<String, Value>, fields: &[&str]) -> Option
 }
 
 fn to_json<T: serde::Serialize>(value: T) -> Result<Value, WireError> {
-    serde_json::to_value(value).map_err(|e| WireError {
-        source: super::protocol::ErrorSource::Host,
-        kind: "internal".into(),
-        message: format!("the host could not encode the provider's answer: {e}"),
-        retryable: false,
-        path: None,
-    })
+    serde_json::to_value(value)
+        .map_err(|e| WireError::internal(format!("the host could not encode the provider's answer: {e}"), false))
 }
 
 #[cfg(test)]
@@ -191,6 +193,16 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_value_is_echoed_by_a_short_prefix() {
+        let long = "B".repeat(3000);
+        let params = json!({"lease": {"provider-lease-id": "x", "backend": long, "namespace": "n", "api-version": "v",
+            "workload-uid": "u", "metadata": "{}"}, "config": {}});
+        let e = lease_ref("destroy", params, &[]).expect_err("refused");
+        assert!(e.message.contains("params.lease.backend"), "{}", e.message);
+        assert!(e.message.len() < 300, "{} bytes: {}", e.message.len(), e.message);
+    }
+
+    #[test]
     fn a_malformed_env_var_never_shows_its_value() {
         let fields = ["config", "run-id", "acquisition-id", "env"];
         let params = json!({"config": "{}", "run-id": "r", "acquisition-id": "a",
@@ -198,5 +210,10 @@ mod tests {
         let e = read::<AcquireRequest>("acquire", params, &fields).expect_err("refused");
         assert!(e.message.contains("params.env[0]"), "{}", e.message);
         assert!(!e.message.contains("918273645"), "{}", e.message);
+        // A misspelt `secret` is refused, never taken for a plain value.
+        let params = json!({"config": "{}", "run-id": "r", "acquisition-id": "a",
+            "env": [{"name": "TOKEN", "value": "s3cr3t-value", "secert": true}]});
+        let e = read::<AcquireRequest>("acquire", params, &fields).expect_err("refused");
+        assert!(e.message.contains("params.env[0]") && !e.message.contains("s3cr3t"), "{}", e.message);
     }
 }

@@ -35,9 +35,11 @@
 //!   reading until one finishes (back-pressure, not an error).
 //! - Shutdown: at end of input, or on the first stop signal, the host reads no more requests
 //!   and lets the calls in flight finish, for up to [`ServeOptions::shutdown_grace`] (by
-//!   default a little longer than the call deadline, so every call answers). A call still
-//!   running then, or when a second stop signal comes, is cancelled: its reply is a `cancelled`
-//!   error saying what to do. Every request gets exactly one reply, then output ends.
+//!   default long enough for every call in flight to wait for its slot and run to its deadline,
+//!   so every call answers). A call still running then, or when a second stop signal comes, is
+//!   cancelled: its reply is a `cancelled` error saying what to do. Every request gets exactly
+//!   one reply, then output ends; replies nobody reads are given up after a few seconds, so a
+//!   stopped server always exits.
 
 mod dispatch;
 mod protocol;
@@ -64,22 +66,38 @@ pub struct ServeOptions {
     pub max_line_bytes: usize,
     /// Requests taken at once before the server stops reading.
     pub max_in_flight: usize,
-    /// How long calls in flight may go on after the stop begins before they are cancelled.
-    pub shutdown_grace: Duration,
+    /// How long calls in flight may go on after the stop begins before they are cancelled;
+    /// `None`: as long as they can take (see [`ServeOptions::default_grace`]).
+    pub shutdown_grace: Option<Duration>,
 }
+
+/// The most requests a server takes at once, whatever its options say.
+const MAX_IN_FLIGHT: usize = 65_536;
+
+/// How long a reply may wait for a reader once the server is stopping.
+const REPLY_GIVE_UP: Duration = Duration::from_secs(5);
 
 impl ServeOptions {
     /// Options fitting `host`'s limits: a line holds the largest input the host passes on (with
-    /// room for JSON escaping), four requests wait per call slot, and the grace outlasts the
-    /// call deadline by a second.
+    /// room for JSON escaping), four requests wait per call slot, and the default grace.
     pub fn for_host(host: &ProviderHost) -> Self {
         let limits = host.limits();
         let input = usize::try_from(limits.max_input_bytes).unwrap_or(usize::MAX);
         Self {
             max_line_bytes: input.saturating_mul(2).saturating_add(64 * 1024),
             max_in_flight: usize::try_from(limits.max_concurrent_calls).unwrap_or(usize::MAX).saturating_mul(4),
-            shutdown_grace: limits.call_timeout() + Duration::from_secs(1),
+            shutdown_grace: None,
         }
+    }
+
+    /// The grace that lets `in_flight` calls all answer: each waits for one of the host's call
+    /// slots, then runs to its deadline at most, so rounds of `max-concurrent-calls` calls take
+    /// a call timeout each; and a second more.
+    pub fn default_grace(host: &ProviderHost, in_flight: usize) -> Duration {
+        let limits = host.limits();
+        let slots = usize::try_from(limits.max_concurrent_calls).unwrap_or(usize::MAX).max(1);
+        let rounds = u32::try_from(in_flight.div_ceil(slots)).unwrap_or(u32::MAX).max(1);
+        limits.call_timeout().saturating_mul(rounds) + Duration::from_secs(1)
     }
 }
 
@@ -133,11 +151,12 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (replies, writer_rx) = mpsc::channel::<String>(options.max_in_flight.max(1));
+    let max_in_flight = options.max_in_flight.clamp(1, MAX_IN_FLIGHT);
+    let (replies, writer_rx) = mpsc::channel::<String>(max_in_flight);
     let output_closed = CancellationToken::new();
     let writer = tokio::spawn(write_replies(output, writer_rx, output_closed.clone()));
     let mut lines = LineReader::new(input, options.max_line_bytes);
-    let mut calls = Calls::default();
+    let mut calls = Calls { max_line_bytes: options.max_line_bytes, ..Calls::default() };
     let mut sent = 0u64;
 
     let reason = loop {
@@ -150,7 +169,7 @@ where
                     let _ = replies.send(reply.to_line()).await;
                 }
             }
-            line = lines.next(), if calls.tasks.len() < options.max_in_flight.max(1) => match line {
+            line = lines.next(), if calls.tasks.len() < max_in_flight => match line {
                 Ok(None) => break StopReason::EndOfInput,
                 Err(e) => break StopReason::InputFailed(e.to_string()),
                 Ok(Some(line)) => {
@@ -168,7 +187,8 @@ where
 
     let mut finished_after_stop = 0;
     if reason != StopReason::OutputClosed {
-        let grace = tokio::time::sleep(options.shutdown_grace);
+        let grace = options.shutdown_grace.unwrap_or_else(|| ServeOptions::default_grace(&host, calls.tasks.len()));
+        let grace = tokio::time::sleep(grace);
         tokio::pin!(grace);
         while !calls.tasks.is_empty() {
             tokio::select! {
@@ -200,12 +220,16 @@ where
                 } else {
                     sent += 1;
                 }
-                let _ = replies.send(reply.to_line()).await;
+                let _ = tokio::time::timeout(REPLY_GIVE_UP, replies.send(reply.to_line())).await;
             }
         }
     }
     drop(replies);
-    let _ = writer.await;
+    // A client that keeps its end open but reads no more must not keep the server alive.
+    let mut writer = writer;
+    if tokio::time::timeout(REPLY_GIVE_UP, &mut writer).await.is_err() {
+        writer.abort();
+    }
     ServeSummary { reason, replies: sent + calls.replied + cancelled, finished_after_stop, cancelled }
 }
 
@@ -214,6 +238,7 @@ where
 /// reply is written: a client that reuses an id once it has the reply is never refused.
 #[derive(Default)]
 struct Calls {
+    max_line_bytes: usize,
     tasks: JoinSet<()>,
     running: HashMap<tokio::task::Id, (RequestId, String)>,
     ids: Arc<Mutex<HashSet<RequestId>>>,
@@ -260,11 +285,12 @@ impl Calls {
             );
             return Some(Reply::error(Some(request.id), error));
         }
-        let (host, replies, ids) = (Arc::clone(host), replies.clone(), Arc::clone(&self.ids));
+        let (host, replies, ids, max_line_bytes) =
+            (Arc::clone(host), replies.clone(), Arc::clone(&self.ids), self.max_line_bytes);
         let (id, method) = (request.id.clone(), request.method.clone());
         tracing::debug!(target: "provider_host::serve", id = %id, method = %method, "request");
         let task = self.tasks.spawn(async move {
-            let reply = match dispatch::run(&host, &request.method, request.params).await {
+            let reply = match dispatch::run(&host, &request.method, request.params, max_line_bytes).await {
                 Ok(value) => Reply::result(request.id.clone(), value),
                 Err(error) => Reply::error(Some(request.id.clone()), error),
             };

@@ -84,11 +84,27 @@ impl WireError {
         }
     }
 
+    /// The host failed around the call (not the provider): an answer it could not encode.
+    pub fn internal(message: String, retryable: bool) -> Self {
+        Self { source: ErrorSource::Host, kind: "internal".into(), message, retryable, path: None }
+    }
+
+    /// The call's task ended without an answer: a bug of the host's, not the provider's.
+    pub fn host_bug(method: &str) -> Self {
+        Self::internal(
+            format!(
+                "{method} ended in the host without an answer (a bug of the host's; its log says more); its outcome is \
+                 unknown: send it again"
+            ),
+            true,
+        )
+    }
+
     /// The call was ended by the host's shutdown before it answered.
     pub fn cancelled(method: &str, why: &str) -> Self {
         let advice = if method == "acquire" {
-            "it may have created a sandbox: retry the acquire with the same acquisition-id (it adopts), or destroy \
-             the lease id it would have made"
+            "it may have created a sandbox: send the acquire again with the same acquisition-id to a running host (it \
+             adopts what this one made and returns its lease), then release that lease if it is not wanted"
         } else {
             "its outcome is unknown: send it again to a running host"
         };
@@ -96,22 +112,6 @@ impl WireError {
             source: ErrorSource::Host,
             kind: "cancelled".into(),
             message: format!("{method} was cancelled: the host shut down ({why}) before it finished; {advice}"),
-            retryable: true,
-            path: None,
-        }
-    }
-}
-
-impl WireError {
-    /// The call's task ended without an answer: a bug of the host's, not the provider's.
-    pub fn host_bug(method: &str) -> Self {
-        Self {
-            source: ErrorSource::Host,
-            kind: "internal".into(),
-            message: format!(
-                "{method} ended in the host without an answer (a bug of the host's; its log says more); its outcome is \
-                 unknown: send it again"
-            ),
             retryable: true,
             path: None,
         }
@@ -181,13 +181,7 @@ impl Reply {
         // A reply is built from strings, numbers and `Value`s only, whose serialization cannot
         // fail; the fallback keeps the protocol intact if that ever changes.
         serde_json::to_string(self).unwrap_or_else(|e| {
-            let error = WireError {
-                source: ErrorSource::Host,
-                kind: "internal".into(),
-                message: format!("the host could not encode its reply: {e}"),
-                retryable: false,
-                path: None,
-            };
+            let error = WireError::internal(format!("the host could not encode its reply: {e}"), false);
             let id = serde_json::to_string(&self.id).unwrap_or_else(|_| "null".into());
             let error = serde_json::to_string(&error).unwrap_or_else(|_| "null".into());
             format!(r#"{{"id":{id},"error":{error}}}"#)

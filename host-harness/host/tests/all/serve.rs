@@ -29,16 +29,17 @@ struct Client {
 }
 
 async fn start(grace: Duration, max_line_bytes: usize) -> Client {
+    start_with(Some(grace), max_line_bytes, Limits::default(), 1 << 20).await
+}
+
+/// A server with these options and limits, whose output pipe holds `output_bytes`.
+async fn start_with(grace: Option<Duration>, max_line_bytes: usize, limits: Limits, output_bytes: usize) -> Client {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/provider-cache-tests");
-    let options = HostOptions {
-        policy: Policy::kubernetes_default(["default"]),
-        limits: Limits::default(),
-        cache_dir: Some(cache),
-    };
+    let options = HostOptions { policy: Policy::kubernetes_default(["default"]), limits, cache_dir: Some(cache) };
     let host = Arc::new(ProviderHost::load_without_cluster(component(), options).await.expect("loads"));
     let serve_options = ServeOptions { max_line_bytes, shutdown_grace: grace, ..ServeOptions::for_host(&host) };
     let (input, server_in) = tokio::io::duplex(1 << 20);
-    let (server_out, output) = tokio::io::duplex(1 << 20);
+    let (server_out, output) = tokio::io::duplex(output_bytes);
     let (signals, stop) = mpsc::unbounded_channel();
     let server = tokio::spawn(serve(host, server_in, server_out, stop, serve_options));
     Client { input: Some(input), output: BufReader::new(output).lines(), signals, server }
@@ -94,6 +95,12 @@ async fn replies_come_as_calls_finish_and_a_lease_lives_its_whole_life() {
     let hello = if first["id"] == "h" { first } else { second };
     assert_eq!(hello["result"]["protocol"], 1);
     assert_eq!(hello["result"]["contract-version"], "0.2.0");
+    // What a client needs to stay inside the server's limits, so no line is refused unanswered.
+    assert_eq!(hello["result"]["max-line-bytes"], 1 << 20);
+    assert_eq!(
+        (hello["result"]["call-timeout-ms"].as_u64(), hello["result"]["max-concurrent-calls"].as_u64()),
+        (Some(30_000), Some(16))
+    );
     let acquired = client.reply().await;
     assert_eq!(acquired["id"], 1);
     let lease = acquired["result"].clone();
@@ -207,4 +214,35 @@ async fn a_call_that_outlasts_the_grace_is_cancelled_and_answered() {
     assert_eq!(client.reply().await["error"]["kind"], "cancelled");
     assert!(started.elapsed() < Duration::from_secs(5), "cancelled at the grace, not at the call's end");
     assert_eq!(client.finish().await.cancelled, 1);
+}
+
+#[tokio::test]
+async fn by_default_calls_queued_for_a_slot_still_answer_at_end_of_input() {
+    let limits = Limits { max_concurrent_calls: 1, call_timeout_ms: 2_000, ..Limits::default() };
+    let mut client = start_with(None, 1 << 20, limits, 1 << 20).await;
+    for n in 1..=3 {
+        client.send(&acquire(n, &format!("queued-{n}"), slow(1_500))).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    client.close_input();
+    // One slot: the calls run one after another, 4.5 s in all, past a single call timeout.
+    for _ in 1..=3 {
+        let reply = client.reply().await;
+        assert!(reply["result"]["provider-lease-id"].is_string(), "{reply}");
+    }
+    let summary = client.finish().await;
+    assert_eq!((summary.finished_after_stop, summary.cancelled), (3, 0));
+}
+
+#[tokio::test]
+async fn a_stopped_server_exits_even_when_nobody_reads_its_replies() {
+    let mut client = start_with(Some(Duration::from_millis(200)), 1 << 20, Limits::default(), 64).await;
+    for n in 1..=3 {
+        client.send(&json!({"id": n, "method": "describe"}).to_string()).await;
+    }
+    client.close_input();
+    let Client { server, output, .. } = client;
+    let summary = tokio::time::timeout(Duration::from_secs(20), server).await.expect("the server ends").expect("joins");
+    assert_eq!(summary.reason, StopReason::EndOfInput);
+    drop(output);
 }
