@@ -7,7 +7,7 @@
 // `sandbox-host serve` command line: binary, component, policy namespaces, owner id.
 import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
-import { tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
 
 /** Environment-config keys that are the plugin's, not the provider's. */
@@ -105,6 +105,13 @@ export function hostSettings(instance: unknown, kubeconfig: string | undefined):
     problems.push({ path: `/instance/${key}`, message: "must be a string" });
     return undefined;
   };
+  if (kubeconfig === undefined && config.allowAmbientCredentials !== true) {
+    problems.push({
+      path: "/kubeconfig",
+      message:
+        "is required: the operator has not let environments use the worker's own credentials (allowAmbientCredentials in the plugin's config)",
+    });
+  }
   let namespaces = ["default"];
   if (Array.isArray(config.allowedNamespaces) && config.allowedNamespaces.every((n) => typeof n === "string")) {
     if (config.allowedNamespaces.length > 0) namespaces = config.allowedNamespaces as string[];
@@ -117,7 +124,8 @@ export function hostSettings(instance: unknown, kubeconfig: string | undefined):
       text("component") ?? process.env.SANDBOX_HOST_COMPONENT ?? join(PACKAGE_ROOT, "component", "kubernetes_provider.wasm"),
     namespaces,
     ownerId: text("ownerId"),
-    cacheDir: text("cacheDir") ?? process.env.SANDBOX_HOST_CACHE_DIR ?? join(tmpdir(), "paperclip-sandbox-host-cache"),
+    // A private directory: the compiled component is native code the host runs.
+    cacheDir: text("cacheDir") ?? process.env.SANDBOX_HOST_CACHE_DIR ?? join(homedir(), ".cache", "paperclip-sandbox-host"),
     limitsFile: text("limitsFile"),
     kubeconfig,
   };

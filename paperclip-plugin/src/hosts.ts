@@ -1,58 +1,65 @@
 // The `sandbox-host serve` processes of a worker: one per set of host settings (binary,
-// component, policy, kubeconfig), started on first use and checked with `hello`.
+// component, policy, kubeconfig), started on first use. A process idle for ten minutes is
+// ended (an edited or rotated kubeconfig would otherwise leave one behind for good), and at
+// most `MAX_PROCESSES` are kept: the longest idle goes first.
 import { type HostSettings, settingsKey } from "./config.js";
-import { PROTOCOL_VERSION, ServeClient, ServeError } from "./serve-client.js";
+import { ServeClient } from "./serve-client.js";
+
+const IDLE_MS = 10 * 60_000;
+const MAX_PROCESSES = 32;
+const SWEEP_MS = 60_000;
 
 export class Hosts {
-  private readonly clients = new Map<string, Promise<ServeClient>>();
-  private readonly greeted: ServeClient[] = [];
+  private readonly clients = new Map<string, ServeClient>();
+  private sweeper?: NodeJS.Timeout;
 
-  /** The serve process for `settings`, started and greeted on first use. */
-  get(settings: HostSettings): Promise<ServeClient> {
+  /** The serve process for `settings`. */
+  get(settings: HostSettings): ServeClient {
     const key = settingsKey(settings);
     let client = this.clients.get(key);
     if (!client) {
-      client = this.greet(new ServeClient(settings));
+      this.makeRoom();
+      client = new ServeClient(settings);
       this.clients.set(key, client);
-      // A host that cannot start is not kept: the next call tries again (the operator may have
-      // fixed the path).
-      client.catch(() => this.clients.delete(key));
+      if (!this.sweeper) {
+        this.sweeper = setInterval(() => this.sweep(IDLE_MS), SWEEP_MS);
+        this.sweeper.unref();
+      }
     }
     return client;
   }
 
   /** Each process's pid and how often it was started, for health checks. */
   processes(): { pid: number | null; starts: number }[] {
-    return this.greeted.map((c) => ({ pid: c.pid() ?? null, starts: c.starts }));
+    return [...this.clients.values()].map((c) => ({ pid: c.pid() ?? null, starts: c.starts }));
+  }
+
+  /** Ends the processes idle for at least `idleMs`. */
+  sweep(idleMs: number): void {
+    for (const [key, client] of [...this.clients]) {
+      if (client.idleMillis() >= idleMs) {
+        this.clients.delete(key);
+        void client.close();
+      }
+    }
   }
 
   /** Ends every process (end of input: their calls in flight finish). */
   async close(): Promise<void> {
-    const clients = await Promise.allSettled(this.clients.values());
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    const clients = [...this.clients.values()];
     this.clients.clear();
-    this.greeted.length = 0;
-    await Promise.all(clients.map((c) => (c.status === "fulfilled" ? c.value.close() : undefined)));
+    await Promise.all(clients.map((c) => c.close()));
   }
 
-  /** Checks that the process speaks this protocol. */
-  private async greet(client: ServeClient): Promise<ServeClient> {
-    let hello: { protocol?: number };
-    try {
-      hello = (await client.call("hello")) as typeof hello;
-    } catch (e) {
-      await client.close(1000);
-      throw e;
+  private makeRoom(): void {
+    if (this.clients.size < MAX_PROCESSES) return;
+    const idle = [...this.clients].filter(([, c]) => c.idleMillis() > 0).sort(([, a], [, b]) => b.idleMillis() - a.idleMillis());
+    const [key, client] = idle[0] ?? [];
+    if (key !== undefined && client) {
+      this.clients.delete(key);
+      void client.close();
     }
-    if (hello.protocol !== PROTOCOL_VERSION) {
-      await client.close(1000);
-      throw new ServeError(
-        "plugin",
-        "host-unavailable",
-        `sandbox-host serve speaks protocol ${hello.protocol}, this plugin ${PROTOCOL_VERSION}; install matching versions`,
-        false,
-      );
-    }
-    this.greeted.push(client);
-    return client;
   }
 }

@@ -20,7 +20,7 @@ const manifest: PaperclipPluginManifestV1 = {
     "Sandboxes on Kubernetes (agent-sandbox Sandbox or batch/v1 Job) through a WebAssembly provider that reaches the cluster only through its host's policy.",
   author: "Kubernetes sandbox provider authors",
   categories: ["automation"],
-  capabilities: ["environment.drivers.register"],
+  capabilities: ["environment.drivers.register", "plugin.state.read", "plugin.state.write"],
   entrypoints: { worker: "./dist/src/worker.js" },
   instanceConfigSchema: {
     type: "object",
@@ -45,6 +45,12 @@ const manifest: PaperclipPluginManifestV1 = {
       },
       cacheDir: { type: "string", description: "Where sandbox-host caches the compiled component." },
       limitsFile: { type: "string", description: "A sandbox-host limits file (JSON) for every call." },
+      allowAmbientCredentials: {
+        type: "boolean",
+        default: false,
+        description:
+          "Let an environment without a kubeconfig use the worker's own credentials (its in-cluster service account). Off: every environment brings its kubeconfig.",
+      },
     },
   },
   environmentDrivers: [

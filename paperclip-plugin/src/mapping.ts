@@ -48,9 +48,12 @@ export function acquisitionId(key: string, generation: number): string {
   return generation === 0 ? key : `${key}-${generation}`;
 }
 
+/** An ISO 8601 time with its offset: `Date.parse` alone takes other text, and local time. */
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
 /** ISO 8601 to epoch millis; an error naming the field when it is not a time. */
 export function epochMillis(iso: string, field: string): number {
-  const ms = Date.parse(iso);
+  const ms = ISO_8601.test(iso) ? Date.parse(iso) : Number.NaN;
   if (Number.isNaN(ms)) {
     throw new ServeError("plugin", "invalid-params", `${field} is not an ISO 8601 time: ${JSON.stringify(iso.slice(0, 40))}`, false);
   }
@@ -79,17 +82,22 @@ export function storedLease(metadata: Record<string, unknown> | undefined): Stor
   return stored;
 }
 
+/** The backend and namespace a Kubernetes provider lease id names (`k8s:<backend>:<namespace>:<name>`). */
+const LEASE_ID = /^k8s:(sandbox|job):([a-z0-9-]{1,63}):/;
+
 /**
  * The WIT lease to hand back for `providerLeaseId`: the stored one when the metadata holds it
- * for this id, else one with the id alone (`destroy` works from it; `resume-check` answers it).
+ * for this id, else one with the id alone (`destroy` works from it; `resume-check` answers
+ * it), its backend and namespace read from the id, which outlives any config edit.
  */
 export function witLease(providerLeaseId: string, metadata: Record<string, unknown> | undefined, provider: Record<string, unknown>): WitLease {
   const stored = storedLease(metadata);
   if (stored && stored.lease["provider-lease-id"] === providerLeaseId) return stored.lease;
+  const named = LEASE_ID.exec(providerLeaseId);
   return {
     "provider-lease-id": providerLeaseId,
-    backend: provider.backend === "job" ? "job" : "sandbox",
-    namespace: typeof provider.namespace === "string" ? provider.namespace : "",
+    backend: named?.[1] ?? (provider.backend === "job" ? "job" : "sandbox"),
+    namespace: named?.[2] ?? (typeof provider.namespace === "string" ? provider.namespace : ""),
     "api-version": "",
     "workload-uid": "",
     metadata: "{}",

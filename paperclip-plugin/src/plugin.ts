@@ -31,16 +31,30 @@ import { ServeClient, ServeError } from "./serve-client.js";
 
 let context: PluginContext | undefined;
 const hosts = new Hosts();
+
+/** Where the generations of acquisitions are kept in Paperclip's plugin state. */
+const GENERATIONS = "acquisition-generations";
+
+/** The worker's context; a call before `setup` is a host bug, refused. */
+function ctx(): PluginContext {
+  if (!context) throw new ServeError("plugin", "not-initialized", "the worker was called before initialize; initialize it first", true);
+  return context;
+}
+
+/** The operator's instance config for a company. */
+async function instanceConfig(companyId?: string): Promise<Record<string, unknown>> {
+  return ctx().config.get(companyId);
+}
+
 /**
  * The generation of the next acquire of a run (by acquisition key), raised when the run's lease
  * expired or was released or destroyed: a fresh acquire then gets a new sandbox, never the dead
- * one. A retried acquire of a live lease keeps the generation and adopts.
+ * one; a retried acquire of a live lease keeps it and adopts. Kept in Paperclip's plugin state,
+ * so a restarted worker or another replica agrees.
  */
-const generations = new Map<string, number>();
-
-/** The operator's instance config for a company (none before `setup`, as in a bare harness). */
-async function instanceConfig(companyId?: string): Promise<Record<string, unknown>> {
-  return context ? context.config.get(companyId) : {};
+async function generation(companyId: string, key: string): Promise<number> {
+  const stored = await ctx().state.get({ scopeKind: "company", scopeId: companyId, namespace: GENERATIONS, stateKey: key });
+  return typeof stored === "number" && Number.isInteger(stored) && stored >= 0 ? stored : 0;
 }
 
 /** An environment config split, and the serve process for it; every problem refuses the call. */
@@ -51,14 +65,15 @@ async function prepare(config: unknown, companyId?: string): Promise<{ env: Envi
   if (all.length > 0) {
     throw new ServeError("plugin", "invalid-config", all.map(problemText).join("; "), false, all[0]?.path);
   }
-  return { env, host: await hosts.get(settings) };
+  return { env, host: hosts.get(settings) };
 }
 
 /** Forgets a lease's acquisition: the next acquire of its run makes a new sandbox. */
-function retire(stored: StoredLease | undefined): void {
-  if (!stored) return;
-  const { key, generation } = stored.acquisition;
-  generations.set(key, Math.max(generations.get(key) ?? 0, generation + 1));
+async function retire(companyId: string, stored: StoredLease | undefined): Promise<void> {
+  if (!stored?.acquisition.key) return;
+  const { key } = stored.acquisition;
+  const next = Math.max(await generation(companyId, key), stored.acquisition.generation + 1);
+  await ctx().state.set({ scopeKind: "company", scopeId: companyId, namespace: GENERATIONS, stateKey: key }, next);
 }
 
 /** Runs a handler, turning every failure into the error the worker protocol carries. */
@@ -76,8 +91,8 @@ interface WitProblem {
 }
 
 const plugin = definePlugin({
-  async setup(ctx) {
-    context = ctx;
+  async setup(c) {
+    context = c;
   },
 
   async onHealth() {
@@ -96,8 +111,7 @@ const plugin = definePlugin({
     const local = [...env.problems, ...problems].map(problemText);
     let validation: { ok: boolean; errors: WitProblem[]; warnings: WitProblem[]; "normalized-config"?: string | null };
     try {
-      const host = await hosts.get(settings);
-      validation = (await host.call("validate-config", { config: env.provider })) as typeof validation;
+      validation = (await hosts.get(settings).call("validate-config", { config: env.provider })) as typeof validation;
     } catch (e) {
       return { ok: false, errors: [...local, paperclipError(e).message] };
     }
@@ -115,43 +129,47 @@ const plugin = definePlugin({
   },
 
   async onEnvironmentProbe(params: PluginEnvironmentProbeParams): Promise<PluginEnvironmentProbeResult> {
-    let prepared;
+    type Diagnostic = { severity: "info" | "warning" | "error"; code: string; message: string };
+    // Paperclip runs an agent's commands through execute, which the provider contract does not
+    // have yet: say so before a run finds out.
+    const execute: Diagnostic = {
+      severity: "warning",
+      code: "execute-unavailable",
+      message: "commands cannot run in these sandboxes yet (environmentExecute needs the provider contract's next version)",
+    };
+    let probe: { ok: boolean; summary: string; diagnostics: Diagnostic[] };
     try {
-      prepared = await prepare(params.config, params.companyId);
+      const { env, host } = await prepare(params.config, params.companyId);
+      probe = (await host.call("probe", { config: env.provider })) as typeof probe;
     } catch (e) {
       const message = paperclipError(e).message;
-      return { ok: false, summary: message, diagnostics: [{ severity: "error", code: "host-unavailable", message }] };
+      return { ok: false, summary: message, diagnostics: [{ severity: "error", code: "host-unavailable", message }, execute] };
     }
-    const probe = (await guarded(() => prepared.host.call("probe", { config: prepared.env.provider }))) as {
-      ok: boolean;
-      summary: string;
-      diagnostics: { severity: "info" | "warning" | "error"; code: string; message: string }[];
-    };
-    return { ok: probe.ok, summary: probe.summary, diagnostics: probe.diagnostics };
+    return { ok: probe.ok, summary: probe.summary, diagnostics: [...probe.diagnostics, execute] };
   },
 
   async onEnvironmentAcquireLease(params: PluginEnvironmentAcquireLeaseParams): Promise<PluginEnvironmentLease> {
     return guarded(async () => {
       const { env, host } = await prepare(params.config, params.companyId);
       const key = acquisitionKey(params.environmentId, params.runId);
-      const generation = generations.get(key) ?? 0;
+      const current = await generation(params.companyId, key);
       const request = {
         config: env.provider,
         "run-id": params.runId,
-        "acquisition-id": acquisitionId(key, generation),
+        "acquisition-id": acquisitionId(key, current),
         "agent-id": params.agentId ?? null,
         "requested-expires-at": params.requestedExpiresAt ? epochMillis(params.requestedExpiresAt, "requestedExpiresAt") : null,
         env: Object.entries(env.secretEnv).map(([name, value]) => ({ name, value, secret: true })),
         reusable: env.reusable,
       };
       const lease = (await host.call("acquire", request)) as WitLease;
-      context?.logger.info("sandbox acquired", { providerLeaseId: lease["provider-lease-id"], runId: params.runId });
+      ctx().logger.info("sandbox acquired", { providerLeaseId: lease["provider-lease-id"], runId: params.runId });
       if (env.reusable && lease.reusable !== true) {
-        context?.logger.warn("reuseLease is set but the lease is ephemeral: reuse needs backend sandbox with sandbox.workspaceVolume", {
+        ctx().logger.warn("reuseLease is set but the lease is ephemeral: reuse needs backend sandbox with sandbox.workspaceVolume", {
           providerLeaseId: lease["provider-lease-id"],
         });
       }
-      return paperclipLease(lease, { key, generation }, env.provider);
+      return paperclipLease(lease, { key, generation: current }, env.provider);
     });
   },
 
@@ -166,7 +184,7 @@ const plugin = definePlugin({
       if ("resumable" in outcome) {
         return paperclipLease(outcome.resumable, stored?.acquisition ?? { key: "", generation: 0 }, env.provider);
       }
-      retire(stored);
+      await retire(params.companyId, stored);
       // What Paperclip takes for "cannot resume": it destroys this lease and acquires anew.
       return { providerLeaseId: null, metadata: { expired: true, reason: outcome.expired } };
     });
@@ -179,7 +197,7 @@ const plugin = definePlugin({
       const { env, host } = await prepare(params.config, params.companyId);
       const lease = witLease(providerLeaseId, params.leaseMetadata, env.provider);
       await host.call("release", { lease, config: env.provider });
-      if (lease.reusable !== true) retire(storedLease(params.leaseMetadata));
+      if (lease.reusable !== true) await retire(params.companyId, storedLease(params.leaseMetadata));
     });
   },
 
@@ -192,7 +210,7 @@ const plugin = definePlugin({
       const report = (await host.call("destroy", { lease, config: env.provider })) as {
         objects: { kind: string; name: string; outcome: string | { failed: string } }[];
       };
-      retire(storedLease(params.leaseMetadata));
+      await retire(params.companyId, storedLease(params.leaseMetadata));
       const failed = report.objects.filter((o) => typeof o.outcome === "object");
       if (failed.length > 0) {
         const what = failed.map((o) => `${o.kind} ${o.name}: ${(o.outcome as { failed: string }).failed}`).join("; ");

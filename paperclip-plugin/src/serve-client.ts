@@ -1,16 +1,25 @@
 // A `sandbox-host serve` child process and its JSON-lines protocol (documented in the host's
 // README): requests written as they come, replies matched by id, in any order.
 //
-// The child is started on first use and started again when it dies. Every provider call is
-// idempotent (acquire on its acquisition id; resume-check, renew, release, destroy on the
-// lease), so a call in flight when the child died is sent again to the new one: a lease is
+// The child is started on first use and started again when it dies; each child is greeted
+// with `hello` before any call reaches it (its protocol version and limits). Every provider
+// call is idempotent (acquire on its acquisition id; resume-check, renew, release, destroy on
+// the lease), so a call in flight when the child died is sent again to the new one: a lease is
 // never lost to a crash of the host, and a killed acquire adopts what it had made. A child that
-// keeps dying (three exits within ten seconds) fails calls with the tail of its stderr instead.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+// keeps dying (three exits within ten seconds) fails calls instead.
+//
+// Secrets: the kubeconfig reaches the child as a file only the worker's user can read, which
+// lives from just before the child starts until it has read it (its `hello` answer, or its
+// end), never on the command line; it is marked untrusted, so the host refuses anything in it
+// that would run a program or read the host's files, and quotes none of it. The child's stderr
+// (its log) is never put in an error: only its final `Error:` line, which the host keeps free
+// of values.
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import type { Readable, Writable } from "node:stream";
 
 import type { HostSettings } from "./config.js";
 
@@ -22,10 +31,14 @@ const MAX_ATTEMPTS = 3;
 /** Exits within `CRASH_WINDOW_MS` that mean the child cannot run. */
 const CRASH_LIMIT = 3;
 const CRASH_WINDOW_MS = 10_000;
-/** How much of the child's stderr is kept for error messages. */
-const STDERR_TAIL_BYTES = 4096;
+/** The id of the greeting each child gets; calls count from 1. */
+const HELLO_ID = 0;
+/** How long a child may take to load the component and answer `hello`. */
+const HELLO_TIMEOUT_MS = 60_000;
+/** The longest final error line of a child that an error message carries. */
+const ERROR_LINE_CHARS = 400;
 
-/** An error reply of `serve`, typed as the protocol types it. */
+/** An error reply of `serve`, or the plugin's own failure around it, typed. */
 export class ServeError extends Error {
   constructor(
     readonly source: "provider" | "host" | "protocol" | "plugin",
@@ -41,16 +54,35 @@ export class ServeError extends Error {
 
 interface Pending {
   method: string;
-  params: unknown;
+  line: string;
   attempts: number;
+  /** The child the call was last sent to. */
+  child?: Child;
+  timer?: NodeJS.Timeout;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
 }
 
-/** One child process: its pipes and the calls sent to it. */
+/** What `hello` told about a child's limits. */
+interface Limits {
+  maxLineBytes: number;
+  callTimeoutMs: number;
+  maxConcurrentCalls: number;
+}
+
+/** One child process: its pipes, its greeting, and whether its end was handled. */
 interface Child {
-  process: ChildProcessWithoutNullStreams;
-  ready: Promise<void>;
+  process: ChildProcess;
+  stdin: Writable;
+  ready: Promise<Limits>;
+  greeted?: (limits: Limits) => void;
+  failed?: (e: Error) => void;
+  lastError?: string;
+  /** Why it never started (ENOENT, EACCES), when it did not. */
+  spawnError?: ServeError;
+  /** The kubeconfig file it reads at start, removed once it has. */
+  kubeconfigFile?: string;
+  ended: boolean;
 }
 
 /** A `sandbox-host serve` child for one set of host settings. */
@@ -59,21 +91,21 @@ export class ServeClient {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private exits: number[] = [];
-  private stderrTail = "";
-  private readonly secretDir: string;
   private closed = false;
+  private lastUsed = Date.now();
   /** How many times a child was started. */
   starts = 0;
 
-  constructor(private readonly settings: HostSettings) {
-    // The kubeconfig is a secret: it goes to a file only this user can read, never on a
-    // command line or into a log.
-    this.secretDir = mkdtempSync(join(tmpdir(), "sandbox-host-"));
-  }
+  constructor(private readonly settings: HostSettings) {}
 
   /** The running child's pid, if one runs. */
   pid(): number | undefined {
     return this.child?.process.pid;
+  }
+
+  /** Milliseconds since the last call ended, or 0 while calls are in flight. */
+  idleMillis(): number {
+    return this.pending.size > 0 ? 0 : Date.now() - this.lastUsed;
   }
 
   /** Sends one request; resolves with its result, rejects with a `ServeError`. */
@@ -81,25 +113,40 @@ export class ServeClient {
     if (this.closed) {
       return Promise.reject(new ServeError("plugin", "closed", "the plugin is shutting down; retry on a running worker", true));
     }
+    this.lastUsed = Date.now();
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
-      this.pending.set(id, { method, params, attempts: 0, resolve, reject });
+      const line = JSON.stringify(params === undefined ? { id, method } : { id, method, params });
+      this.pending.set(id, { method, line, attempts: 0, resolve, reject });
       this.send(id);
     });
   }
 
   /** Ends the child: end of input lets its calls finish; it is killed if it lingers. */
-  async close(graceMs = 35_000): Promise<void> {
+  async close(graceMs = 8_000): Promise<void> {
     this.closed = true;
     const child = this.child;
-    if (child) {
-      const exited = new Promise<void>((done) => child.process.once("exit", () => done()));
-      child.process.stdin.end();
+    if (child && !child.ended) {
+      const ended = new Promise<void>((done) => child.process.once("close", () => done()));
+      child.stdin.end();
       const timer = setTimeout(() => child.process.kill("SIGKILL"), graceMs);
-      await exited;
+      await Promise.race([ended, new Promise((r) => setTimeout(r, graceMs + 2_000))]);
       clearTimeout(timer);
     }
-    rmSync(this.secretDir, { recursive: true, force: true });
+    this.failAll(new ServeError("plugin", "closed", "the plugin shut down before the call answered; retry it", true));
+  }
+
+  private settle(id: number): Pending | undefined {
+    const pending = this.pending.get(id);
+    if (!pending) return undefined;
+    this.pending.delete(id);
+    clearTimeout(pending.timer);
+    this.lastUsed = Date.now();
+    return pending;
+  }
+
+  private failAll(error: Error): void {
+    for (const id of [...this.pending.keys()]) this.settle(id)?.reject(error);
   }
 
   private send(id: number): void {
@@ -110,95 +157,136 @@ export class ServeClient {
     try {
       child = this.running();
     } catch (e) {
-      this.pending.delete(id);
-      pending.reject(e as Error);
+      this.settle(id)?.reject(e as Error);
       return;
     }
+    pending.child = child;
     child.ready.then(
-      () => {
-        const line = JSON.stringify(pending.params === undefined ? { id, method: pending.method } : { id, method: pending.method, params: pending.params });
-        child.process.stdin.write(`${line}\n`);
+      (limits) => {
+        if (!this.pending.has(id) || pending.child !== child) return;
+        if (Buffer.byteLength(pending.line) > limits.maxLineBytes) {
+          this.settle(id)?.reject(
+            new ServeError(
+              "plugin",
+              "request-too-large",
+              `the ${pending.method} request is ${Buffer.byteLength(pending.line)} bytes; sandbox-host takes at most ${limits.maxLineBytes}: send a smaller config`,
+              false,
+            ),
+          );
+          return;
+        }
+        // Every call waits for a slot (at most a few rounds of calls) and then runs within the
+        // host's call deadline; past that, the child is not answering.
+        const waitMs = limits.callTimeoutMs * 5 + 5_000;
+        clearTimeout(pending.timer);
+        pending.timer = setTimeout(() => {
+          this.settle(id)?.reject(
+            new ServeError("plugin", "no-answer", `sandbox-host serve did not answer ${pending.method} within ${waitMs} ms; it may still finish: retry`, true),
+          );
+        }, waitMs);
+        child.stdin.write(`${pending.line}\n`);
       },
       (e: Error) => {
-        this.pending.delete(id);
-        pending.reject(e);
+        // A call sent again to the next child is that child's now.
+        if (pending.child === child) this.settle(id)?.reject(e);
       },
     );
   }
 
-  /** The running child, started if none runs. */
+  /** The running child, started and greeted if none runs. */
   private running(): Child {
     if (this.child) return this.child;
     const now = Date.now();
     this.exits = this.exits.filter((t) => now - t < CRASH_WINDOW_MS);
     if (this.exits.length >= CRASH_LIMIT) {
-      throw new ServeError(
-        "plugin",
-        "host-unavailable",
-        `sandbox-host serve exited ${this.exits.length} times in ${CRASH_WINDOW_MS / 1000} s; its last words: ${this.stderrTail.trim() || "(none)"}`,
-        true,
-      );
+      throw new ServeError("plugin", "host-unavailable", `sandbox-host serve exited ${this.exits.length} times in ${CRASH_WINDOW_MS / 1000} s; see the worker's log`, true);
     }
-    const process = spawn(this.settings.binary, this.args(), { stdio: ["pipe", "pipe", "pipe"] });
+    const env = { ...process.env };
+    delete env.RUST_BACKTRACE;
+    delete env.RUST_LIB_BACKTRACE;
+    let kubeconfigFile: string | undefined;
+    if (this.settings.kubeconfig !== undefined) {
+      // mkdtemp makes the directory 0700; the file is 0600 inside it.
+      kubeconfigFile = join(mkdtempSync(join(tmpdir(), "sandbox-host-")), "kubeconfig");
+      writeFileSync(kubeconfigFile, this.settings.kubeconfig, { mode: 0o600 });
+    }
+    const process_ = spawn(this.settings.binary, this.args(kubeconfigFile), { stdio: ["pipe", "pipe", "pipe"], env });
     this.starts += 1;
-    const child: Child = { process, ready: Promise.resolve() };
+    const child: Child = {
+      process: process_,
+      stdin: process_.stdin as Writable,
+      ready: Promise.resolve({} as Limits),
+      ended: false,
+      kubeconfigFile,
+    };
+    child.ready = new Promise<Limits>((resolve, reject) => {
+      child.greeted = resolve;
+      child.failed = reject;
+    });
+    // A call waiting on a child that never answers `hello` is failed, not kept forever.
+    const helloTimer = setTimeout(
+      () => child.failed?.(new ServeError("plugin", "host-unavailable", `sandbox-host serve did not start within ${HELLO_TIMEOUT_MS} ms`, true)),
+      HELLO_TIMEOUT_MS,
+    );
+    const started = () => {
+      clearTimeout(helloTimer);
+      removeKubeconfig(child);
+    };
+    child.ready.then(started, started);
     this.child = child;
-    process.stderr.setEncoding("utf8");
-    process.stderr.on("data", (chunk: string) => {
-      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
-    });
-    process.stdin.on("error", () => {
-      // A write to a child that died; its exit handler sends the calls again.
-    });
-    const lines = createInterface({ input: process.stdout, crlfDelay: Infinity });
-    lines.on("line", (line) => this.reply(line));
-    let started: (() => void) | undefined;
-    let failed: ((e: Error) => void) | undefined;
-    const spawned = new Promise<void>((resolve, reject) => {
-      started = resolve;
-      failed = reject;
-    });
-    process.once("spawn", () => started?.());
-    process.once("error", (e) => {
-      failed?.(
-        new ServeError(
+    process_.on("error", (e) => {
+      if (process_.pid === undefined) {
+        // It never started (ENOENT, EACCES): no `exit` comes; the next call tries again.
+        child.spawnError = new ServeError(
           "plugin",
           "host-unavailable",
           `cannot start sandbox-host at ${this.settings.binary} (${e.message}); set sandboxHostBinary in the plugin's config or SANDBOX_HOST_BIN`,
           false,
-        ),
-      );
+        );
+        this.ended(child, null, null);
+      }
     });
-    process.once("exit", (code, signal) => this.exited(child, code, signal));
-    child.ready = spawned;
+    child.stdin.on("error", () => {
+      // A write to a child that died; its end sends the calls again.
+    });
+    const stdout = process_.stdout as Readable;
+    stdout.on("error", () => {});
+    createInterface({ input: stdout, crlfDelay: Infinity }).on("line", (line) => this.reply(child, line));
+    const stderr = process_.stderr as Readable;
+    stderr.setEncoding("utf8");
+    stderr.on("error", () => {});
+    createInterface({ input: stderr, crlfDelay: Infinity }).on("line", (line) => {
+      if (line.startsWith("Error: ")) child.lastError = line.slice(0, ERROR_LINE_CHARS);
+    });
+    process_.once("close", (code, signal) => this.ended(child, code, signal));
+    child.stdin.write(`${JSON.stringify({ id: HELLO_ID, method: "hello" })}\n`);
     return child;
   }
 
-  private args(): string[] {
+  private args(kubeconfigFile: string | undefined): string[] {
     const s = this.settings;
-    const args = ["serve", "--component", s.component, "--cache-dir", s.cacheDir];
-    for (const ns of s.namespaces) args.push("--namespace", ns);
-    if (s.ownerId) args.push("--owner-id", s.ownerId);
-    if (s.limitsFile) args.push("--limits", s.limitsFile);
-    if (s.kubeconfig !== undefined) {
-      const path = join(this.secretDir, "kubeconfig");
-      writeFileSync(path, s.kubeconfig, { mode: 0o600 });
-      args.push("--kubeconfig", path);
-    }
+    const args = ["serve", `--component=${s.component}`, `--cache-dir=${s.cacheDir}`];
+    for (const ns of s.namespaces) args.push(`--namespace=${ns}`);
+    if (s.ownerId) args.push(`--owner-id=${s.ownerId}`);
+    if (s.limitsFile) args.push(`--limits=${s.limitsFile}`);
+    if (kubeconfigFile !== undefined) args.push("--untrusted-kubeconfig", `--kubeconfig=${kubeconfigFile}`);
     return args;
   }
 
-  private reply(line: string): void {
+  private reply(child: Child, line: string): void {
     let message: { id?: unknown; result?: unknown; error?: Record<string, unknown> };
     try {
       message = JSON.parse(line);
     } catch {
       return;
     }
+    if (message.id === HELLO_ID) {
+      this.greet(child, message);
+      return;
+    }
     if (typeof message.id !== "number") return;
-    const pending = this.pending.get(message.id);
+    const pending = this.settle(message.id);
     if (!pending) return;
-    this.pending.delete(message.id);
     if (message.error) {
       const e = message.error;
       pending.reject(
@@ -215,27 +303,58 @@ export class ServeClient {
     }
   }
 
+  private greet(child: Child, message: { result?: unknown; error?: unknown }): void {
+    const hello = (message.result ?? {}) as Record<string, unknown>;
+    if (hello.protocol !== PROTOCOL_VERSION) {
+      child.failed?.(
+        new ServeError("plugin", "host-unavailable", `sandbox-host serve speaks protocol ${String(hello.protocol)}, this plugin ${PROTOCOL_VERSION}; install matching versions`, false),
+      );
+      child.stdin.end();
+      return;
+    }
+    const number = (key: string, fallback: number) => (typeof hello[key] === "number" ? (hello[key] as number) : fallback);
+    child.greeted?.({
+      maxLineBytes: number("max-line-bytes", 1 << 20),
+      callTimeoutMs: number("call-timeout-ms", 30_000),
+      maxConcurrentCalls: number("max-concurrent-calls", 16),
+    });
+  }
+
   /** A child ended: its calls go to the next one, unless they were sent too often. */
-  private exited(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.child !== child) return;
-    this.child = undefined;
-    this.exits.push(Date.now());
-    if (this.closed) return;
+  private ended(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child.ended) return;
+    child.ended = true;
+    removeKubeconfig(child);
     const why = signal ? `signal ${signal}` : `exit code ${code}`;
+    const last = child.lastError ? `; it said: ${child.lastError}` : "";
+    if (this.child === child) this.child = undefined;
+    if (child.spawnError) {
+      // Starting again would fail the same way: every call waiting for it is told why.
+      child.failed?.(child.spawnError);
+      for (const [id, pending] of [...this.pending]) if (pending.child === child) this.settle(id)?.reject(child.spawnError);
+      return;
+    }
+    child.failed?.(new ServeError("plugin", "host-unavailable", `sandbox-host serve ended (${why}) before it was ready${last}`, true));
+    this.exits.push(Date.now());
+    if (this.closed) {
+      this.failAll(new ServeError("plugin", "closed", "the plugin shut down before the call answered; retry it", true));
+      return;
+    }
     for (const [id, pending] of [...this.pending]) {
       if (pending.attempts >= MAX_ATTEMPTS) {
-        this.pending.delete(id);
-        pending.reject(
-          new ServeError(
-            "plugin",
-            "host-unavailable",
-            `sandbox-host serve ended (${why}) ${pending.attempts} times during ${pending.method}; its last words: ${this.stderrTail.trim() || "(none)"}`,
-            true,
-          ),
+        this.settle(id)?.reject(
+          new ServeError("plugin", "host-unavailable", `sandbox-host serve ended (${why}) ${pending.attempts} times during ${pending.method}${last}`, true),
         );
       } else {
         this.send(id);
       }
     }
   }
+}
+
+/** Removes a child's kubeconfig file and its private directory, once read or not needed. */
+function removeKubeconfig(child: Child): void {
+  if (!child.kubeconfigFile) return;
+  rmSync(join(child.kubeconfigFile, ".."), { recursive: true, force: true });
+  child.kubeconfigFile = undefined;
 }

@@ -87,6 +87,12 @@ test("a lease lives its whole life; a retried acquire adopts; a fresh one after 
 
   const fresh = await h.acquireLease(acquire);
   assert.notEqual(fresh.providerLeaseId, lease.providerLeaseId, "a new sandbox, never the dead one");
+  const stored = fresh.metadata?.kubernetesSandbox as { acquisition: { key: string; generation: number } };
+  assert.equal(
+    h.getState({ scopeKind: "company", scopeId: "company-1", namespace: "acquisition-generations", stateKey: stored.acquisition.key }),
+    1,
+    "the generation is in Paperclip's state, where a restarted worker finds it",
+  );
   await h.destroyLease({ ...base("env-life"), providerLeaseId: fresh.providerLeaseId, leaseMetadata: fresh.metadata });
   await h.destroyLease({ ...base("env-life"), providerLeaseId: fresh.providerLeaseId, leaseMetadata: fresh.metadata });
 });
@@ -158,6 +164,10 @@ test("a killed sandbox-host serve is restarted without losing a lease", async ()
   process.kill(after.pid, "SIGKILL");
   const adopted = await inFlight;
   assert.match(adopted.providerLeaseId ?? "", /^k8s:job:default:/);
+  // Sent again to the next process, the acquire made or adopted one Job, never two.
+  const name = adopted.providerLeaseId!.split(":")[3]!;
+  const jobs = (await cluster.kubectl(["get", "jobs", "-n", "default", "-o", "name"])).split("\n").filter((j) => j.startsWith(`job.batch/${name.slice(0, 27)}`));
+  assert.deepEqual(jobs, [`job.batch/${name}`]);
   for (const l of [lease, adopted]) {
     await h.destroyLease({ ...base("env-kill"), providerLeaseId: l.providerLeaseId, leaseMetadata: l.metadata });
   }

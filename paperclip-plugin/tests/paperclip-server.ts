@@ -17,6 +17,8 @@ export type Message = { jsonrpc: "2.0"; id?: number | string | null; method?: st
 export class PaperclipServer {
   private readonly worker: ChildProcessByStdio<Writable, Readable, null>;
   private readonly waiting = new Map<number | string, (m: Message) => void>();
+  /** The plugin's state, as the server keeps it (`state.get`, `state.set`). */
+  readonly state = new Map<string, unknown>();
   private next = 1;
   /** Notifications the worker sent (`log`, ...). */
   readonly notifications: Message[] = [];
@@ -57,8 +59,13 @@ export class PaperclipServer {
   private receive(m: Message): void {
     if (m.method && m.id !== undefined && m.id !== null) {
       this.asked.push(m.method);
+      const key = JSON.stringify([m.params?.scopeKind, m.params?.scopeId, m.params?.namespace, m.params?.stateKey]);
       if (m.method === "config.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.instanceConfig });
-      else this.send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: `Unknown method: ${m.method}` } });
+      else if (m.method === "state.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.state.get(key) ?? null });
+      else if (m.method === "state.set") {
+        this.state.set(key, m.params?.value);
+        this.send({ jsonrpc: "2.0", id: m.id, result: null });
+      } else this.send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: `Unknown method: ${m.method}` } });
     } else if (m.method) {
       this.notifications.push(m);
     } else if (m.id !== undefined && m.id !== null) {

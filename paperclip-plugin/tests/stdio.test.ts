@@ -57,7 +57,8 @@ test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", 
   const refused = await server.call("environmentAcquireLease", { ...base, config: { ...config, image: "" }, runId: "run-c" });
   assert.equal(refused.error?.code, -32002, JSON.stringify(refused));
   assert.match(refused.error?.message ?? "", /^invalid-config at \/image/);
-  assert.ok(server.asked.every((m) => m === "config.get"), JSON.stringify(server.asked));
+  assert.ok(server.asked.every((m) => ["config.get", "state.get", "state.set"].includes(m)), JSON.stringify(server.asked));
+  assert.ok(server.asked.includes("state.set"), "a destroyed lease's acquisition is retired in Paperclip's state");
 
   const health = await server.call("health", {});
   assert.equal(health.result?.status, "ok", JSON.stringify(health));

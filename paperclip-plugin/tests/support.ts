@@ -31,6 +31,16 @@ export class Cluster {
     readonly kubeconfig: string,
   ) {}
 
+  /** `kubectl ARGS` on this cluster: its stdout. */
+  async kubectl(args: string[]): Promise<string> {
+    const child = spawn("kubectl", ["--kubeconfig", this.path, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    const code = await new Promise((r) => child.once("close", r));
+    if (code !== 0) throw new Error(`kubectl ${args.join(" ")} exited ${code}`);
+    return out;
+  }
+
   /** `sandbox-host fault add ARGS` on this cluster. */
   async fault(args: string[]): Promise<void> {
     const child = spawn(BINARY, ["fault", "--kubeconfig", this.path, "add", ...args], { stdio: ["ignore", "ignore", "inherit"] });
