@@ -76,6 +76,20 @@ async function retire(companyId: string, stored: StoredLease | undefined): Promi
   await ctx().state.set({ scopeKind: "company", scopeId: companyId, namespace: GENERATIONS, stateKey: key }, next);
 }
 
+/**
+ * Sends `method` (release or destroy) for the lease Paperclip names: its result and the WIT
+ * lease sent; nothing for a null `providerLeaseId`, which Paperclip may send.
+ */
+async function storedLeaseCall(
+  params: PluginEnvironmentReleaseLeaseParams,
+  method: "release" | "destroy",
+): Promise<{ result: unknown; lease: WitLease } | undefined> {
+  if (!params.providerLeaseId) return undefined;
+  const { env, host } = await prepare(params.config, params.companyId);
+  const lease = witLease(params.providerLeaseId, params.leaseMetadata, env.provider);
+  return { result: await host.call(method, { lease, config: env.provider }), lease };
+}
+
 /** Runs a handler, turning every failure into the error the worker protocol carries. */
 async function guarded<T>(run: () => Promise<T>): Promise<T> {
   try {
@@ -191,26 +205,18 @@ const plugin = definePlugin({
   },
 
   async onEnvironmentReleaseLease(params: PluginEnvironmentReleaseLeaseParams): Promise<void> {
-    const providerLeaseId = params.providerLeaseId;
-    if (!providerLeaseId) return;
     await guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId);
-      const lease = witLease(providerLeaseId, params.leaseMetadata, env.provider);
-      await host.call("release", { lease, config: env.provider });
-      if (lease.reusable !== true) await retire(params.companyId, storedLease(params.leaseMetadata));
+      const done = await storedLeaseCall(params, "release");
+      if (done && done.lease.reusable !== true) await retire(params.companyId, storedLease(params.leaseMetadata));
     });
   },
 
   async onEnvironmentDestroyLease(params: PluginEnvironmentDestroyLeaseParams): Promise<void> {
-    const providerLeaseId = params.providerLeaseId;
-    if (!providerLeaseId) return;
     await guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId);
-      const lease = witLease(providerLeaseId, params.leaseMetadata, env.provider);
-      const report = (await host.call("destroy", { lease, config: env.provider })) as {
-        objects: { kind: string; name: string; outcome: string | { failed: string } }[];
-      };
+      const done = await storedLeaseCall(params, "destroy");
+      if (!done) return;
       await retire(params.companyId, storedLease(params.leaseMetadata));
+      const report = done.result as { objects: { kind: string; name: string; outcome: string | { failed: string } }[] };
       const failed = report.objects.filter((o) => typeof o.outcome === "object");
       if (failed.length > 0) {
         const what = failed.map((o) => `${o.kind} ${o.name}: ${(o.outcome as { failed: string }).failed}`).join("; ");
