@@ -155,7 +155,7 @@ test("a killed sandbox-host serve is restarted without losing a lease", async ()
   assert.ok(after.pid && after.pid !== before.pid && after.starts === before.starts + 1, JSON.stringify({ before, after }));
 
   // Killed while an acquire is in flight (its Job create held for 1.5 s): the call goes to the
-  // next process and adopts what the first one made.
+  // next process and completes, with one Job for the acquisition, never two.
   await cluster.fault(["--verb", "create", "--resource", "jobs", "--delay-ms", "1500", "--times", "1"]);
   let settled = false;
   const inFlight = h.acquireLease({ ...base("env-kill"), runId: "run-k2" }).finally(() => (settled = true));

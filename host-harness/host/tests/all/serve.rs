@@ -126,7 +126,7 @@ async fn replies_come_as_calls_finish_and_a_lease_lives_its_whole_life() {
 }
 
 #[tokio::test]
-async fn mistakes_are_answered_and_change_nothing() {
+async fn mistakes_are_answered_and_the_server_goes_on() {
     let mut client = start(Duration::from_secs(5), 4096).await;
     client.send("not json").await;
     assert_eq!(client.reply().await["error"]["kind"], "parse-error");
