@@ -1,4 +1,4 @@
-//! The records of the sandbox-provider contract (`wit/since_v0.2.0/types.wit`) as plain Rust types, defined
+//! The records of the sandbox-provider contract (`wit/since_v0.3.0/types.wit`) as plain Rust types, defined
 //! once for the provider that produces them and the hosts that store and print them.
 //!
 //! Bindgen types carry no serde and differ between guest and host, so each side converts
@@ -17,9 +17,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod exec;
 pub mod k8s;
 pub mod quote;
 
+pub use exec::{ExecRequest, ExecResult};
 pub use quote::{Quoted, quote};
 
 /// What stands in for a secret value wherever one would otherwise be shown.
@@ -89,7 +91,10 @@ pub struct AcquireRequest {
     pub reusable: bool,
 }
 
-/// A provisioned sandbox. The host stores it whole and hands it back to every later call.
+/// A provisioned sandbox as a Kubernetes host stores it: the contract's neutral lease
+/// (`provider-lease-id`, `expires-at`, `reusable`, `metadata`) with the placement a Kubernetes
+/// provider reports (contract 0.3.0's `kubernetes.placement-of`; the lease record itself in
+/// 0.1.0 and 0.2.0) beside it, so the JSON a host keeps reads the same for every version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Lease {
@@ -180,12 +185,14 @@ pub enum AccessVerb {
     Watch,
     /// Ask which versions of the rule's group are served.
     Discovery,
+    /// Run a command in a container (`pods/exec`, contract 0.3.0).
+    Exec,
 }
 
 impl AccessVerb {
     /// Every verb, in the contract's order.
-    pub const ALL: [Self; 7] =
-        [Self::Get, Self::Create, Self::Patch, Self::Delete, Self::List, Self::Watch, Self::Discovery];
+    pub const ALL: [Self; 8] =
+        [Self::Get, Self::Create, Self::Patch, Self::Delete, Self::List, Self::Watch, Self::Discovery, Self::Exec];
 
     /// The WIT case name, which policies and messages use too.
     pub fn as_str(self) -> &'static str {
@@ -197,6 +204,7 @@ impl AccessVerb {
             Self::List => "list",
             Self::Watch => "watch",
             Self::Discovery => "discovery",
+            Self::Exec => "exec",
         }
     }
 }
@@ -365,6 +373,9 @@ pub enum ProviderError {
     Rejected(ErrorDetail),
     /// The call ran out of its deadline.
     Timeout(ErrorDetail),
+    /// The provider cannot do this (contract 0.3.0): `execute` where it has no way to run a
+    /// command, or any call a provider's contract version lacks.
+    Unsupported(ErrorDetail),
     /// The cluster could not be reached or is overloaded.
     Unavailable(ErrorDetail),
     /// A bug or an unexpected answer.
@@ -415,6 +426,11 @@ impl ProviderError {
         Self::Timeout(detail(message, true))
     }
 
+    /// Not retryable: the same provider never can.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::Unsupported(detail(message, false))
+    }
+
     /// Retryable: the cluster may be back.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::Unavailable(detail(message, true))
@@ -437,6 +453,7 @@ impl ProviderError {
             Self::ImagePull(_) => "image-pull",
             Self::Rejected(_) => "rejected",
             Self::Timeout(_) => "timeout",
+            Self::Unsupported(_) => "unsupported",
             Self::Unavailable(_) => "unavailable",
             Self::Internal(_) => "internal",
         }
@@ -465,6 +482,7 @@ impl ProviderError {
             | Self::ImagePull(d)
             | Self::Rejected(d)
             | Self::Timeout(d)
+            | Self::Unsupported(d)
             | Self::Unavailable(d)
             | Self::Internal(d) => Ok(d),
         }
@@ -481,6 +499,7 @@ impl ProviderError {
             Self::ImagePull(d) => Self::ImagePull(detail(f(d.message), d.retryable)),
             Self::Rejected(d) => Self::Rejected(detail(f(d.message), d.retryable)),
             Self::Timeout(d) => Self::Timeout(detail(f(d.message), d.retryable)),
+            Self::Unsupported(d) => Self::Unsupported(detail(f(d.message), d.retryable)),
             Self::Unavailable(d) => Self::Unavailable(detail(f(d.message), d.retryable)),
             Self::Internal(d) => Self::Internal(detail(f(d.message), d.retryable)),
         }

@@ -136,7 +136,8 @@ fn error_to_wit(e: ProviderError) -> wit::ProviderError {
         ProviderError::Conflict(d) => wit::ProviderError::Conflict(detail(d)),
         ProviderError::Capacity(d) => wit::ProviderError::Capacity(detail(d)),
         ProviderError::ImagePull(d) => wit::ProviderError::ImagePull(detail(d)),
-        ProviderError::Rejected(d) => wit::ProviderError::Rejected(detail(d)),
+        // Contract 0.2.0 has no `unsupported`; this provider never answers it anyway.
+        ProviderError::Rejected(d) | ProviderError::Unsupported(d) => wit::ProviderError::Rejected(detail(d)),
         ProviderError::Timeout(d) => wit::ProviderError::Timeout(detail(d)),
         ProviderError::Unavailable(d) => wit::ProviderError::Unavailable(detail(d)),
         ProviderError::Internal(d) => wit::ProviderError::Internal(detail(d)),
