@@ -53,6 +53,8 @@ pub struct KubeHost {
     pub(crate) memory: CallMemory,
     /// Largest create or patch body sent for the provider (limits `max-body-bytes`).
     max_body_bytes: usize,
+    /// Bytes kept of each stream of an exec (limits `max-exec-output-bytes`).
+    pub(crate) max_exec_output: usize,
 }
 
 /// What one request is about, for the policy, messages and log lines.
@@ -122,12 +124,14 @@ impl KubeHost {
             discovery: DiscoveryCache::default(),
             memory: CallMemory::default(),
             max_body_bytes: Limits::default().max_body_bytes_usize(),
+            max_exec_output: Limits::default().max_exec_output_usize(),
         }
     }
 
-    /// The same access sending create and patch bodies of at most `limits.max_body_bytes`.
+    /// The same access sending create and patch bodies of at most `limits.max_body_bytes`, and
+    /// keeping at most `limits.max_exec_output_bytes` of each stream of an exec.
     pub fn with_body_limit(self, limits: &Limits) -> Self {
-        Self { max_body_bytes: limits.max_body_bytes_usize(), ..self }
+        Self { max_body_bytes: limits.max_body_bytes_usize(), max_exec_output: limits.max_exec_output_usize(), ..self }
     }
 
     /// The same access for one call that the host ends at `deadline`: a fresh memory of what
@@ -426,7 +430,7 @@ impl KubeHost {
         Ok(versions)
     }
 
-    fn allow(&self, target: &Target<'_>) -> Result<(), KubeError> {
+    pub(crate) fn allow(&self, target: &Target<'_>) -> Result<(), KubeError> {
         let access = Access {
             verb: target.verb,
             group: &target.rt.group,
@@ -499,7 +503,7 @@ impl KubeHost {
     }
 
     /// Fails unless the provider may see `object`; remembers that it saw it.
-    async fn require_visible(&self, target: &Target<'_>, object: &Value) -> Result<(), KubeError> {
+    pub(crate) async fn require_visible(&self, target: &Target<'_>, object: &Value) -> Result<(), KubeError> {
         match self.ownership(object).await? {
             Owner::Foreign(why) => Err(self.not_owned(target, why)),
             Owner::Owned | Owner::Dependent => {

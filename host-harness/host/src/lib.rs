@@ -28,6 +28,7 @@ pub mod discovery_cache;
 pub mod engine;
 pub mod error;
 mod kube_errors;
+mod kube_exec;
 pub mod kube_host;
 mod kube_transport;
 mod kube_url;

@@ -40,6 +40,12 @@ pub struct Limits {
     /// bodies over 3 MiB, so a larger one could never succeed, and parsing and re-encoding it
     /// would cost the host several copies of it.
     pub max_body_bytes: u64,
+    /// Longest a command of `execute` may run, in milliseconds: its call's deadline is the
+    /// command's timeout (at most this) plus `call-timeout-ms` for the rest of the call.
+    pub exec_timeout_ms: u64,
+    /// Bytes kept of each of a command's stdout and stderr; the rest is read and dropped, and
+    /// the output says it was truncated.
+    pub max_exec_output_bytes: u32,
     /// Keep `max-concurrent-calls` instance slots reserved (wasmtime's pooling allocator, with
     /// copy-on-write memory images), so a fresh instance per call costs microseconds. Off, each
     /// call allocates its instance on demand: slower, but nothing is reserved up front (for
@@ -57,6 +63,8 @@ impl Default for Limits {
             max_concurrent_calls: 16,
             max_input_bytes: 4 * 1024 * 1024,
             max_body_bytes: 3 * 1024 * 1024,
+            exec_timeout_ms: 600_000,
+            max_exec_output_bytes: 1024 * 1024,
             pooling: true,
         }
     }
@@ -66,6 +74,16 @@ impl Limits {
     /// The call deadline as a duration.
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.call_timeout_ms)
+    }
+
+    /// `max-exec-output-bytes` as a size.
+    pub fn max_exec_output_usize(&self) -> usize {
+        usize::try_from(self.max_exec_output_bytes).unwrap_or(usize::MAX)
+    }
+
+    /// The longest command of `execute` as a duration.
+    pub fn exec_timeout(&self) -> Duration {
+        Duration::from_millis(self.exec_timeout_ms)
     }
 
     /// The per-request deadline as a duration.

@@ -69,7 +69,8 @@ fn default_owner_id() -> String {
 
 /// What an operator grants a Kubernetes sandbox provider when its policy file lists no
 /// resources: Sandboxes (both served versions) fully, Jobs without list or watch, pods
-/// read-only, per-lease Secrets without list or watch (so they cannot be enumerated), delete
+/// read-only plus commands in them (`exec`, the point of `execute`; on owned pods only, as
+/// every read), per-lease Secrets without list or watch (so they cannot be enumerated), delete
 /// of the workspace claims of reusable leases, and the allowed namespaces' own objects
 /// (probe checks they exist). The host narrows it further to what the component declares.
 pub fn default_rules() -> Vec<AccessRule> {
@@ -82,7 +83,7 @@ pub fn default_rules() -> Vec<AccessRule> {
             &[Get, Create, Patch, Delete, List, Watch, Discovery],
         ),
         AccessRule::new("batch", &["v1"], "jobs", &[Get, Create, Patch, Delete]),
-        AccessRule::new("", &["v1"], "pods", &[Get, List, Watch]),
+        AccessRule::new("", &["v1"], "pods", &[Get, List, Watch, Exec]),
         AccessRule::new("", &["v1"], "secrets", &[Create, Get, Delete, Patch]),
         AccessRule::new("", &["v1"], "persistentvolumeclaims", &[Delete]),
         AccessRule { namespaced: false, ..AccessRule::new("", &["v1"], "namespaces", &[Get]) },

@@ -21,7 +21,7 @@ use crate::policy::{ANY_NAMESPACE, AccessRule, AccessVerb, Policy};
 
 /// The RBAC verbs of one policy rule, in the order kubectl prints them, with the host's own.
 fn verbs(rule: &AccessRule) -> Vec<String> {
-    let host_reads = rule.allows(AccessVerb::Patch) || rule.allows(AccessVerb::Delete);
+    let host_reads = rule.allows(AccessVerb::Patch) || rule.allows(AccessVerb::Delete) || rule.allows(AccessVerb::Exec);
     let order = [
         (AccessVerb::Get, rule.allows(AccessVerb::Get) || host_reads),
         (AccessVerb::List, rule.allows(AccessVerb::List)),
@@ -69,6 +69,16 @@ fn rules(policy: &Policy, namespace: &str) -> Result<Vec<PolicyRule>, HostError>
             verbs,
             ..Default::default()
         });
+        if rule.allows(AccessVerb::Exec) {
+            // The exec WebSocket is a GET upgrade, which API servers before 1.31 authorize as
+            // `get` and later ones as `create` (KEP-4006); both are granted.
+            out.push(PolicyRule {
+                api_groups: Some(group.clone()),
+                resources: Some(vec![format!("{}/exec", rule.plural)]),
+                verbs: vec!["get".to_string(), "create".to_string()],
+                ..Default::default()
+            });
+        }
         if rule.allows(AccessVerb::Patch) && !rule.subresources.is_empty() {
             out.push(PolicyRule {
                 api_groups: Some(group),
@@ -150,6 +160,7 @@ mod tests {
                  "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
                 {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "patch", "delete"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
                 {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
                 {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "delete"]},
                 {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["agents"], "verbs": ["get"]},

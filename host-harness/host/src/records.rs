@@ -1,6 +1,7 @@
-//! Conversions between the wasmtime bindgen types of `types.wit` (contract 0.2.0; 0.1.0 shares
-//! every type it did not change, see `bindings.rs`) and the contract's serde types
-//! ([`sandbox_contract`], re-exported here).
+//! Conversions between the wasmtime bindgen types of `types.wit` and the contract's serde types
+//! ([`sandbox_contract`], re-exported here), as macros that each version's glue in `versions/`
+//! expands where `wit` names its own `types`: the records every version shares, the flat lease
+//! of 0.1.0 and 0.2.0, the declared access of 0.2.0 on, and the error cases.
 //!
 //! The bindgen types carry no serde and use snake_case fields; a host stores leases and prints
 //! results as JSON that must read like the contract, so it works with the contract's types and
@@ -9,35 +10,17 @@
 
 pub use sandbox_contract::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
-    ErrorDetail, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo,
-    ResumeOutcome, Severity, Validation,
+    ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
+    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
 };
-
-use crate::bindings::types as wit;
 
 /// Conversions between one contract version's bindgen records and the contract types, for the
 /// records every released version shares. Expanded once per version, in a module where `wit`
 /// names that version's `types` interface, so a new version adds no copy of them.
+/// The `lease-ref` and `resume-outcome` conversions take the version's own lease conversions
+/// (`From<Lease>`, and `From<wit::Lease>` where a lease converts without a call).
 macro_rules! shared_records {
     () => {
-        impl From<wit::Backend> for Backend {
-            fn from(b: wit::Backend) -> Self {
-                match b {
-                    wit::Backend::Sandbox => Self::Sandbox,
-                    wit::Backend::Job => Self::Job,
-                }
-            }
-        }
-
-        impl From<Backend> for wit::Backend {
-            fn from(b: Backend) -> Self {
-                match b {
-                    Backend::Sandbox => Self::Sandbox,
-                    Backend::Job => Self::Job,
-                }
-            }
-        }
-
         impl From<EnvVar> for wit::EnvVar {
             fn from(e: EnvVar) -> Self {
                 Self { name: e.name, value: e.value, secret: e.secret }
@@ -58,54 +41,9 @@ macro_rules! shared_records {
             }
         }
 
-        impl From<wit::Lease> for Lease {
-            fn from(l: wit::Lease) -> Self {
-                Self {
-                    provider_lease_id: l.provider_lease_id,
-                    backend: l.backend.into(),
-                    namespace: l.namespace,
-                    api_version: l.api_version,
-                    workload_uid: l.workload_uid,
-                    pod_name: l.pod_name,
-                    pod_uid: l.pod_uid,
-                    pod_ip: l.pod_ip,
-                    expires_at: l.expires_at,
-                    reusable: l.reusable,
-                    metadata: l.metadata,
-                }
-            }
-        }
-
-        impl From<Lease> for wit::Lease {
-            fn from(l: Lease) -> Self {
-                Self {
-                    provider_lease_id: l.provider_lease_id,
-                    backend: l.backend.into(),
-                    namespace: l.namespace,
-                    api_version: l.api_version,
-                    workload_uid: l.workload_uid,
-                    pod_name: l.pod_name,
-                    pod_uid: l.pod_uid,
-                    pod_ip: l.pod_ip,
-                    expires_at: l.expires_at,
-                    reusable: l.reusable,
-                    metadata: l.metadata,
-                }
-            }
-        }
-
         impl From<LeaseRef> for wit::LeaseRef {
             fn from(r: LeaseRef) -> Self {
                 Self { lease: r.lease.into(), config: r.config }
-            }
-        }
-
-        impl From<wit::ResumeOutcome> for ResumeOutcome {
-            fn from(o: wit::ResumeOutcome) -> Self {
-                match o {
-                    wit::ResumeOutcome::Resumable(l) => Self::Resumable(l.into()),
-                    wit::ResumeOutcome::Expired(reason) => Self::Expired(reason),
-                }
             }
         }
 
@@ -177,48 +115,109 @@ macro_rules! shared_records {
 }
 pub(crate) use shared_records;
 
-shared_records!();
-
-impl From<wit::ProviderInfo> for ProviderInfo {
-    fn from(i: wit::ProviderInfo) -> Self {
-        Self {
-            driver_key: i.driver_key,
-            display_name: i.display_name,
-            version: i.version,
-            config_schema: i.config_schema,
-            reusable_leases: i.reusable_leases,
-            backends: i.backends.into_iter().map(Into::into).collect(),
-            access: i.access.into_iter().map(Into::into).collect(),
+/// The lease of contracts 0.1.0 and 0.2.0, whose record holds the Kubernetes placement itself.
+macro_rules! flat_lease_records {
+    () => {
+        impl From<wit::Backend> for Backend {
+            fn from(b: wit::Backend) -> Self {
+                match b {
+                    wit::Backend::Sandbox => Self::Sandbox,
+                    wit::Backend::Job => Self::Job,
+                }
+            }
         }
-    }
-}
 
-impl From<wit::AccessVerb> for AccessVerb {
-    fn from(v: wit::AccessVerb) -> Self {
-        match v {
-            wit::AccessVerb::Get => Self::Get,
-            wit::AccessVerb::Create => Self::Create,
-            wit::AccessVerb::Patch => Self::Patch,
-            wit::AccessVerb::Delete => Self::Delete,
-            wit::AccessVerb::List => Self::List,
-            wit::AccessVerb::Watch => Self::Watch,
-            wit::AccessVerb::Discovery => Self::Discovery,
+        impl From<Backend> for wit::Backend {
+            fn from(b: Backend) -> Self {
+                match b {
+                    Backend::Sandbox => Self::Sandbox,
+                    Backend::Job => Self::Job,
+                }
+            }
         }
-    }
-}
 
-impl From<wit::AccessRule> for AccessRule {
-    fn from(r: wit::AccessRule) -> Self {
-        Self {
-            group: r.group,
-            versions: r.versions,
-            plural: r.plural,
-            verbs: r.verbs.into_iter().map(Into::into).collect(),
-            subresources: r.subresources,
-            namespaced: r.namespaced,
+        impl From<wit::Lease> for Lease {
+            fn from(l: wit::Lease) -> Self {
+                Self {
+                    provider_lease_id: l.provider_lease_id,
+                    backend: l.backend.into(),
+                    namespace: l.namespace,
+                    api_version: l.api_version,
+                    workload_uid: l.workload_uid,
+                    pod_name: l.pod_name,
+                    pod_uid: l.pod_uid,
+                    pod_ip: l.pod_ip,
+                    expires_at: l.expires_at,
+                    reusable: l.reusable,
+                    metadata: l.metadata,
+                }
+            }
         }
-    }
+
+        impl From<Lease> for wit::Lease {
+            fn from(l: Lease) -> Self {
+                Self {
+                    provider_lease_id: l.provider_lease_id,
+                    backend: l.backend.into(),
+                    namespace: l.namespace,
+                    api_version: l.api_version,
+                    workload_uid: l.workload_uid,
+                    pod_name: l.pod_name,
+                    pod_uid: l.pod_uid,
+                    pod_ip: l.pod_ip,
+                    expires_at: l.expires_at,
+                    reusable: l.reusable,
+                    metadata: l.metadata,
+                }
+            }
+        }
+
+        impl From<wit::ResumeOutcome> for ResumeOutcome {
+            fn from(o: wit::ResumeOutcome) -> Self {
+                match o {
+                    wit::ResumeOutcome::Resumable(l) => Self::Resumable(l.into()),
+                    wit::ResumeOutcome::Expired(reason) => Self::Expired(reason),
+                }
+            }
+        }
+    };
 }
+pub(crate) use flat_lease_records;
+
+/// A provider's declared access (contract 0.2.0 on); `$($verb)*` are the version's verbs beyond
+/// 0.2.0's.
+macro_rules! access_records {
+    ($($verb:ident),*) => {
+        impl From<wit::AccessVerb> for AccessVerb {
+            fn from(v: wit::AccessVerb) -> Self {
+                match v {
+                    wit::AccessVerb::Get => Self::Get,
+                    wit::AccessVerb::Create => Self::Create,
+                    wit::AccessVerb::Patch => Self::Patch,
+                    wit::AccessVerb::Delete => Self::Delete,
+                    wit::AccessVerb::List => Self::List,
+                    wit::AccessVerb::Watch => Self::Watch,
+                    wit::AccessVerb::Discovery => Self::Discovery,
+                    $(wit::AccessVerb::$verb => Self::$verb,)*
+                }
+            }
+        }
+
+        impl From<wit::AccessRule> for AccessRule {
+            fn from(r: wit::AccessRule) -> Self {
+                Self {
+                    group: r.group,
+                    versions: r.versions,
+                    plural: r.plural,
+                    verbs: r.verbs.into_iter().map(Into::into).collect(),
+                    subresources: r.subresources,
+                    namespaced: r.namespaced,
+                }
+            }
+        }
+    };
+}
+pub(crate) use access_records;
 
 /// `From<wit::ProviderError>` for a contract version whose `provider-error` has these cases
 /// besides `invalid-config` (each carrying an `error-detail`); expanded where `wit` names that
@@ -238,33 +237,3 @@ macro_rules! provider_errors {
     };
 }
 pub(crate) use provider_errors;
-
-provider_errors!(Forbidden, Denied, Conflict, Capacity, ImagePull, Rejected, Timeout, Unavailable, Internal);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn leases_round_trip_through_the_bindgen_type() {
-        let lease: Lease = serde_json::from_value(serde_json::json!({
-            "provider-lease-id": "sb-abc", "backend": "sandbox", "namespace": "agents",
-            "api-version": "agents.x-k8s.io/v1beta1", "workload-uid": "u-1", "pod-name": "sb-abc",
-            "pod-ip": "10.0.0.7", "expires-at": 1_700_000_000_000_i64, "metadata": r#"{"secret":"sb-abc-env"}"#
-        }))
-        .expect("parses");
-        let wit_lease: wit::Lease = lease.clone().into();
-        assert_eq!((wit_lease.workload_uid.as_str(), wit_lease.pod_uid.as_deref()), ("u-1", None));
-        assert_eq!(Lease::from(wit_lease), lease);
-    }
-
-    #[test]
-    fn errors_keep_their_case_and_retry_advice() {
-        let error = ProviderError::from(wit::ProviderError::ImagePull(wit::ErrorDetail {
-            message: "no such image".into(),
-            retryable: false,
-        }));
-        assert_eq!(error, ProviderError::image_pull("no such image"));
-        assert_eq!(error.to_string(), "image-pull: no such image");
-    }
-}

@@ -23,10 +23,11 @@ use crate::kube_host::KubeHost;
 use crate::limits::Limits;
 use crate::policy::Policy;
 use crate::records::{
-    AcquireRequest, DestroyReport, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Validation,
+    AcquireRequest, DestroyReport, ExecRequest, ExecResult, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo,
+    ResumeOutcome, Validation,
 };
 use crate::state::{self, CallState};
-use crate::versions::{Bound, BoundPre, on_each_version};
+use crate::versions::{Bound, BoundPre, on_each_version, v0_3};
 
 /// Where the component comes from.
 #[derive(Debug, Clone)]
@@ -131,7 +132,7 @@ impl ProviderHost {
             Self { pre, kube, grants, limits: options.limits, slots, cache, calls: AtomicU64::new(0), _engine: engine };
         // A 0.1.0 component cannot declare its access; asking it would only run its code. The
         // declaration itself is read with no access at all: nothing is granted before it is known.
-        if let BoundPre::V0_2(_) = host.pre {
+        if !matches!(host.pre, BoundPre::V0_1(_)) {
             let operator = host.kube.clone();
             host.kube = operator.with_policy(Policy {
                 resources: Vec::new(),
@@ -181,7 +182,8 @@ impl ProviderHost {
     pub async fn describe(&self) -> Result<ProviderInfo, HostError> {
         self.call("describe", |bound, store| {
             Box::pin(async move {
-                Ok(on_each_version!(bound, guest => ProviderInfo::from(guest.call_describe(store).await?)))
+                Ok(on_each_version!(bound, guest => ProviderInfo::from(guest.call_describe(store).await?),
+                    newest world => v0_3::describe(world, store).await?))
             })
         })
         .await
@@ -217,10 +219,17 @@ impl ProviderHost {
         self.call("acquire", move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
-                    .call_acquire(store, &request.into())
-                    .await?
-                    .map(Lease::from)
-                    .map_err(ProviderError::from)))
+                .call_acquire(store, &request.into())
+                .await?
+                .map(Lease::from)
+                .map_err(ProviderError::from),
+                newest world => {
+                    let request = request.into();
+                    match world.paperclip_sandbox_provider_provider().call_acquire(&mut *store, &request).await? {
+                        Ok(lease) => v0_3::lease(world, store, lease).await?,
+                        Err(e) => Err(ProviderError::from(e)),
+                    }
+                }))
             })
         })
         .await?
@@ -233,10 +242,17 @@ impl ProviderHost {
         self.call("resume-check", move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
-                    .call_resume_check(store, &lease.into())
-                    .await?
-                    .map(ResumeOutcome::from)
-                    .map_err(ProviderError::from)))
+                .call_resume_check(store, &lease.into())
+                .await?
+                .map(ResumeOutcome::from)
+                .map_err(ProviderError::from),
+                newest world => {
+                    let lease = lease.into();
+                    match world.paperclip_sandbox_provider_provider().call_resume_check(&mut *store, &lease).await? {
+                        Ok(outcome) => v0_3::outcome(world, store, outcome).await?,
+                        Err(e) => Err(ProviderError::from(e)),
+                    }
+                }))
             })
         })
         .await?
@@ -250,10 +266,18 @@ impl ProviderHost {
         self.call("renew", move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
-                    .call_renew(store, &lease.into(), expires_at)
-                    .await?
-                    .map(ResumeOutcome::from)
-                    .map_err(ProviderError::from)))
+                .call_renew(store, &lease.into(), expires_at)
+                .await?
+                .map(ResumeOutcome::from)
+                .map_err(ProviderError::from),
+                newest world => {
+                    let lease = lease.into();
+                    let provider = world.paperclip_sandbox_provider_provider();
+                    match provider.call_renew(&mut *store, &lease, expires_at).await? {
+                        Ok(outcome) => v0_3::outcome(world, store, outcome).await?,
+                        Err(e) => Err(ProviderError::from(e)),
+                    }
+                }))
             })
         })
         .await?
@@ -291,6 +315,37 @@ impl ProviderHost {
         .map_err(HostError::Provider)
     }
 
+    /// Runs a command in the lease's sandbox. The call's deadline is the call timeout plus the
+    /// command's own (at most `exec-timeout-ms`); a provider of contract 0.1.0 or 0.2.0 has no
+    /// `execute`, which is the provider's `unsupported`.
+    pub async fn execute(&self, lease: LeaseRef, request: ExecRequest) -> Result<ExecResult, HostError> {
+        let stdin = request.stdin.as_ref().map_or(0, String::len);
+        let words: usize = request.args.iter().map(String::len).sum::<usize>() + request.command.len();
+        let env: usize = request.env.iter().map(|e| e.name.len() + e.value.len()).sum();
+        self.check_input("execute", lease_size(&lease).saturating_add(stdin + words + env))?;
+        let command = self
+            .limits
+            .exec_timeout()
+            .min(request.timeout_ms.map_or(self.limits.exec_timeout(), |ms| Duration::from_millis(u64::from(ms))));
+        let limit = self.limits.call_timeout() + command;
+        self.call_within("execute", limit, move |bound, store| {
+            Box::pin(async move {
+                Ok(match bound {
+                    Bound::V0_3(world) => {
+                        let request = request.into();
+                        let provider = world.paperclip_sandbox_provider_provider();
+                        provider.call_execute(store, &lease.into(), &request).await?.map(ExecResult::from)
+                    }
+                    Bound::V0_1(_) => return Ok(Err(no_execute("0.1.0"))),
+                    Bound::V0_2(_) => return Ok(Err(no_execute("0.2.0"))),
+                }
+                .map_err(ProviderError::from))
+            })
+        })
+        .await?
+        .map_err(HostError::Provider)
+    }
+
     /// Refuses a call whose input is larger than the host passes to a guest, before any
     /// instance is made: a guest's memory is capped, so an oversized input would only trap it.
     fn check_input(&self, call: &'static str, bytes: usize) -> Result<(), HostError> {
@@ -309,8 +364,16 @@ impl ProviderHost {
         R: Send,
         F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
     {
+        self.call_within(call, self.limits.call_timeout(), run).await
+    }
+
+    /// [`Self::call`] with its own deadline (`execute`'s is longer).
+    async fn call_within<R, F>(&self, call: &'static str, limit: Duration, run: F) -> Result<R, HostError>
+    where
+        R: Send,
+        F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
+    {
         let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
-        let limit = self.limits.call_timeout();
         let started = Instant::now();
         let deadline = started + limit;
         let mut store = self.store(call, deadline);
@@ -323,10 +386,10 @@ impl ProviderHost {
         })
         .await;
         let result = match outcome {
-            Err(_) => Err(HostError::Timeout { call, limit_ms: self.limits.call_timeout_ms }),
+            Err(_) => Err(HostError::Timeout { call, limit_ms: millis(limit) }),
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(Stage::Instantiate(e))) => Err(self.classify(call, &store, e, true)),
-            Ok(Err(Stage::Call(e))) => Err(self.classify(call, &store, e, false)),
+            Ok(Err(Stage::Instantiate(e))) => Err(self.classify(call, &store, e, true, limit)),
+            Ok(Err(Stage::Call(e))) => Err(self.classify(call, &store, e, false, limit)),
         };
         let millis = started.elapsed().as_millis() as u64;
         match &result {
@@ -356,7 +419,7 @@ impl ProviderHost {
         let started = Instant::now();
         let mut store = self.store(call, started + self.limits.call_timeout());
         if let Err(e) = self.pre.instantiate(&mut store).await {
-            return Err(self.classify(call, &store, e, true));
+            return Err(self.classify(call, &store, e, true, self.limits.call_timeout()));
         }
         let instantiated = Instant::now();
         drop(store);
@@ -369,6 +432,7 @@ impl ProviderHost {
         store: &Store<CallState>,
         err: wasmtime::Error,
         instantiating: bool,
+        limit: Duration,
     ) -> HostError {
         if let Some(requested) = store.data().limiter.refused_memory() {
             return HostError::MemoryLimit {
@@ -378,7 +442,7 @@ impl ProviderHost {
             };
         }
         if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return HostError::Timeout { call, limit_ms: self.limits.call_timeout_ms };
+            return HostError::Timeout { call, limit_ms: millis(limit) };
         }
         if instantiating {
             return HostError::Instantiate { call, message: format!("{err:?}") };
@@ -390,6 +454,18 @@ impl ProviderHost {
 /// What each list item costs a guest beyond its strings (its record, its allocations), so a
 /// million empty env vars count for something.
 const ITEM_OVERHEAD: usize = 32;
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a provider of a contract without `execute` answers.
+fn no_execute(version: &str) -> ProviderError {
+    ProviderError::unsupported(format!(
+        "this provider was built against contract {version}, which has no execute; rebuild it against 0.3.0 or later \
+         to run commands in its sandboxes"
+    ))
+}
 
 /// The bytes a request carries into the guest: its strings, and every list item.
 fn request_size(r: &AcquireRequest) -> usize {

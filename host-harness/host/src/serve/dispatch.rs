@@ -6,14 +6,24 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::protocol::{PROTOCOL_VERSION, WireError};
-use crate::records::{AcquireRequest, Lease, LeaseRef};
+use crate::records::{AcquireRequest, ExecRequest, Lease, LeaseRef};
 use crate::runner::ProviderHost;
 use sandbox_contract::quote;
 use sandbox_contract::quote::shorten;
 
 /// The methods, in the order `hello` lists them.
-pub const METHODS: &[&str] =
-    &["hello", "describe", "validate-config", "probe", "acquire", "resume-check", "renew", "release", "destroy"];
+pub const METHODS: &[&str] = &[
+    "hello",
+    "describe",
+    "validate-config",
+    "probe",
+    "acquire",
+    "resume-check",
+    "renew",
+    "release",
+    "destroy",
+    "execute",
+];
 
 /// The refusal of a method that does not exist, so it is answered before it is queued.
 pub fn refuse_unknown(method: &str) -> Option<WireError> {
@@ -73,6 +83,10 @@ pub async fn run(host: &ProviderHost, method: &str, params: Value, max_line_byte
             Ok(Value::Null)
         }
         "destroy" => to_json(host.destroy(lease_ref(method, params, &[])?.0).await?),
+        "execute" => {
+            let p: ExecuteParams = read(method, params, &["lease", "config", "request"])?;
+            to_json(host.execute(LeaseRef { lease: p.lease, config: p.config.0 }, p.request).await?)
+        }
         other => Err(refuse_unknown(other).unwrap_or_else(|| {
             WireError::protocol("unknown-method", format!("{} is listed but not served", quote(other)))
         })),
@@ -111,6 +125,13 @@ struct LeaseParams {
     config: ConfigText,
     #[serde(default)]
     expires_at: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct ExecuteParams {
+    lease: Lease,
+    config: ConfigText,
+    request: ExecRequest,
 }
 
 /// The `lease-ref` of a call on a stored lease, and its `expires-at` (renew's only).
@@ -152,7 +173,7 @@ fn read<T: DeserializeOwned>(method: &str, params: Value, fields: &[&str]) -> Re
     serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
         // serde's words quote the value they refused: cut short, as every echo of input is.
-        let message = if path.starts_with("env") {
+        let message = if path.starts_with("env") || path.starts_with("request.env") {
             format!("{method}: params.{path} is not an env var {{name, value, secret}} (the value is not shown)")
         } else {
             format!("{method}: params.{path}: {}", shorten(&e.inner().to_string()))

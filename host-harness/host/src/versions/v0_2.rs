@@ -1,23 +1,51 @@
-//! Contract 0.2.0: the host's imports forward to the host implementation unchanged.
+//! Contract 0.2.0 (frozen): the same host implementation behind 0.2.0's interfaces, which
+//! 0.3.0 extended without changing a case: every value converts one to one. 0.2.0 has no
+//! `execute` and no `kube.exec`, and its lease record holds the Kubernetes placement itself.
 
-use std::time::Duration;
-
-use wasmtime::component::Resource;
-
-use crate::bindings::kube::{DeleteOptions, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions};
-use crate::bindings::v0_2_0::paperclip::sandbox_provider::{deadline, kube, log, types};
-use crate::kube_watch::WatchStream;
-use crate::log_host;
+use crate::bindings::kube as current;
+use crate::bindings::v0_2_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::records::{
+    AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
+    ErrorDetail, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo,
+    ResumeOutcome, Severity, Validation, access_records, flat_lease_records, provider_errors, shared_records,
+};
 use crate::state::CallState;
+use crate::versions::older_kube;
 
-impl types::Host for CallState {}
+shared_records!();
+flat_lease_records!();
+access_records!();
 
-impl log::Host for CallState {
-    async fn emit(&mut self, level: log::Level, message: String, fields: Vec<log::Field>) -> wasmtime::Result<()> {
-        log_host::emit(self.call, level, &message, &fields);
-        Ok(())
+/// A current error as 0.2.0 names it: the same cases.
+fn old_error(error: current::KubeError) -> kube::KubeError {
+    use current::KubeError as E;
+    match error {
+        E::NotFound(m) => kube::KubeError::NotFound(m),
+        E::AlreadyExists(m) => kube::KubeError::AlreadyExists(m),
+        E::Conflict(m) => kube::KubeError::Conflict(m),
+        E::Gone(m) => kube::KubeError::Gone(m),
+        E::Invalid(m) => kube::KubeError::Invalid(m),
+        E::Forbidden(m) => kube::KubeError::Forbidden(m),
+        E::Denied(m) => kube::KubeError::Denied(m),
+        E::NotOwned(m) => kube::KubeError::NotOwned(m),
+        E::Unauthorized(m) => kube::KubeError::Unauthorized(m),
+        E::Timeout(m) => kube::KubeError::Timeout(m),
+        E::Unavailable(d) => kube::KubeError::Unavailable(kube::UnavailableDetail {
+            message: d.message,
+            retry_after_seconds: d.retry_after_seconds,
+        }),
+        E::Transport(m) => kube::KubeError::Transport(m),
+        E::Other(d) => kube::KubeError::Other(kube::OtherDetail { code: d.code, message: d.message }),
     }
 }
+
+older_kube!({
+    async fn check_namespace(&mut self, namespace: String) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.kube.check_namespace(&namespace))
+    }
+});
+
+impl wit::Host for CallState {}
 
 impl deadline::Host for CallState {
     async fn remaining_millis(&mut self) -> wasmtime::Result<u64> {
@@ -29,84 +57,54 @@ impl deadline::Host for CallState {
     }
 }
 
-impl kube::Host for CallState {
-    async fn get(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        name: String,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.get(&resource, namespace.as_deref(), &name).await)
-    }
-
-    async fn create(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        body: String,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.create(&resource, namespace.as_deref(), &body).await)
-    }
-
-    async fn patch(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        name: String,
-        patch_type: PatchType,
-        body: String,
-        subresource: Option<String>,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.patch(&resource, namespace.as_deref(), &name, patch_type, &body, subresource.as_deref()).await)
-    }
-
-    async fn delete(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        name: String,
-        options: DeleteOptions,
-    ) -> wasmtime::Result<Result<(), KubeError>> {
-        Ok(self.kube.delete(&resource, namespace.as_deref(), &name, &options).await)
-    }
-
-    async fn list(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        options: ListOptions,
-    ) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(self.kube.list(&resource, namespace.as_deref(), &options).await)
-    }
-
-    async fn open_watch(
-        &mut self,
-        resource: ResourceType,
-        namespace: Option<String>,
-        options: WatchOptions,
-    ) -> wasmtime::Result<Result<Resource<WatchStream>, KubeError>> {
-        self.open_watch(resource, namespace, options).await
-    }
-
-    async fn served_versions(&mut self, group: String) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
-        Ok(self.kube.served_versions(&group).await)
-    }
-
-    async fn check_namespace(&mut self, namespace: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.kube.check_namespace(&namespace))
+impl From<wit::ProviderInfo> for ProviderInfo {
+    fn from(i: wit::ProviderInfo) -> Self {
+        Self {
+            driver_key: i.driver_key,
+            display_name: i.display_name,
+            version: i.version,
+            config_schema: i.config_schema,
+            reusable_leases: i.reusable_leases,
+            backends: i.backends.into_iter().map(Into::into).collect(),
+            access: i.access.into_iter().map(Into::into).collect(),
+        }
     }
 }
 
-impl kube::HostWatch for CallState {
-    async fn next(
-        &mut self,
-        watch: Resource<WatchStream>,
-        timeout_ms: u32,
-    ) -> wasmtime::Result<Result<Option<WatchEvent>, KubeError>> {
-        self.next_event(watch, Duration::from_millis(u64::from(timeout_ms))).await
+provider_errors!(Forbidden, Denied, Conflict, Capacity, ImagePull, Rejected, Timeout, Unavailable, Internal);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leases_round_trip_through_the_bindgen_type() {
+        let lease: Lease = serde_json::from_value(serde_json::json!({
+            "provider-lease-id": "sb-abc", "backend": "sandbox", "namespace": "agents",
+            "api-version": "agents.x-k8s.io/v1beta1", "workload-uid": "u-1", "pod-name": "sb-abc",
+            "pod-ip": "10.0.0.7", "expires-at": 1_700_000_000_000_i64, "metadata": r#"{"secret":"sb-abc-env"}"#
+        }))
+        .expect("parses");
+        let wit_lease: wit::Lease = lease.clone().into();
+        assert_eq!((wit_lease.workload_uid.as_str(), wit_lease.pod_uid.as_deref()), ("u-1", None));
+        assert_eq!(Lease::from(wit_lease), lease);
     }
 
-    async fn drop(&mut self, watch: Resource<WatchStream>) -> wasmtime::Result<()> {
-        self.close_watch(watch)
+    #[test]
+    fn host_refusals_keep_their_own_cases() {
+        assert!(
+            matches!(old_error(current::KubeError::NotOwned("x".into())), kube::KubeError::NotOwned(m) if m == "x")
+        );
+        assert!(matches!(old_error(current::KubeError::Denied("no".into())), kube::KubeError::Denied(_)));
+    }
+
+    #[test]
+    fn errors_keep_their_case_and_retry_advice() {
+        let error = ProviderError::from(wit::ProviderError::ImagePull(wit::ErrorDetail {
+            message: "no such image".into(),
+            retryable: false,
+        }));
+        assert_eq!(error, ProviderError::image_pull("no such image"));
+        assert_eq!(error.to_string(), "image-pull: no such image");
     }
 }

@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use provider_host::records::{AcquireRequest, DeleteOutcome, LeaseRef, ProviderError, ResumeOutcome, Severity};
+use provider_host::records::{
+    AcquireRequest, DeleteOutcome, ExecRequest, LeaseRef, ProviderError, ResumeOutcome, Severity,
+};
 use provider_host::{ComponentSource, HostError, HostOptions, Limits, Policy, ProviderHost};
 use serde_json::{Value, json};
 
@@ -113,6 +115,22 @@ async fn a_whole_lease_life_runs_through_the_host() {
     assert_eq!((report.objects[0].kind.as_str(), report.objects[0].name.as_str()), ("Lease", "reference:life-1"));
     assert_eq!(report.objects[0].outcome, DeleteOutcome::Deleted);
     assert_eq!(host.calls_started(), 9, "one instance per call, describe at load included");
+}
+
+#[tokio::test]
+async fn a_provider_of_contract_0_2_0_has_no_execute_and_the_host_says_so() {
+    let host = load(Limits::default()).await;
+    assert_eq!(host.contract_version(), "0.2.0");
+    let config = normalized(&host, json!({})).await;
+    let lease = host.acquire(request(&config, "exec-1")).await.expect("acquire");
+    let request: ExecRequest = serde_json::from_value(json!({"command": "true"})).expect("request");
+    match host.execute(LeaseRef { lease, config }, request).await {
+        Err(HostError::Provider(ProviderError::Unsupported(d))) => {
+            assert!(d.message.contains("contract 0.2.0") && d.message.contains("0.3.0"), "{}", d.message);
+            assert!(!d.retryable);
+        }
+        other => panic!("expected unsupported, got {other:?}"),
+    }
 }
 
 #[tokio::test]

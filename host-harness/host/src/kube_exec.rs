@@ -1,0 +1,198 @@
+//! `kube.exec`: a command in a pod's container, over the `pods/exec` subresource's WebSocket
+//! (kube-rs `Api::<Pod>::exec`, which speaks `v5.channel.k8s.io` and falls back to `v4`).
+//!
+//! Checked like any other request first: the policy must grant `exec` on `pods` in the
+//! namespace, and the pod must be this installation's (its controller chain leads to an
+//! object the host created), proved by reading it as the host. Then the host writes the
+//! provider's stdin and closes it, reads stdout and stderr to their ends keeping at most the
+//! cap of each (`max-exec-output-bytes`, or less if the provider asks), and takes the exit code
+//! from the final status ([the remote-command protocol]). At the timeout, or the call's
+//! deadline if sooner, it closes the stream and reports `timed-out`: closing does not kill the
+//! process on every runtime, which is why the provider kills it in the pod first.
+//!
+//! [the remote-command protocol]: https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/apimachinery/pkg/util/remotecommand/constants.go
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::api::{Api, AttachParams};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use crate::bindings::kube::{ExecOptions, ExecOutput, KubeError, OtherDetail, ResourceType};
+use crate::kube_errors;
+use crate::kube_host::{KubeHost, Target};
+use crate::kube_transport::DEADLINE_MARGIN;
+use crate::policy::AccessVerb;
+
+impl KubeHost {
+    /// Runs a command in `pod` (see the module docs).
+    pub async fn exec(&self, namespace: &str, pod: &str, options: ExecOptions) -> Result<ExecOutput, KubeError> {
+        let pods = ResourceType { group: String::new(), version: "v1".into(), plural: "pods".into() };
+        let target = Target {
+            verb: AccessVerb::Exec,
+            rt: &pods,
+            namespace: Some(namespace),
+            name: Some(pod),
+            subresource: None,
+        };
+        self.allow(&target)?;
+        if options.command.is_empty() {
+            return Err(KubeError::Invalid(format!("{}: the command is empty", target.describe())));
+        }
+        let Some(object) = self.read_as_host(&pods, Some(namespace), pod).await? else {
+            return Err(KubeError::NotFound(format!("pods {} not found", crate::policy::quoted(pod))));
+        };
+        self.require_visible(&target, &object).await?;
+        let client = self.client.clone().ok_or_else(|| KubeError::Transport("no cluster connection".to_string()))?;
+        let started = Instant::now();
+        let timeout = self.exec_budget(Duration::from_millis(u64::from(options.timeout_ms)));
+        let cap = usize::try_from(options.max_output_bytes).unwrap_or(usize::MAX).min(self.max_exec_output);
+        let result = run(Api::namespaced(client, namespace), pod, options, cap, timeout).await;
+        tracing::debug!(target: "provider_host::kube", verb = "exec", namespace, pod,
+            ok = result.is_ok(), millis = started.elapsed().as_millis() as u64, "kube request");
+        result
+    }
+
+    /// The command's time: what it asked for, cut to the call's deadline.
+    fn exec_budget(&self, asked: Duration) -> Duration {
+        match self.call_deadline {
+            Some(deadline) => {
+                asked.min(deadline.saturating_duration_since(Instant::now()).saturating_sub(DEADLINE_MARGIN))
+            }
+            None => asked,
+        }
+    }
+}
+
+async fn run(
+    api: Api<Pod>,
+    pod: &str,
+    options: ExecOptions,
+    cap: usize,
+    timeout: Duration,
+) -> Result<ExecOutput, KubeError> {
+    let mut params = AttachParams::default().stdin(options.stdin.is_some()).stdout(true).stderr(true);
+    if let Some(container) = &options.container {
+        params = params.container(container.clone());
+    }
+    let opened = tokio::time::timeout(timeout, api.exec(pod, options.command.clone(), &params)).await;
+    let mut process = match opened {
+        Err(_) => return Ok(ExecOutput { timed_out: true, ..empty() }),
+        Ok(Err(e)) => return Err(kube_errors::from_client_error(&e)),
+        Ok(Ok(process)) => process,
+    };
+    let stdin = process.stdin();
+    let stdout = process.stdout();
+    let stderr = process.stderr();
+    let status = process.take_status();
+    let input = options.stdin.unwrap_or_default();
+    let feed = async move {
+        if let Some(mut pipe) = stdin {
+            // A command that exits without reading its input is no error of the host's.
+            let _ = pipe.write_all(&input).await;
+            let _ = pipe.shutdown().await;
+        }
+    };
+    let streams = async {
+        let ((out, err), ()) = tokio::join!(async { tokio::join!(capped(stdout, cap), capped(stderr, cap)) }, feed);
+        let status = match status {
+            Some(status) => status.await,
+            None => None,
+        };
+        (out, err, status)
+    };
+    let finished = tokio::time::timeout(timeout, streams).await;
+    process.abort();
+    let Ok(((stdout, stdout_truncated), (stderr, stderr_truncated), status)) = finished else {
+        return Ok(ExecOutput { timed_out: true, ..empty() });
+    };
+    let exit_code = match status {
+        Some(status) => Some(exit_code(&status)?),
+        None => None,
+    };
+    Ok(ExecOutput { exit_code, timed_out: false, stdout, stderr, stdout_truncated, stderr_truncated })
+}
+
+fn empty() -> ExecOutput {
+    ExecOutput {
+        exit_code: None,
+        timed_out: false,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stdout_truncated: false,
+        stderr_truncated: false,
+    }
+}
+
+/// Reads a stream to its end, keeping the first `cap` bytes.
+async fn capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
+    let Some(mut stream) = stream else {
+        return (Vec::new(), false);
+    };
+    let (mut kept, mut truncated, mut buf) = (Vec::new(), false, vec![0u8; 16 * 1024]);
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+        truncated |= n > room;
+    }
+    (kept, truncated)
+}
+
+/// The exit code of the exec's final status: `Success` is 0, `NonZeroExitCode` carries it in
+/// a cause; any other failure (no such container, the program cannot start) is an error.
+fn exit_code(status: &Status) -> Result<i32, KubeError> {
+    if status.status.as_deref() == Some("Success") {
+        return Ok(0);
+    }
+    if status.reason.as_deref() == Some("NonZeroExitCode") {
+        let causes = status.details.as_ref().and_then(|d| d.causes.as_ref());
+        let code = causes
+            .into_iter()
+            .flatten()
+            .find(|c| c.reason.as_deref() == Some("ExitCode"))
+            .and_then(|c| c.message.as_deref())
+            .and_then(|m| m.parse::<i32>().ok());
+        if let Some(code) = code {
+            return Ok(code);
+        }
+    }
+    let message = status.message.clone().unwrap_or_else(|| "the command could not be run".to_string());
+    let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(500);
+    Err(KubeError::Other(OtherDetail { code, message: kube_errors::truncate(&message, 512) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{StatusCause, StatusDetails};
+
+    use super::*;
+
+    fn status(status: &str, reason: Option<&str>, code: Option<&str>) -> Status {
+        Status {
+            status: Some(status.into()),
+            reason: reason.map(Into::into),
+            message: Some("command terminated".into()),
+            details: code.map(|c| StatusDetails {
+                causes: Some(vec![StatusCause {
+                    reason: Some("ExitCode".into()),
+                    message: Some(c.into()),
+                    field: None,
+                }]),
+                ..StatusDetails::default()
+            }),
+            ..Status::default()
+        }
+    }
+
+    #[test]
+    fn the_final_status_gives_the_exit_code() {
+        assert_eq!(exit_code(&status("Success", None, None)).ok(), Some(0));
+        assert_eq!(exit_code(&status("Failure", Some("NonZeroExitCode"), Some("137"))).ok(), Some(137));
+        let failed = exit_code(&status("Failure", Some("InternalError"), None));
+        assert!(matches!(failed, Err(KubeError::Other(d)) if d.message == "command terminated"));
+    }
+}

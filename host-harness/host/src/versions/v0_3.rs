@@ -1,0 +1,254 @@
+//! Contract 0.3.0, the newest: the host's imports forward to the host implementation unchanged.
+//! Its lease is neutral; the Kubernetes placement the host stores beside it comes from the
+//! component's `kubernetes.placement-of`, called in the same instance as the export that
+//! returned the lease.
+
+use std::time::Duration;
+
+use wasmtime::Store;
+use wasmtime::component::Resource;
+
+use crate::bindings::kube::{
+    DeleteOptions, ExecOptions, ExecOutput, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions,
+};
+use crate::bindings::v0_3_0::KubernetesProvider;
+use crate::bindings::v0_3_0::exports::paperclip::sandbox_provider::kubernetes;
+use crate::bindings::v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::kube_watch::WatchStream;
+use crate::log_host;
+use crate::records::{
+    AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
+    ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
+    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, provider_errors, shared_records,
+};
+use crate::state::CallState;
+
+shared_records!();
+access_records!(Exec);
+provider_errors!(
+    Forbidden,
+    Denied,
+    Conflict,
+    Capacity,
+    ImagePull,
+    Rejected,
+    Timeout,
+    Unsupported,
+    Unavailable,
+    Internal
+);
+
+impl wit::Host for CallState {}
+
+impl log::Host for CallState {
+    async fn emit(&mut self, level: log::Level, message: String, fields: Vec<log::Field>) -> wasmtime::Result<()> {
+        log_host::emit(self.call, level, &message, &fields);
+        Ok(())
+    }
+}
+
+impl deadline::Host for CallState {
+    async fn remaining_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.millis_left())
+    }
+
+    async fn call_timeout_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.timeout_millis())
+    }
+}
+
+impl kube::Host for CallState {
+    async fn get(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        name: String,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.get(&resource, namespace.as_deref(), &name).await)
+    }
+
+    async fn create(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        body: String,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.create(&resource, namespace.as_deref(), &body).await)
+    }
+
+    async fn patch(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        name: String,
+        patch_type: PatchType,
+        body: String,
+        subresource: Option<String>,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.patch(&resource, namespace.as_deref(), &name, patch_type, &body, subresource.as_deref()).await)
+    }
+
+    async fn delete(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        name: String,
+        options: DeleteOptions,
+    ) -> wasmtime::Result<Result<(), KubeError>> {
+        Ok(self.kube.delete(&resource, namespace.as_deref(), &name, &options).await)
+    }
+
+    async fn list(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        options: ListOptions,
+    ) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(self.kube.list(&resource, namespace.as_deref(), &options).await)
+    }
+
+    async fn open_watch(
+        &mut self,
+        resource: ResourceType,
+        namespace: Option<String>,
+        options: WatchOptions,
+    ) -> wasmtime::Result<Result<Resource<WatchStream>, KubeError>> {
+        self.open_watch(resource, namespace, options).await
+    }
+
+    async fn served_versions(&mut self, group: String) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
+        Ok(self.kube.served_versions(&group).await)
+    }
+
+    async fn check_namespace(&mut self, namespace: String) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.kube.check_namespace(&namespace))
+    }
+
+    async fn exec(
+        &mut self,
+        namespace: String,
+        pod: String,
+        options: ExecOptions,
+    ) -> wasmtime::Result<Result<ExecOutput, KubeError>> {
+        Ok(self.kube.exec(&namespace, &pod, options).await)
+    }
+}
+
+impl kube::HostWatch for CallState {
+    async fn next(
+        &mut self,
+        watch: Resource<WatchStream>,
+        timeout_ms: u32,
+    ) -> wasmtime::Result<Result<Option<WatchEvent>, KubeError>> {
+        self.next_event(watch, Duration::from_millis(u64::from(timeout_ms))).await
+    }
+
+    async fn drop(&mut self, watch: Resource<WatchStream>) -> wasmtime::Result<()> {
+        self.close_watch(watch)
+    }
+}
+
+/// The neutral lease: what the host stores beside it is the provider's to report.
+impl From<Lease> for wit::Lease {
+    fn from(l: Lease) -> Self {
+        Self {
+            provider_lease_id: l.provider_lease_id,
+            expires_at: l.expires_at,
+            reusable: l.reusable,
+            metadata: l.metadata,
+        }
+    }
+}
+
+impl From<ExecRequest> for wit::ExecRequest {
+    fn from(r: ExecRequest) -> Self {
+        Self {
+            command: r.command,
+            args: r.args,
+            cwd: r.cwd,
+            env: r.env.into_iter().map(Into::into).collect(),
+            stdin: r.stdin,
+            timeout_ms: r.timeout_ms,
+        }
+    }
+}
+
+impl From<wit::ExecResult> for ExecResult {
+    fn from(r: wit::ExecResult) -> Self {
+        Self {
+            exit_code: r.exit_code,
+            signal: r.signal,
+            timed_out: r.timed_out,
+            stdout: r.stdout,
+            stderr: r.stderr,
+            stdout_truncated: r.stdout_truncated,
+            stderr_truncated: r.stderr_truncated,
+        }
+    }
+}
+
+fn backend(b: kubernetes::Backend) -> Backend {
+    match b {
+        kubernetes::Backend::Sandbox => Backend::Sandbox,
+        kubernetes::Backend::Job => Backend::Job,
+    }
+}
+
+/// The provider's description, with the backends its `kubernetes` export names.
+pub(crate) async fn describe(
+    world: &KubernetesProvider,
+    store: &mut Store<CallState>,
+) -> wasmtime::Result<ProviderInfo> {
+    let i = world.paperclip_sandbox_provider_provider().call_describe(&mut *store).await?;
+    let backends = world.paperclip_sandbox_provider_kubernetes().call_backends(&mut *store).await?;
+    Ok(ProviderInfo {
+        driver_key: i.driver_key,
+        display_name: i.display_name,
+        version: i.version,
+        config_schema: i.config_schema,
+        reusable_leases: i.reusable_leases,
+        backends: backends.into_iter().map(backend).collect(),
+        access: i.access.into_iter().map(Into::into).collect(),
+    })
+}
+
+/// A lease the provider returned, with the placement it reports for it. A lease without one
+/// cannot be shown, checked or cleaned up by the host: the provider's error, not the host's.
+pub(crate) async fn lease(
+    world: &KubernetesProvider,
+    store: &mut Store<CallState>,
+    l: wit::Lease,
+) -> wasmtime::Result<Result<Lease, ProviderError>> {
+    let Some(p) = world.paperclip_sandbox_provider_kubernetes().call_placement_of(&mut *store, &l).await? else {
+        return Ok(Err(ProviderError::internal(format!(
+            "the provider returned lease {} without saying where it runs (kubernetes.placement-of gave none); \
+             this is a bug in the provider",
+            sandbox_contract::quote(&l.provider_lease_id)
+        ))));
+    };
+    Ok(Ok(Lease {
+        provider_lease_id: l.provider_lease_id,
+        backend: backend(p.backend),
+        namespace: p.namespace,
+        api_version: p.api_version,
+        workload_uid: p.workload_uid,
+        pod_name: p.pod_name,
+        pod_uid: p.pod_uid,
+        pod_ip: p.pod_ip,
+        expires_at: l.expires_at,
+        reusable: l.reusable,
+        metadata: l.metadata,
+    }))
+}
+
+/// A `resume-outcome` with its lease's placement.
+pub(crate) async fn outcome(
+    world: &KubernetesProvider,
+    store: &mut Store<CallState>,
+    o: wit::ResumeOutcome,
+) -> wasmtime::Result<Result<ResumeOutcome, ProviderError>> {
+    Ok(match o {
+        wit::ResumeOutcome::Resumable(l) => lease(world, store, l).await?.map(ResumeOutcome::Resumable),
+        wit::ResumeOutcome::Expired(reason) => Ok(ResumeOutcome::Expired(reason)),
+    })
+}
