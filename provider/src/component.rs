@@ -1,7 +1,8 @@
-//! The WebAssembly component glue (contract 0.2.0): the `kube` and `log` imports as [`Kube`]
+//! The WebAssembly component glue (contract 0.3.0): the `kube` and `log` imports as [`Kube`]
 //! and [`Log`], the clock from `std::time` (WASI clocks) with the host's call deadline from the
-//! `deadline` import, and the exported `provider` interface converting WIT values to the
-//! crate's types and back. No decisions are made here.
+//! `deadline` import, and the exported `provider` and `kubernetes` interfaces converting WIT
+//! values to the crate's types and back (the neutral lease through [`crate::placement`]). No
+//! decisions are made here.
 
 use std::time::Duration;
 
@@ -9,19 +10,22 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::kube_api::{
-    self, DeleteOptions, Kube, KubeError, ListOptions, PatchType, Propagation, WatchEvent, WatchOptions,
+    self, DeleteOptions, ExecOptions, ExecOutput, Kube, KubeError, ListOptions, PatchType, Propagation, WatchEvent,
+    WatchOptions,
 };
 use crate::log::{Level, Log};
+use crate::placement::{self, NeutralLease, Placement};
 use crate::{
-    AccessVerb, AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, Lease, LeaseRef, ProbeResult, Provider,
-    ProviderError, ProviderInfo, ResumeOutcome, Severity, SystemClock, Validation,
+    AccessVerb, AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, ExecRequest, ExecResult, Lease,
+    LeaseRef, ProbeResult, Provider, ProviderError, ProviderInfo, ResumeOutcome, Severity, SystemClock, Validation,
 };
 
 wit_bindgen::generate!({
-    path: "../wit/since_v0.2.0",
+    path: "../wit/since_v0.3.0",
     world: "kubernetes-provider",
 });
 
+use exports::paperclip::sandbox_provider::kubernetes as k8s;
 use exports::paperclip::sandbox_provider::provider::Guest;
 use paperclip::sandbox_provider::deadline as host_deadline;
 use paperclip::sandbox_provider::kube as host;
@@ -179,6 +183,25 @@ impl Kube for HostKube {
     fn check_namespace(&self, namespace: &str) -> Result<(), String> {
         host::check_namespace(namespace)
     }
+
+    fn exec(&self, namespace: &str, pod: &str, options: &ExecOptions) -> Result<ExecOutput, KubeError> {
+        let options = host::ExecOptions {
+            container: options.container.clone(),
+            command: options.command.clone(),
+            stdin: options.stdin.clone(),
+            timeout_ms: u32::try_from(options.timeout.as_millis()).unwrap_or(u32::MAX),
+            max_output_bytes: options.max_output_bytes,
+        };
+        let out = host::exec(namespace, pod, &options).map_err(kube_error)?;
+        Ok(ExecOutput {
+            exit_code: out.exit_code,
+            timed_out: out.timed_out,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            stdout_truncated: out.stdout_truncated,
+            stderr_truncated: out.stderr_truncated,
+        })
+    }
 }
 
 impl kube_api::Watch for HostWatch {
@@ -210,30 +233,21 @@ impl Log for HostLog {
     }
 }
 
-fn backend_to_wit(b: Backend) -> wit::Backend {
+fn backend_to_wit(b: Backend) -> k8s::Backend {
     match b {
-        Backend::Sandbox => wit::Backend::Sandbox,
-        Backend::Job => wit::Backend::Job,
-    }
-}
-
-fn backend_from_wit(b: wit::Backend) -> Backend {
-    match b {
-        wit::Backend::Sandbox => Backend::Sandbox,
-        wit::Backend::Job => Backend::Job,
+        Backend::Sandbox => k8s::Backend::Sandbox,
+        Backend::Job => k8s::Backend::Job,
     }
 }
 
 fn lease_to_wit(l: Lease) -> wit::Lease {
-    wit::Lease {
+    let NeutralLease { provider_lease_id, expires_at, reusable, metadata } = placement::neutral(l);
+    wit::Lease { provider_lease_id, expires_at, reusable, metadata }
+}
+
+fn neutral(l: wit::Lease) -> NeutralLease {
+    NeutralLease {
         provider_lease_id: l.provider_lease_id,
-        backend: backend_to_wit(l.backend),
-        namespace: l.namespace,
-        api_version: l.api_version,
-        workload_uid: l.workload_uid,
-        pod_name: l.pod_name,
-        pod_uid: l.pod_uid,
-        pod_ip: l.pod_ip,
         expires_at: l.expires_at,
         reusable: l.reusable,
         metadata: l.metadata,
@@ -241,23 +255,7 @@ fn lease_to_wit(l: Lease) -> wit::Lease {
 }
 
 fn lease_ref_from_wit(r: wit::LeaseRef) -> LeaseRef {
-    let l = r.lease;
-    LeaseRef {
-        lease: Lease {
-            provider_lease_id: l.provider_lease_id,
-            backend: backend_from_wit(l.backend),
-            namespace: l.namespace,
-            api_version: l.api_version,
-            workload_uid: l.workload_uid,
-            pod_name: l.pod_name,
-            pod_uid: l.pod_uid,
-            pod_ip: l.pod_ip,
-            expires_at: l.expires_at,
-            reusable: l.reusable,
-            metadata: l.metadata,
-        },
-        config: r.config,
-    }
+    LeaseRef { lease: placement::whole(neutral(r.lease)), config: r.config }
 }
 
 fn error_to_wit(e: ProviderError) -> wit::ProviderError {
@@ -273,6 +271,7 @@ fn error_to_wit(e: ProviderError) -> wit::ProviderError {
         ProviderError::ImagePull(d) => wit::ProviderError::ImagePull(detail(d)),
         ProviderError::Rejected(d) => wit::ProviderError::Rejected(detail(d)),
         ProviderError::Timeout(d) => wit::ProviderError::Timeout(detail(d)),
+        ProviderError::Unsupported(d) => wit::ProviderError::Unsupported(detail(d)),
         ProviderError::Unavailable(d) => wit::ProviderError::Unavailable(detail(d)),
         ProviderError::Internal(d) => wit::ProviderError::Internal(detail(d)),
     }
@@ -295,6 +294,7 @@ fn verb_to_wit(v: AccessVerb) -> wit::AccessVerb {
         AccessVerb::List => wit::AccessVerb::List,
         AccessVerb::Watch => wit::AccessVerb::Watch,
         AccessVerb::Discovery => wit::AccessVerb::Discovery,
+        AccessVerb::Exec => wit::AccessVerb::Exec,
     }
 }
 
@@ -303,7 +303,7 @@ struct Component;
 
 impl Guest for Component {
     fn describe() -> wit::ProviderInfo {
-        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends, access } =
+        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends: _, access } =
             provider().describe();
         wit::ProviderInfo {
             driver_key,
@@ -311,7 +311,6 @@ impl Guest for Component {
             version,
             config_schema,
             reusable_leases,
-            backends: backends.into_iter().map(backend_to_wit).collect(),
             access: access
                 .into_iter()
                 .map(|r| wit::AccessRule {
@@ -394,6 +393,40 @@ impl Guest for Component {
             })
             .collect();
         Ok(wit::DestroyReport { objects })
+    }
+
+    fn execute(lease: wit::LeaseRef, request: wit::ExecRequest) -> Result<wit::ExecResult, wit::ProviderError> {
+        let request = ExecRequest {
+            command: request.command,
+            args: request.args,
+            cwd: request.cwd,
+            env: request.env.into_iter().map(|e| EnvVar { name: e.name, value: e.value, secret: e.secret }).collect(),
+            stdin: request.stdin,
+            timeout_ms: request.timeout_ms,
+        };
+        let ExecResult { exit_code, signal, timed_out, stdout, stderr, stdout_truncated, stderr_truncated } =
+            provider().execute(lease_ref_from_wit(lease), request).map_err(error_to_wit)?;
+        Ok(wit::ExecResult { exit_code, signal, timed_out, stdout, stderr, stdout_truncated, stderr_truncated })
+    }
+}
+
+impl k8s::Guest for Component {
+    fn backends() -> Vec<k8s::Backend> {
+        provider().describe().backends.into_iter().map(backend_to_wit).collect()
+    }
+
+    fn placement_of(lease: wit::Lease) -> Option<k8s::Placement> {
+        let Placement { backend, namespace, api_version, workload_uid, pod_name, pod_uid, pod_ip } =
+            placement::placement(&neutral(lease))?;
+        Some(k8s::Placement {
+            backend: backend_to_wit(backend),
+            namespace,
+            api_version,
+            workload_uid,
+            pod_name,
+            pod_uid,
+            pod_ip,
+        })
     }
 }
 

@@ -27,7 +27,7 @@ pub fn access() -> Vec<AccessRule> {
     vec![
         rule(&sandboxes, &[Get, Create, Patch, Delete, List, Watch, Discovery]),
         rule(&[api_versions::jobs()], &[Get, Create, Patch, Delete]),
-        rule(&[api_versions::pods()], &[Get, List, Watch]),
+        rule(&[api_versions::pods()], &[Get, List, Watch, Exec]),
         rule(&[api_versions::secrets()], &[Create, Get, Delete, Patch]),
         rule(&[api_versions::pvcs()], &[Delete]),
         AccessRule { namespaced: false, ..rule(&[api_versions::namespaces()], &[Get]) },

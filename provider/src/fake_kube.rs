@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::kube_api::{
-    DeleteOptions, Kube, KubeError, ListOptions, PatchType, Propagation, ResourceType, Watch, WatchEvent, WatchOptions,
+    DeleteOptions, ExecOptions, ExecOutput, Kube, KubeError, ListOptions, PatchType, Propagation, ResourceType, Watch,
+    WatchEvent, WatchOptions,
 };
 use crate::log::{Level, Log};
 use crate::naming::fnv1a32_hex;
@@ -108,6 +109,8 @@ pub enum Verb {
     /// `next` on an open watch.
     WatchNext,
     ServedVersions,
+    /// `pods/exec`.
+    Exec,
 }
 
 /// One call the provider made.
@@ -1217,6 +1220,22 @@ impl Kube for FakeKube {
         let mut s = self.state.borrow_mut();
         s.record(Verb::ServedVersions, group, None)?;
         Ok(s.served.get(group).cloned().unwrap_or_default())
+    }
+
+    fn exec(&self, namespace: &str, pod: &str, options: &ExecOptions) -> Result<ExecOutput, KubeError> {
+        let clock = {
+            let mut s = self.state.borrow_mut();
+            s.record(Verb::Exec, "pods", Some(pod))?;
+            if !s.objects.contains_key(&key("", "pods", Some(namespace), pod)) {
+                return Err(not_found("pods", pod));
+            }
+            s.clock.clone()
+        };
+        // The fake clock moves by the time the process really ran, as a cluster's would.
+        let started = std::time::Instant::now();
+        let output = crate::fake_exec::run(options);
+        clock.advance(started.elapsed());
+        output
     }
 
     fn check_namespace(&self, namespace: &str) -> Result<(), String> {

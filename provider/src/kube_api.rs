@@ -82,6 +82,34 @@ pub enum WatchEvent {
     Bookmark(String),
 }
 
+/// How to run a command in a pod (`pods/exec`): no shell, the runtime runs `command` as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// The container; none for the pod's only (or default) one.
+    pub container: Option<String>,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Written to standard input, which is then closed; none opens no stdin.
+    pub stdin: Option<Vec<u8>>,
+    /// The host closes the stream after this long and reports `timed_out`.
+    pub timeout: Duration,
+    /// Bytes kept of each stream (the host may keep fewer).
+    pub max_output_bytes: u32,
+}
+
+/// What an exec'd command did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// From the exec's final status; none when the stream ended without one.
+    pub exit_code: Option<i32>,
+    /// The host closed the stream at the timeout.
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+}
+
 /// Why a Kubernetes call failed (mirrors the WIT `kube-error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KubeError {
@@ -162,4 +190,6 @@ pub trait Kube {
     /// Whether the host's policy lets the provider work in `namespace` (no cluster call); the
     /// error is the host's explanation.
     fn check_namespace(&self, namespace: &str) -> Result<(), String>;
+    /// Runs a command in a container of `pod`; a non-zero exit is an output, not an error.
+    fn exec(&self, namespace: &str, pod: &str, options: &ExecOptions) -> Result<ExecOutput, KubeError>;
 }

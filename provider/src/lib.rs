@@ -15,6 +15,8 @@ pub mod describe;
 pub mod destroy;
 pub mod errors;
 pub mod event_stream;
+pub mod exec_wrapper;
+pub mod execute;
 pub mod expiry;
 pub mod host_fit;
 pub mod image_ref;
@@ -25,6 +27,7 @@ pub mod lease;
 pub mod log;
 pub mod naming;
 pub mod object;
+pub mod placement;
 pub mod pod_spec;
 pub mod probe;
 pub mod readiness;
@@ -39,6 +42,8 @@ pub mod secret;
 pub mod workload_state;
 
 #[cfg(any(test, feature = "testing"))]
+mod fake_exec;
+#[cfg(any(test, feature = "testing"))]
 pub mod fake_kube;
 #[cfg(test)]
 mod testkit;
@@ -52,6 +57,7 @@ pub use config::{Backend, ConfigProblem, Validation};
 pub use describe::{AccessRule, AccessVerb, ProviderInfo};
 pub use destroy::{DeleteOutcome, DestroyReport, ObjectReport};
 pub use errors::{ErrorDetail, InvalidConfigDetail, ProviderError};
+pub use execute::{ExecRequest, ExecResult};
 pub use kube_api::{Kube, KubeError, Watch};
 pub use lease::{Lease, LeaseMetadata, LeaseRef};
 pub use log::{Level, Log};
@@ -117,6 +123,12 @@ impl<K: Kube, C: Clock, L: Log> Provider<K, C, L> {
     pub fn release(&self, lease: LeaseRef) -> Result<(), ProviderError> {
         input_limits::check_lease(&lease.lease)?;
         release::release(&self.kube, &self.log, &lease)
+    }
+
+    /// Runs a command in the lease's sandbox: its exit code and output, secrets redacted.
+    pub fn execute(&self, lease: LeaseRef, request: ExecRequest) -> Result<ExecResult, ProviderError> {
+        input_limits::check_lease(&lease.lease)?;
+        execute::execute(&self.kube, &self.clock, &self.log, &lease, &request)
     }
 
     /// Deletes everything the lease could own, from its id alone; idempotent.

@@ -84,6 +84,27 @@ impl Redactor {
         Self { patterns }
     }
 
+    /// [`Self::scrub`] for text cut short at its end (capped output): a tail that could be the
+    /// start of a secret form is replaced too, since the rest of the value was cut away.
+    pub fn scrub_cut(&self, text: &str) -> String {
+        let mut scrubbed = self.scrub(text);
+        let tail = self
+            .patterns
+            .iter()
+            .filter_map(|p| {
+                (1..p.text.len())
+                    .rev()
+                    .filter(|&n| p.text.is_char_boundary(n))
+                    .find(|&n| scrubbed.ends_with(&p.text[..n]))
+            })
+            .max();
+        if let Some(n) = tail {
+            scrubbed.truncate(scrubbed.len() - n);
+            scrubbed.push_str(REDACTED);
+        }
+        scrubbed
+    }
+
     /// `text` with every occurrence of a secret form replaced by [`REDACTED`]; overlapping
     /// occurrences become one marker.
     pub fn scrub(&self, text: &str) -> String {
@@ -154,6 +175,14 @@ mod tests {
     use crate::fake_kube::Verb;
     use crate::kube_api::KubeError;
     use crate::testkit::{Env, SECRET_VALUE, config, request};
+
+    #[test]
+    fn output_cut_inside_a_secret_keeps_none_of_it() {
+        let r = Redactor::new(["s3cr3t-value"]);
+        assert_eq!(r.scrub_cut("token: s3cr3t-va"), format!("token: {REDACTED}"));
+        assert_eq!(r.scrub_cut("token: s3cr3t-value and"), format!("token: {REDACTED} and"));
+        assert_eq!(r.scrub_cut("nothing secret"), "nothing secret");
+    }
 
     #[test]
     fn scrubs_longest_value_first() {

@@ -159,6 +159,25 @@ impl Kube for NativeKube {
     fn check_namespace(&self, namespace: &str) -> Result<(), String> {
         self.host.check_namespace(namespace)
     }
+
+    fn exec(&self, namespace: &str, pod: &str, o: &kube_api::ExecOptions) -> Result<kube_api::ExecOutput, KubeError> {
+        let options = wit::ExecOptions {
+            container: o.container.clone(),
+            command: o.command.clone(),
+            stdin: o.stdin.clone(),
+            timeout_ms: u32::try_from(o.timeout.as_millis()).unwrap_or(u32::MAX),
+            max_output_bytes: o.max_output_bytes,
+        };
+        let out = self.runtime.block_on(self.host.exec(namespace, pod, options)).map_err(kube_error)?;
+        Ok(kube_api::ExecOutput {
+            exit_code: out.exit_code,
+            timed_out: out.timed_out,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            stdout_truncated: out.stdout_truncated,
+            stderr_truncated: out.stderr_truncated,
+        })
+    }
 }
 
 impl kube_api::Watch for NativeWatch {

@@ -1,0 +1,194 @@
+//! How `execute` runs a command in a sandbox: `sh -c` with one fixed script, and everything
+//! of the request on the command's standard input.
+//!
+//! `pods/exec` puts its command in the request URL, which the API server's audit log and any
+//! proxy may record. So the URL carries only [`SCRIPT`], the same for every call; the program,
+//! its arguments, the working directory, the env and the timeout travel as the first line of
+//! stdin (the *header*, shell words quoted so `eval` reads them back exactly), followed by the
+//! caller's own stdin. The sandbox image needs a POSIX `sh`, `sleep` and `kill`.
+//!
+//! Closing the exec stream does not kill the command on every runtime, so the script kills it
+//! itself: a watchdog sends `SIGKILL` at the timeout to the script's process group when the
+//! script leads one (which ends everything the command started), or else to the command. The
+//! host still closes the stream a little later ([`HOST_GRACE`]) in case a process the command
+//! left behind keeps it open.
+
+use std::time::Duration;
+
+/// The script `sh -c` runs. `read -r` reads the header one byte at a time (a shell never
+/// reads past a line from a pipe), `eval` defines the env, changes directory and sets the
+/// command as `"$@"`; the command gets the rest of stdin through fd 3, since a background job
+/// would otherwise get `/dev/null`. The watchdog sleeps in fractions of a second where `sleep`
+/// takes them (GNU, busybox) and in whole seconds elsewhere; its `sleep` is killed with it when
+/// the command ends first.
+pub const SCRIPT: &str = r#"IFS= read -r sandbox_exec_header || exit 125
+eval "$sandbox_exec_header" || exit 125
+exec 3<&0
+"$@" 0<&3 3<&- &
+sandbox_exec_pid=$!
+exec 3<&-
+(
+  sleep 0.001 2>/dev/null || sandbox_exec_timeout=$sandbox_exec_timeout_whole
+  sleep "$sandbox_exec_timeout" &
+  sandbox_exec_sleep=$!
+  trap 'kill "$sandbox_exec_sleep" 2>/dev/null; exit 0' TERM
+  wait "$sandbox_exec_sleep" || exit 0
+  kill -9 "-$$" 2>/dev/null || kill -9 "$sandbox_exec_pid" 2>/dev/null
+) </dev/null >/dev/null 2>&1 &
+sandbox_exec_watchdog=$!
+wait "$sandbox_exec_pid"
+sandbox_exec_status=$?
+kill "$sandbox_exec_watchdog" 2>/dev/null
+exit "$sandbox_exec_status""#;
+
+/// How much longer than the command's timeout the host keeps the stream open.
+pub const HOST_GRACE: Duration = Duration::from_secs(5);
+
+/// The status a shell reports for a command that `SIGKILL` ended (128 + 9).
+pub const KILLED_STATUS: i32 = 137;
+
+/// What the header sets up for one command.
+pub struct Invocation<'a> {
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub cwd: Option<&'a str>,
+    pub env: Vec<(&'a str, &'a str)>,
+    pub timeout: Duration,
+}
+
+/// The exec's argv: the same for every call.
+pub fn argv() -> Vec<String> {
+    vec!["sh".to_string(), "-c".to_string(), SCRIPT.to_string()]
+}
+
+/// The bytes of the exec's stdin: the header line, then the caller's input. Names must be
+/// shell identifiers and no string may hold a NUL (the caller checks both): everything else,
+/// newlines included, is quoted so the header stays one line.
+pub fn stdin(invocation: &Invocation<'_>, input: Option<&str>) -> Vec<u8> {
+    let mut header = String::from("sandbox_exec_nl=$(printf '\\n_'); sandbox_exec_nl=${sandbox_exec_nl%_}; ");
+    for (name, value) in &invocation.env {
+        header.push_str(&format!("export {name}={}; ", quote(value)));
+    }
+    if let Some(dir) = invocation.cwd {
+        header.push_str(&format!("cd -- {} || exit 1; ", quote(dir)));
+    }
+    let millis = invocation.timeout.as_millis();
+    header.push_str(&format!(
+        "sandbox_exec_timeout={}.{:03}; sandbox_exec_timeout_whole={}; ",
+        millis / 1000,
+        millis % 1000,
+        millis.div_ceil(1000).max(1)
+    ));
+    header.push_str("set --");
+    for word in std::iter::once(invocation.command).chain(invocation.args.iter().map(String::as_str)) {
+        header.push(' ');
+        header.push_str(&quote(word));
+    }
+    let mut bytes = header.into_bytes();
+    bytes.push(b'\n');
+    if let Some(input) = input {
+        bytes.extend_from_slice(input.as_bytes());
+    }
+    bytes
+}
+
+/// One shell word with exactly `text`'s bytes: single-quoted, a `'` written as `'\''`, and a
+/// newline as `$sandbox_exec_nl` outside the quotes (which the header defines first).
+fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\'' => out.push_str("'\\''"),
+            '\n' => out.push_str("'\"$sandbox_exec_nl\"'"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    use super::*;
+
+    /// Runs the wrapper with the local `sh`, as a pod's shell would, leading its own process
+    /// group as an exec'd process does.
+    fn run(invocation: &Invocation<'_>, input: Option<&str>) -> (Option<i32>, String, String) {
+        let argv = argv();
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let bytes = stdin(invocation, input);
+        child.stdin.take().expect("stdin").write_all(&bytes).expect("writes");
+        let out = child.wait_with_output().expect("waits");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+
+    fn invocation<'a>(command: &'a str, args: &'a [String]) -> Invocation<'a> {
+        Invocation { command, args, cwd: None, env: Vec::new(), timeout: Duration::from_secs(20) }
+    }
+
+    #[test]
+    fn arguments_and_env_arrive_byte_for_byte() {
+        let tricky = "it's \"quoted\" $HOME `id` \\ \n second line; rm -rf /";
+        let args = vec!["-c".to_string(), "printf '%s|%s' \"$1\" \"$V\"".to_string(), "sh".to_string(), tricky.into()];
+        let mut inv = invocation("sh", &args);
+        inv.env = vec![("V", tricky)];
+        let (code, stdout, stderr) = run(&inv, None);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert_eq!(stdout, format!("{tricky}|{tricky}"));
+    }
+
+    #[test]
+    fn stdin_cwd_and_exit_codes_reach_the_caller() {
+        let args = vec!["-c".to_string(), "pwd; cat; echo oops >&2; exit 3".to_string()];
+        let mut inv = invocation("sh", &args);
+        inv.cwd = Some("/");
+        let (code, stdout, stderr) = run(&inv, Some("line one\nline two"));
+        assert_eq!(code, Some(3));
+        assert_eq!(stdout, "/\nline one\nline two");
+        assert_eq!(stderr, "oops\n");
+    }
+
+    #[test]
+    fn a_missing_program_or_directory_is_the_shell_s_answer() {
+        let (code, _, stderr) = run(&invocation("no-such-program-here", &[]), None);
+        assert_eq!(code, Some(127), "{stderr}");
+        let mut inv = invocation("true", &[]);
+        inv.cwd = Some("/no/such/dir");
+        assert_eq!(run(&inv, None).0, Some(1));
+    }
+
+    #[test]
+    fn the_watchdog_kills_the_command_and_what_it_started() {
+        let args = vec!["-c".to_string(), "sleep 30 & sleep 30; echo never".to_string()];
+        let mut inv = invocation("sh", &args);
+        inv.timeout = Duration::from_millis(300);
+        let started = Instant::now();
+        let (code, stdout, _) = run(&inv, None);
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+        assert_eq!(stdout, "");
+        // The whole group went, the wrapper with it: had the background `sleep` lived, it
+        // would have held stdout open for 30 s.
+        assert_eq!(code, None, "killed by a signal, not exited");
+    }
+
+    #[test]
+    fn a_command_that_ends_first_leaves_no_watchdog_behind() {
+        let started = Instant::now();
+        let (code, stdout, _) = run(&invocation("echo", &["done".to_string()]), None);
+        assert_eq!((code, stdout.as_str()), (Some(0), "done\n"));
+        assert!(started.elapsed() < Duration::from_secs(10), "waited for the watchdog: {:?}", started.elapsed());
+    }
+}

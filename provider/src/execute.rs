@@ -1,0 +1,213 @@
+//! Execute: runs a command in a lease's sandbox and reports what it did.
+//!
+//! Contract: a command that runs is a result whatever its exit code; an error means it could
+//! not be run (the lease's sandbox is gone, the host refused, the cluster failed). The steps:
+//!
+//! 1. The request is checked (a program, no NUL, env names the shell can export, the sizes of
+//!    [`input_limits`]) before anything is sent.
+//! 2. The lease is resume-checked: the command runs in the pod the workload has *now* (a Job's
+//!    pod may have been replaced), and a gone sandbox is an error that says to acquire again.
+//! 3. The values to redact are gathered: the lease's Secret (its env's secret values) and the
+//!    request's secret env.
+//! 4. The command runs through [`exec_wrapper`]: nothing of the request in the exec URL, a
+//!    watchdog in the pod that kills it at its timeout, the host's stream closed a little later.
+//! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
+//!    stream, and scrubbed of every secret value.
+//!
+//! A command killed at its timeout reports `timed-out`, no exit code, and `SIGKILL`. The
+//! timeout is the request's, cut to what the call's deadline leaves (and
+//! [`DEFAULT_TIMEOUT`] when the host sets none).
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use sandbox_contract::quote;
+use serde_json::Value;
+
+pub use sandbox_contract::{ExecRequest, ExecResult};
+
+use crate::api_versions;
+use crate::clock::Clock;
+use crate::config::is_env_name;
+use crate::errors::{FromKube, ProviderError};
+use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS};
+use crate::input_limits::{COMMAND_BYTES, COMMAND_WORDS, ENV_NAME, ENV_VARS, EXEC_STRING, PLAIN_ENV, WORKING_DIR};
+use crate::input_limits::{env_entry_len, word_len};
+use crate::kube_api::{ExecOptions, Kube, KubeError};
+use crate::lease::LeaseRef;
+use crate::log::{Level, Log};
+use crate::naming::{CONTAINER_NAME, LeaseId};
+use crate::redact::Redactor;
+use crate::resume::{ResumeOutcome, resume_check};
+
+/// Bytes kept of each of stdout and stderr: enough for any log an agent reads back, small
+/// enough that both fit in a provider instance's memory with room to spare.
+pub const OUTPUT_CAP: u32 = 1024 * 1024;
+
+/// The timeout of a command when neither the request nor the host's deadline gives one.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Time kept after the host closes the stream, to scrub the output and answer.
+const ANSWER_RESERVE: Duration = Duration::from_secs(1);
+
+/// Env names the wrapper script uses itself.
+const RESERVED_PREFIX: &str = "sandbox_exec_";
+
+/// Runs `request` in the sandbox of `lease_ref` (see the module docs).
+pub fn execute<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    lease_ref: &LeaseRef,
+    request: &ExecRequest,
+) -> Result<ExecResult, ProviderError> {
+    check(request)?;
+    let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    let lease = match resume_check(kube, clock, log, lease_ref)? {
+        ResumeOutcome::Resumable(lease) => lease,
+        ResumeOutcome::Expired(reason) => {
+            return Err(ProviderError::rejected(format!(
+                "cannot run a command in lease {}: {reason}",
+                quote(&lease_ref.lease.provider_lease_id)
+            )));
+        }
+    };
+    let Some(pod) = lease.pod_name.clone() else {
+        return Err(ProviderError::unavailable(format!(
+            "the sandbox of lease {} has no pod yet, so there is nothing to run the command in; retry shortly.",
+            quote(&lease.provider_lease_id)
+        )));
+    };
+    let mut secrets = lease_secrets(kube, &id)?;
+    secrets.extend(request.env.iter().filter(|v| v.secret).map(|v| v.value.clone()));
+    let redactor = Redactor::new(secrets.iter().map(String::as_str));
+    let timeout = timeout(clock, request.timeout_ms)?;
+    let invocation = Invocation {
+        command: &request.command,
+        args: &request.args,
+        cwd: request.cwd.as_deref(),
+        env: request.env.iter().map(|v| (v.name.as_str(), v.value.as_str())).collect(),
+        timeout,
+    };
+    let options = ExecOptions {
+        container: Some(CONTAINER_NAME.to_string()),
+        command: exec_wrapper::argv(),
+        stdin: Some(exec_wrapper::stdin(&invocation, request.stdin.as_deref())),
+        timeout: timeout + HOST_GRACE,
+        max_output_bytes: OUTPUT_CAP,
+    };
+    let started = clock.monotonic();
+    let output = kube.exec(&lease.namespace, &pod, &options).map_err(|e| {
+        redactor.scrub_error(ProviderError::from_kube(&e, &format!("exec in pod {}/{pod}", lease.namespace)))
+    })?;
+    let elapsed = clock.monotonic().saturating_sub(started);
+    let killed_at_timeout = output.timed_out || (output.exit_code == Some(KILLED_STATUS) && elapsed >= timeout);
+    let text = |bytes: &[u8], truncated: bool| {
+        let text = String::from_utf8_lossy(bytes);
+        if truncated { redactor.scrub_cut(&text) } else { redactor.scrub(&text) }
+    };
+    let result = ExecResult {
+        exit_code: if killed_at_timeout { None } else { output.exit_code },
+        signal: killed_at_timeout.then(|| "SIGKILL".to_string()),
+        timed_out: killed_at_timeout,
+        stdout: text(&output.stdout, output.stdout_truncated),
+        stderr: text(&output.stderr, output.stderr_truncated),
+        stdout_truncated: output.stdout_truncated,
+        stderr_truncated: output.stderr_truncated,
+    };
+    let exit = result.exit_code.map_or_else(|| "none".to_string(), |c| c.to_string());
+    let millis = elapsed.as_millis().to_string();
+    log.emit(Level::Info, "command ended", &[("pod", &pod), ("exit-code", &exit), ("millis", &millis)]);
+    Ok(result)
+}
+
+/// Refuses a request the wrapper could not pass on exactly, or a process could not start with.
+fn check(request: &ExecRequest) -> Result<(), ProviderError> {
+    if request.command.is_empty() {
+        return Err(ProviderError::rejected("execute needs a command (the program to run); it is empty."));
+    }
+    let words = std::iter::once(&request.command).chain(&request.args);
+    COMMAND_WORDS.check(|| "the command and its arguments".into(), 1 + request.args.len())?;
+    COMMAND_BYTES.check(|| "the command and its arguments".into(), words.clone().map(|w| word_len(w)).sum())?;
+    for word in words {
+        EXEC_STRING.check(|| format!("the argument {}", quote(word)), word_len(word))?;
+        no_nul("the command and its arguments", word)?;
+    }
+    if let Some(cwd) = &request.cwd {
+        WORKING_DIR.check(|| "the working directory".into(), cwd.len())?;
+        no_nul("the working directory", cwd)?;
+    }
+    ENV_VARS.check(|| "the command's env".into(), request.env.len())?;
+    let mut plain = 0usize;
+    for var in &request.env {
+        ENV_NAME.check(|| format!("env var name {}", quote(&var.name)), var.name.len())?;
+        if !is_env_name(&var.name) || var.name.starts_with(RESERVED_PREFIX) {
+            return Err(ProviderError::rejected(format!(
+                "env var name {} cannot be exported by a shell: use letters, digits and `_`, not starting with a \
+                 digit nor with `{RESERVED_PREFIX}`.",
+                quote(&var.name)
+            )));
+        }
+        EXEC_STRING.check(|| format!("env var {}", quote(&var.name)), env_entry_len(&var.name, &var.value))?;
+        plain = plain.saturating_add(env_entry_len(&var.name, &var.value));
+        PLAIN_ENV.check(|| "env names and values together".into(), plain)?;
+        if var.value.contains('\0') {
+            // The value itself is never quoted: it may be a secret.
+            return Err(ProviderError::rejected(format!(
+                "env var {} has a NUL character, which no process environment can hold.",
+                quote(&var.name)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn no_nul(what: &str, text: &str) -> Result<(), ProviderError> {
+    if text.contains('\0') {
+        return Err(ProviderError::rejected(format!("{what} hold a NUL character, which no process can be given.")));
+    }
+    Ok(())
+}
+
+/// The command's timeout: the request's, cut to what the call's deadline leaves after the
+/// host's grace and the answer.
+fn timeout(clock: &dyn Clock, requested_ms: Option<u32>) -> Result<Duration, ProviderError> {
+    let requested = requested_ms.map(|ms| Duration::from_millis(u64::from(ms)));
+    let Some(remaining) = clock.call_remaining() else {
+        return Ok(requested.unwrap_or(DEFAULT_TIMEOUT));
+    };
+    let room = remaining.saturating_sub(HOST_GRACE + ANSWER_RESERVE);
+    if room < Duration::from_millis(100) {
+        return Err(ProviderError::timeout(format!(
+            "the call has {} ms left, too little to run a command; the host's call deadline must be longer.",
+            remaining.as_millis()
+        )));
+    }
+    Ok(requested.map_or(room, |r| r.min(room)))
+}
+
+/// The lease's secret env values, from its Secret: none when the lease has no Secret. Any
+/// other failure stops the call, since output could then not be scrubbed.
+fn lease_secrets<K: Kube>(kube: &K, id: &LeaseId) -> Result<Vec<String>, ProviderError> {
+    let name = id.secret_name();
+    let secret = match kube.get(&api_versions::secrets(), Some(&id.namespace), &name) {
+        Ok(secret) => secret,
+        Err(KubeError::NotFound(_)) => return Ok(Vec::new()),
+        Err(e) => {
+            let action = format!("read Secret {}/{name} (its values are redacted from the output)", id.namespace);
+            return Err(ProviderError::from_kube(&e, &action));
+        }
+    };
+    let data = secret.get("data").and_then(Value::as_object);
+    Ok(data
+        .into_iter()
+        .flat_map(|d| d.values())
+        .filter_map(Value::as_str)
+        .filter_map(|b64| STANDARD.decode(b64).ok())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests;

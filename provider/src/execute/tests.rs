@@ -1,0 +1,137 @@
+//! Execute against the fake cluster, whose exec runs the wrapper with the local shell: the
+//! command's real output and exit code, stdin, env, timeouts, redaction, caps, and refusals.
+
+use std::time::Duration;
+
+use super::*;
+use crate::acquire::EnvVar;
+use crate::fake_kube::Verb;
+use crate::lease::Lease;
+use crate::testkit::{Env, NS, SECRET_VALUE, config, request, stored};
+
+fn acquired(env: &Env, backend: &str) -> (Lease, String) {
+    let config = config(backend);
+    let lease = env.provider().acquire(request(&config, "acq-x")).expect("acquires");
+    (lease, config)
+}
+
+fn sh(script: &str) -> ExecRequest {
+    ExecRequest {
+        command: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        cwd: None,
+        env: Vec::new(),
+        stdin: None,
+        timeout_ms: Some(20_000),
+    }
+}
+
+#[test]
+fn a_command_s_output_and_exit_code_come_back() {
+    let env = Env::new();
+    for backend in ["sandbox", "job"] {
+        let (lease, config) = acquired(&env, backend);
+        let mut request = sh("cat; echo \"[$MODE]\"; echo oops >&2; exit 3");
+        request.stdin = Some("from stdin\n".into());
+        request.env = vec![EnvVar { name: "MODE".into(), value: "it's\nfast".into(), secret: false }];
+        let result = env.provider().execute(stored(&lease, &config), request).expect("runs");
+        assert_eq!(result.exit_code, Some(3), "{backend}: {result:?}");
+        assert_eq!(result.stdout, "from stdin\n[it's\nfast]\n");
+        assert_eq!(result.stderr, "oops\n");
+        assert!(!result.timed_out && result.signal.is_none());
+        env.provider().destroy(stored(&lease, &config)).expect("destroys");
+    }
+}
+
+#[test]
+fn nothing_of_the_request_is_in_the_exec_command() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    let mut request = sh("echo hi");
+    request.env = vec![EnvVar { name: "TOKEN".into(), value: "tok-123456789".into(), secret: true }];
+    env.provider().execute(stored(&lease, &config), request).expect("runs");
+    let argv = exec_wrapper::argv();
+    assert!(argv.iter().all(|w| !w.contains("tok-123456789") && !w.contains("echo hi")));
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 1);
+}
+
+#[test]
+fn secret_values_are_redacted_from_the_output() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "sandbox");
+    // The lease's own secret (from its Secret) and one the request marks secret.
+    let mut request = sh(&format!("echo {SECRET_VALUE}; echo \"$EXTRA\" >&2"));
+    request.env = vec![EnvVar { name: "EXTRA".into(), value: "extra-secret-42".into(), secret: true }];
+    let result = env.provider().execute(stored(&lease, &config), request).expect("runs");
+    assert_eq!(result.stdout, format!("{}\n", crate::redact::REDACTED));
+    assert_eq!(result.stderr, format!("{}\n", crate::redact::REDACTED));
+    assert!(!env.log_text().contains(SECRET_VALUE));
+}
+
+#[test]
+fn a_command_past_its_timeout_is_killed_and_reported() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    let mut request = sh("echo started; sleep 30");
+    request.timeout_ms = Some(300);
+    let started = std::time::Instant::now();
+    let result = env.provider().execute(stored(&lease, &config), request).expect("runs");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(result.timed_out, "{result:?}");
+    assert_eq!((result.exit_code, result.signal.as_deref()), (None, Some("SIGKILL")));
+    assert_eq!(result.stdout, "started\n");
+}
+
+#[test]
+fn output_over_the_cap_is_cut_and_says_so() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    let request = sh("head -c 1500000 /dev/zero | tr '\\0' a");
+    let result = env.provider().execute(stored(&lease, &config), request).expect("runs");
+    assert_eq!(result.exit_code, Some(0));
+    assert!(result.stdout_truncated && !result.stderr_truncated);
+    assert_eq!(result.stdout.len(), OUTPUT_CAP as usize);
+}
+
+#[test]
+fn a_gone_sandbox_is_an_error_that_says_to_acquire_again() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    env.provider().destroy(stored(&lease, &config)).expect("destroys");
+    let error = env.provider().execute(stored(&lease, &config), sh("true")).expect_err("gone");
+    assert_eq!(error.kind(), "rejected");
+    assert!(error.message().to_lowercase().contains("acquire a new"), "{error}");
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 0);
+}
+
+#[test]
+fn bad_requests_are_refused_before_anything_is_sent() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    let calls = env.kube.calls().len();
+    let mut bad_name = sh("true");
+    bad_name.env = vec![EnvVar { name: "1X".into(), value: "v".into(), secret: false }];
+    let mut reserved = sh("true");
+    reserved.env = vec![EnvVar { name: "sandbox_exec_pid".into(), value: "v".into(), secret: false }];
+    let mut nul_value = sh("true");
+    nul_value.env = vec![EnvVar { name: "K".into(), value: "se\0cret-value".into(), secret: true }];
+    let empty = ExecRequest { command: String::new(), ..sh("") };
+    for request in [bad_name, reserved, nul_value, empty] {
+        let error = env.provider().execute(stored(&lease, &config), request).expect_err("refused");
+        assert_eq!(error.kind(), "rejected", "{error}");
+        assert!(!error.message().contains("cret-value"), "{error}");
+    }
+    assert_eq!(env.kube.calls().len(), calls, "nothing was sent");
+}
+
+#[test]
+fn the_timeout_fits_in_the_call_s_deadline() {
+    let env = Env::new();
+    env.clock.set_host_deadline(Duration::from_secs(30));
+    let cut = timeout(&env.clock, Some(120_000)).expect("room");
+    assert!(cut <= Duration::from_secs(30) - HOST_GRACE, "{cut:?}");
+    assert_eq!(timeout(&env.clock, Some(1_000)).expect("room"), Duration::from_secs(1));
+    env.clock.set_host_deadline(Duration::from_secs(5));
+    assert_eq!(timeout(&env.clock, None).expect_err("no room").kind(), "timeout");
+    let _ = NS;
+}

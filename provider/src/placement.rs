@@ -1,0 +1,179 @@
+//! The lease as contract 0.3.0 carries it: neutral (`provider-lease-id`, `expires-at`,
+//! `reusable`, `metadata`), with where the sandbox runs kept inside the metadata under
+//! `"kubernetes"` and reported to the host by the `kubernetes.placement-of` export.
+//!
+//! The provider's logic works on the whole [`Lease`]; this module turns it into the neutral
+//! form at the boundary and back. A lease whose metadata lost its placement still names its
+//! backend, namespace and workload in its id, so destroy and resume-check keep working: the
+//! workload's uid is then unknown, and resume-check takes the object under the lease's name
+//! (which the host still proves is this installation's).
+
+use serde_json::{Map, Value, json};
+
+use crate::api_versions;
+use crate::config::Backend;
+use crate::lease::Lease;
+use crate::naming::LeaseId;
+
+/// The metadata key of the placement.
+const KEY: &str = "kubernetes";
+
+/// A lease as the neutral contract carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeutralLease {
+    pub provider_lease_id: String,
+    pub expires_at: Option<i64>,
+    pub reusable: bool,
+    /// The provider's metadata with the placement in it.
+    pub metadata: String,
+}
+
+/// Where a lease's sandbox runs (`kubernetes.placement-of`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub backend: Backend,
+    pub namespace: String,
+    pub api_version: String,
+    pub workload_uid: String,
+    pub pod_name: Option<String>,
+    pub pod_uid: Option<String>,
+    pub pod_ip: Option<String>,
+}
+
+/// The neutral form of `lease`: its placement moves into the metadata.
+pub fn neutral(lease: Lease) -> NeutralLease {
+    let mut map = match serde_json::from_str::<Value>(&lease.metadata) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    map.insert(
+        KEY.to_string(),
+        json!({
+            "backend": lease.backend.as_str(),
+            "namespace": lease.namespace,
+            "api-version": lease.api_version,
+            "workload-uid": lease.workload_uid,
+            "pod-name": lease.pod_name,
+            "pod-uid": lease.pod_uid,
+            "pod-ip": lease.pod_ip,
+        }),
+    );
+    NeutralLease {
+        provider_lease_id: lease.provider_lease_id,
+        expires_at: lease.expires_at,
+        reusable: lease.reusable,
+        metadata: Value::Object(map).to_string(),
+    }
+}
+
+/// The whole lease back from its neutral form (see the module docs for lost metadata).
+pub fn whole(lease: NeutralLease) -> Lease {
+    let found = placement(&lease);
+    let fallback = || {
+        let id = LeaseId::parse(&lease.provider_lease_id).ok()?;
+        let api_version = match id.backend {
+            Backend::Job => api_versions::jobs().api_version(),
+            Backend::Sandbox => String::new(),
+        };
+        Some(Placement {
+            backend: id.backend,
+            namespace: id.namespace,
+            api_version,
+            workload_uid: String::new(),
+            pod_name: None,
+            pod_uid: None,
+            pod_ip: None,
+        })
+    };
+    let p = found.or_else(fallback).unwrap_or(Placement {
+        backend: Backend::Sandbox,
+        namespace: String::new(),
+        api_version: String::new(),
+        workload_uid: String::new(),
+        pod_name: None,
+        pod_uid: None,
+        pod_ip: None,
+    });
+    Lease {
+        provider_lease_id: lease.provider_lease_id,
+        backend: p.backend,
+        namespace: p.namespace,
+        api_version: p.api_version,
+        workload_uid: p.workload_uid,
+        pod_name: p.pod_name,
+        pod_uid: p.pod_uid,
+        pod_ip: p.pod_ip,
+        expires_at: lease.expires_at,
+        reusable: lease.reusable,
+        metadata: lease.metadata,
+    }
+}
+
+/// The placement recorded in a neutral lease's metadata, if it is there and whole. Metadata
+/// over the size the provider reads is not looked at.
+pub fn placement(lease: &NeutralLease) -> Option<Placement> {
+    if lease.metadata.len() > crate::input_limits::LEASE_METADATA.max {
+        return None;
+    }
+    let metadata: Value = serde_json::from_str(&lease.metadata).ok()?;
+    let p = metadata.get(KEY)?;
+    let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
+    let backend = match p.get("backend").and_then(Value::as_str)? {
+        "sandbox" => Backend::Sandbox,
+        "job" => Backend::Job,
+        _ => return None,
+    };
+    Some(Placement {
+        backend,
+        namespace: text("namespace")?,
+        api_version: text("api-version")?,
+        workload_uid: text("workload-uid")?,
+        pod_name: text("pod-name"),
+        pod_uid: text("pod-uid"),
+        pod_ip: text("pod-ip"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease() -> Lease {
+        Lease {
+            provider_lease_id: "k8s:job:team-a:pc-1".into(),
+            backend: Backend::Job,
+            namespace: "team-a".into(),
+            api_version: "batch/v1".into(),
+            workload_uid: "u-1".into(),
+            pod_name: Some("pc-1-abcde".into()),
+            pod_uid: Some("p-1".into()),
+            pod_ip: None,
+            expires_at: Some(1_700_000_000_000),
+            reusable: false,
+            metadata: r#"{"format":1,"run-id":"r1"}"#.into(),
+        }
+    }
+
+    #[test]
+    fn a_lease_survives_the_neutral_form_and_keeps_its_own_metadata() {
+        let neutral = neutral(lease());
+        let metadata: Value = serde_json::from_str(&neutral.metadata).expect("JSON");
+        assert_eq!(metadata["run-id"], "r1");
+        assert_eq!(metadata["kubernetes"]["workload-uid"], "u-1");
+        assert_eq!(placement(&neutral).map(|p| p.pod_name), Some(Some("pc-1-abcde".to_string())));
+        let back = whole(neutral);
+        assert_eq!(Lease { metadata: lease().metadata, ..back.clone() }, lease());
+    }
+
+    #[test]
+    fn lost_metadata_falls_back_on_the_lease_id() {
+        let neutral = NeutralLease { metadata: "garbage".into(), ..neutral(lease()) };
+        assert_eq!(placement(&neutral), None);
+        let back = whole(neutral);
+        assert_eq!(
+            (back.backend, back.namespace.as_str(), back.api_version.as_str()),
+            (Backend::Job, "team-a", "batch/v1")
+        );
+        assert_eq!(back.workload_uid, "", "unknown: resume-check goes by the name");
+    }
+}

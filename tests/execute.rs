@@ -1,0 +1,97 @@
+//! Execute through the built component in the wasmtime host against the embedded cluster,
+//! whose simulated kubelet runs the command as a local process with the pod's env: the real
+//! output and exit code, the lease's Secret in the env but never in what comes back, stdin,
+//! timeouts, and the same for a Sandbox and a Job.
+
+use std::time::{Duration, Instant};
+
+use embedded_cluster::SandboxVersions;
+use provider_e2e::*;
+use provider_host::HostError;
+use provider_host::records::{ExecRequest, ExecResult, LeaseRef};
+use serde_json::json;
+
+fn sh(script: &str) -> ExecRequest {
+    serde_json::from_value(json!({"command": "sh", "args": ["-c", script], "timeout-ms": 20_000})).expect("request")
+}
+
+async fn run(h: &Harness, lease: &LeaseRef, request: ExecRequest) -> ExecResult {
+    h.host.execute(lease.clone(), request).await.expect("execute")
+}
+
+#[tokio::test]
+async fn a_command_sees_the_secret_without_printing_it_on_both_backends() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let (logs, _guard) = capture_logs();
+    for backend in ["sandbox", "job"] {
+        let cfg = config(backend, json!({}));
+        let lease = h.host.acquire(request(&cfg, &format!("exec-{backend}"))).await.expect("acquire");
+        let stored = lease_ref(&lease, &cfg);
+        let counted = run(&h, &stored, sh("echo $API_TOKEN | wc -c")).await;
+        assert_eq!(counted.exit_code, Some(0), "{backend}: {counted:?}");
+        assert_eq!(counted.stdout.trim(), (SECRET_VALUE.len() + 1).to_string(), "{backend}: the value's bytes");
+        let echoed = run(&h, &stored, sh("echo \"$API_TOKEN\"; echo \"$API_TOKEN\" >&2; echo $TASK")).await;
+        assert_eq!(echoed.stdout, "[redacted]\ne2e\n", "{backend}");
+        assert_eq!(echoed.stderr, "[redacted]\n", "{backend}");
+        h.host.destroy(stored).await.expect("destroy");
+    }
+    assert!(!logs.text().contains(SECRET_VALUE), "the secret reached a log line");
+}
+
+#[tokio::test]
+async fn exit_codes_stdin_env_and_cwd_reach_the_command() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("job", json!({}));
+    let lease = h.host.acquire(request(&cfg, "exec-io")).await.expect("acquire");
+    let stored = lease_ref(&lease, &cfg);
+    let request: ExecRequest = serde_json::from_value(json!({
+        "command": "sh", "args": ["-c", "cat; printf '%s' \"$GREETING\"; cd /tmp && pwd >&2; exit 7"],
+        "env": [{"name": "GREETING", "value": "it's\nhere"}], "stdin": "piped in\n", "cwd": "/", "timeout-ms": 20_000
+    }))
+    .expect("request");
+    let result = run(&h, &stored, request).await;
+    assert_eq!(result.exit_code, Some(7), "{result:?}");
+    assert_eq!(result.stdout, "piped in\nit's\nhere");
+    assert_eq!(result.stderr, "/tmp\n");
+    assert!(!result.timed_out && !result.stdout_truncated);
+    h.host.destroy(stored).await.expect("destroy");
+}
+
+#[tokio::test]
+async fn a_command_past_its_timeout_is_killed_and_said_so() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("job", json!({}));
+    let lease = h.host.acquire(request(&cfg, "exec-slow")).await.expect("acquire");
+    let stored = lease_ref(&lease, &cfg);
+    let mut slow = sh("echo started; sleep 60; echo never");
+    slow.timeout_ms = Some(1_000);
+    let started = Instant::now();
+    let result = run(&h, &stored, slow).await;
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    assert!(result.timed_out, "{result:?}");
+    assert_eq!(
+        (result.exit_code, result.signal.as_deref(), result.stdout.as_str()),
+        (None, Some("SIGKILL"), "started\n")
+    );
+    // The sandbox is still there for the next command.
+    assert_eq!(run(&h, &stored, sh("exit 0")).await.exit_code, Some(0));
+    h.host.destroy(stored).await.expect("destroy");
+}
+
+#[tokio::test]
+async fn a_destroyed_lease_runs_nothing() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("sandbox", json!({}));
+    let lease = h.host.acquire(request(&cfg, "exec-gone")).await.expect("acquire");
+    let stored = lease_ref(&lease, &cfg);
+    h.host.destroy(stored.clone()).await.expect("destroy");
+    let mark = h.cluster.requests().mark();
+    match h.host.execute(stored, sh("echo hi")).await {
+        Err(HostError::Provider(e)) => {
+            assert_eq!(e.kind(), "rejected", "{e}");
+            assert!(e.message().to_lowercase().contains("acquire a new"), "{e}");
+        }
+        other => panic!("expected the provider's refusal, got {other:?}"),
+    }
+    assert!(h.provider_calls_since(mark).iter().all(|e| e.subresource != "exec"));
+}
