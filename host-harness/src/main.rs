@@ -5,6 +5,7 @@ mod admin_cmd;
 mod cluster_cmd;
 mod contract_cmd;
 mod demo;
+mod exec_cmd;
 mod policy_cmd;
 mod provider_cmd;
 mod serve_cmd;
@@ -117,6 +118,14 @@ enum Command {
         #[command(flatten)]
         lease: provider_cmd::LeaseArgs,
     },
+    /// Run a command in a lease's sandbox: its output, and its exit code as this command's
+    /// (124: killed at its timeout).
+    Exec {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        args: exec_cmd::ExecArgs,
+    },
     /// Serve the provider as a long-running process: concurrent calls as JSON lines on stdin,
     /// replies on stdout (for hosts in other languages, such as a Paperclip plugin worker).
     Serve(serve_cmd::ServeArgs),
@@ -187,6 +196,7 @@ fn main() -> anyhow::Result<()> {
             Command::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
             Command::Release { target, lease } => provider_cmd::release(target, lease).await,
             Command::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
+            Command::Exec { target, args } => exec_cmd::run(target, args).await,
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Contract(args) => contract_cmd::run(args).await,
             Command::Policy { command: PolicyCommand::Show { inspect, json } } => {

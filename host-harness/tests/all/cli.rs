@@ -379,6 +379,15 @@ impl ProviderCli {
         cmd
     }
 
+    /// `sandbox-host exec` on a lease file: `sh -c script`, which must come last.
+    fn exec(&self, lease: &str, script: &str) -> std::process::Output {
+        let mut cmd = Command::new(BIN);
+        cmd.env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
+        cmd.arg("exec").arg("--component").arg(component()).arg("--kubeconfig").arg(&self.kubeconfig);
+        cmd.arg("--cache-dir").arg(&self.cache).arg("--config").arg(&self.config).args(["--lease", lease]);
+        cmd.args(["--", "sh", "-c", script]).output_blocking().expect("exec")
+    }
+
     /// Requests of the provider's identity that change the cluster.
     fn provider_writes(&self) -> Vec<String> {
         self.cluster
@@ -428,6 +437,11 @@ async fn provider_commands_round_trip_a_lease_through_files() {
 
     let out = run(&["resume-check", "--lease", &lease_arg]).output_blocking().expect("resume-check");
     assert_eq!(out.status.code(), Some(0), "resumable: {}", String::from_utf8_lossy(&out.stderr));
+    let out = cli.exec(&lease_arg, "echo $TOKEN | wc -c; echo \"$TOKEN\"; echo to-stderr >&2; exit 4");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "the command's exit code: {stderr}");
+    assert_eq!(stdout, "13\n[redacted]\n", "the secret's length, never the secret");
+    assert!(stderr.contains("to-stderr"), "{stderr}");
     let out = run(&["validate-config"]).output_blocking().expect("validate-config");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     // The namespaces are the operator's: a stored config that names another one neither widens
@@ -533,7 +547,7 @@ fn policy_show_and_rbac_print_the_effective_grant() {
 
     let (code, stdout, stderr) = inspect(&["policy", "show", "--namespace", "agents"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("(contract 0.2.0)"), "{stdout}");
+    assert!(stdout.contains("(contract 0.3.0)"), "{stdout}");
     assert!(stdout.contains("namespaces  agents"), "{stdout}");
     assert!(stdout.contains("refused: nothing"), "{stdout}");
 
@@ -560,9 +574,14 @@ fn policy_show_and_rbac_print_the_effective_grant() {
 
     let (code, stdout, stderr) = inspect(&["rbac", "--namespace", "agents", "--service-account", "paperclip"]);
     assert_eq!(code, Some(0), "{stderr}");
-    for expected in
-        ["kind: ServiceAccount", "kind: Role\n", "kind: RoleBinding", "name: paperclip", "- persistentvolumeclaims"]
-    {
+    for expected in [
+        "kind: ServiceAccount",
+        "kind: Role\n",
+        "kind: RoleBinding",
+        "name: paperclip",
+        "- persistentvolumeclaims",
+        "- pods/exec",
+    ] {
         assert!(stdout.contains(expected), "{expected:?} missing from:\n{stdout}");
     }
     assert!(!stdout.contains("ClusterRole") && !stdout.contains('*'), "{stdout}");

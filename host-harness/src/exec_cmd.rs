@@ -1,0 +1,90 @@
+//! `sandbox-host exec --lease FILE --config FILE -- CMD ARGS...`: runs a command in a lease's
+//! sandbox through the provider's `execute`, prints its output as it came back (stdout to
+//! stdout, stderr to stderr) and exits with its exit code, so a script can use it like `ssh`.
+
+use std::io::{Read, Write};
+
+use anyhow::Context;
+use clap::Args;
+use provider_host::records::{EnvVar, ExecRequest};
+
+use crate::provider_cmd::{self, EXIT_FAILED, LeaseArgs, Target, report_error, session, with_progress};
+
+/// The exit code of a command killed at its timeout (as `timeout(1)` reports it).
+pub const EXIT_TIMED_OUT: i32 = 124;
+
+/// `exec`'s own options.
+#[derive(Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The working directory in the sandbox (default: the sandbox's own).
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// `NAME=value` added to the command's environment; repeatable.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Kill the command after this many milliseconds (default: the host's `exec-timeout-ms`).
+    #[arg(long)]
+    pub timeout_ms: Option<u32>,
+    /// Pass this process's stdin to the command (otherwise it gets an empty input).
+    #[arg(long)]
+    pub stdin: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `exec`
+pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
+    let lease = provider_cmd::lease_ref(&args.lease.lease, &args.lease.config)?;
+    let Some((command, rest)) = args.command.split_first() else {
+        anyhow::bail!("exec needs a command after `--`");
+    };
+    let mut env = Vec::new();
+    for entry in &args.env {
+        let Some((name, value)) = entry.split_once('=') else {
+            anyhow::bail!("--env takes NAME=VALUE; one has no `=` (its text is not shown)");
+        };
+        env.push(EnvVar { name: name.to_string(), value: value.to_string(), secret: false });
+    }
+    let stdin = if args.stdin {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("read stdin (it must be UTF-8)")?;
+        Some(text)
+    } else {
+        None
+    };
+    let request = ExecRequest {
+        command: command.clone(),
+        args: rest.to_vec(),
+        cwd: args.cwd,
+        env,
+        stdin,
+        timeout_ms: args.timeout_ms,
+    };
+    let s = session(&target.host).await?;
+    let result = match with_progress("running the command", s.host.execute(lease, request)).await {
+        Ok(result) => result,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        std::io::stdout().write_all(result.stdout.as_bytes())?;
+        std::io::stderr().write_all(result.stderr.as_bytes())?;
+        for (stream, cut) in [("stdout", result.stdout_truncated), ("stderr", result.stderr_truncated)] {
+            if cut {
+                eprintln!("sandbox-host: the command's {stream} was longer than the host keeps and was cut");
+            }
+        }
+        if result.timed_out {
+            eprintln!("sandbox-host: the command ran past its timeout and was killed");
+        }
+    }
+    Ok(match (result.timed_out, result.exit_code) {
+        (true, _) => EXIT_TIMED_OUT,
+        (false, Some(code)) => code,
+        (false, None) => EXIT_FAILED,
+    })
+}
