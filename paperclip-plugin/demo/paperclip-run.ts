@@ -1,7 +1,8 @@
-// `make demo-paperclip`: a Paperclip-shaped run, step by step. A stand-in for the Paperclip
-// server starts the built plugin worker and drives one run's environment calls over the
-// worker's JSON-RPC on stdio, as the server does; the worker runs the provider component in a
-// `sandbox-host serve` child against the embedded cluster (a `sandbox-host cluster` process).
+// `make demo-paperclip`: a Paperclip-shaped run, step by step: acquire, a command in the
+// sandbox, release. A stand-in for the Paperclip server starts the built plugin worker and
+// drives one run's environment calls over the worker's JSON-RPC on stdio, as the server does;
+// the worker runs the provider component in a `sandbox-host serve` child against the embedded
+// cluster (a `sandbox-host cluster` process).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +27,16 @@ try {
   step(`environmentAcquireLease (${Date.now() - started} ms, ready)`, lease);
   const resumed = (await server.call("environmentResumeLease", { ...base, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata })).result;
   step("environmentResumeLease", { providerLeaseId: resumed.providerLeaseId, expiresAt: resumed.expiresAt });
+  // The sandbox's secret env is there for the command, and redacted from what it prints.
+  const command = 'echo "hello from $HOSTNAME"; echo "TOKEN has ${#TOKEN} characters: $TOKEN"; echo "a line on stderr" >&2';
+  const executed = await server.call("environmentExecute", { ...base, lease: resumed, command: "sh", args: ["-c", command], timeoutMs: 30_000 });
+  if (executed.error) {
+    step("environmentExecute failed", executed.error);
+  } else {
+    const { exitCode, timedOut, metadata, stdout, stderr } = executed.result;
+    step(`environmentExecute: sh -c '${command}'`, { exitCode, timedOut, metadata });
+    console.log(`-- stdout\n${stdout}-- stderr\n${stderr}`);
+  }
   step("environmentReleaseLease", (await server.call("environmentReleaseLease", { ...base, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata })).result);
   const gone = (await server.call("environmentResumeLease", { ...base, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata })).result;
   step("environmentResumeLease after release: cannot resume", gone);

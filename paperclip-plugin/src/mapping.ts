@@ -14,9 +14,15 @@
 // | resume -> { providerLeaseId: null, ... }   | resume-outcome.expired(reason)                            |
 // | validation.errors / warnings ("path: msg") | validation.errors / warnings (config-problem)             |
 // | probe.diagnostics                          | probe-result.diagnostics                                  |
+// | execute lease (providerLeaseId, metadata)  | execute lease (as resume-check and release take it)       |
+// | execute command, args, cwd, stdin          | execute request.command, args, cwd, stdin (null: none)    |
+// | execute env (NAME -> value)                | execute request.env (secret: false)                       |
+// | execute timeoutMs                          | execute request.timeout-ms (null: the call's deadline)    |
+// | exitCode, signal, timedOut                 | execute result exit-code, signal, timed-out               |
+// | stdout, stderr (+ TRUNCATED_NOTE)          | execute result stdout, stderr (+ *-truncated)             |
 import { createHash } from "node:crypto";
 
-import type { PluginEnvironmentLease } from "@paperclipai/plugin-sdk";
+import type { PluginEnvironmentExecuteParams, PluginEnvironmentExecuteResult, PluginEnvironmentLease } from "@paperclipai/plugin-sdk";
 
 import { ServeError } from "./serve-client.js";
 
@@ -101,6 +107,92 @@ export function witLease(providerLeaseId: string, metadata: Record<string, unkno
     "api-version": "",
     "workload-uid": "",
     metadata: "{}",
+  };
+}
+
+/** The command of an execute, as `serve`'s `execute` takes it in `request` (kebab-case). */
+export interface WitExecRequest {
+  command: string;
+  args: string[];
+  cwd: string | null;
+  env: { name: string; value: string; secret: boolean }[];
+  stdin: string | null;
+  "timeout-ms": number | null;
+}
+
+/** What `serve`'s `execute` answers. */
+export interface WitExecResult {
+  "exit-code": number | null;
+  signal: string | null;
+  "timed-out": boolean;
+  stdout: string;
+  stderr: string;
+  "stdout-truncated": boolean;
+  "stderr-truncated": boolean;
+}
+
+/**
+ * Appended to a stream the provider cut at its output cap: the SDK's result has no field that
+ * says so, and output that merely stops would read as the whole of it.
+ */
+export const TRUNCATED_NOTE = "\n[output truncated by the sandbox provider]";
+
+const invalidParams = (message: string) => new ServeError("plugin", "invalid-params", message, false);
+
+/** The longest `timeout-ms` the WIT carries (a u32, about 49 days). */
+const MAX_TIMEOUT_MS = 0xffff_ffff;
+
+/**
+ * Paperclip's execute params onto the WIT request: absent fields are null (the sandbox's own
+ * working directory, an empty stdin, no timeout but the call's deadline); `env` are plain
+ * variables of this command (the lease's `secretEnv` is already in the sandbox, and redacted
+ * from output). `bypassSession` has no meaning here: every command runs on its own.
+ */
+export function execRequest(params: PluginEnvironmentExecuteParams): WitExecRequest {
+  if (typeof params.command !== "string" || params.command === "") throw invalidParams("command must be a non-empty string");
+  const args = params.args ?? [];
+  if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) throw invalidParams("args must be a list of strings");
+  if (params.cwd !== undefined && params.cwd !== null && typeof params.cwd !== "string") throw invalidParams("cwd must be a string");
+  const env = params.env ?? {};
+  if (typeof env !== "object" || env === null || Array.isArray(env)) throw invalidParams("env must be an object of NAME -> value");
+  const vars = Object.entries(env).map(([name, value]) => {
+    // The value is not shown: it may be a credential the caller passes on.
+    if (typeof value !== "string") throw invalidParams(`env ${JSON.stringify(name.slice(0, 64))} must be a string`);
+    return { name, value, secret: false };
+  });
+  if (params.stdin !== undefined && params.stdin !== null && typeof params.stdin !== "string") throw invalidParams("stdin must be a string");
+  let timeoutMs: number | null = null;
+  if (params.timeoutMs !== undefined && params.timeoutMs !== null) {
+    if (typeof params.timeoutMs !== "number" || !Number.isFinite(params.timeoutMs) || params.timeoutMs < 0) {
+      throw invalidParams("timeoutMs must be a number of milliseconds, at least 0");
+    }
+    timeoutMs = Math.min(Math.ceil(params.timeoutMs), MAX_TIMEOUT_MS);
+  }
+  return {
+    command: params.command,
+    args,
+    cwd: params.cwd || null,
+    env: vars,
+    stdin: params.stdin ?? null,
+    "timeout-ms": timeoutMs,
+  };
+}
+
+/**
+ * A WIT exec result as the SDK's: a stream the provider truncated ends with `TRUNCATED_NOTE`,
+ * and `metadata` says which were.
+ */
+export function execResult(result: WitExecResult): PluginEnvironmentExecuteResult {
+  const stream = (text: string, truncated: boolean) => (truncated ? `${text}${TRUNCATED_NOTE}` : text);
+  const stdoutTruncated = result["stdout-truncated"] === true;
+  const stderrTruncated = result["stderr-truncated"] === true;
+  return {
+    exitCode: typeof result["exit-code"] === "number" ? result["exit-code"] : null,
+    signal: typeof result.signal === "string" ? result.signal : null,
+    timedOut: result["timed-out"] === true,
+    stdout: stream(result.stdout ?? "", stdoutTruncated),
+    stderr: stream(result.stderr ?? "", stderrTruncated),
+    metadata: { stdoutTruncated, stderrTruncated },
   };
 }
 

@@ -5,6 +5,8 @@ import type {
   PluginContext,
   PluginEnvironmentAcquireLeaseParams,
   PluginEnvironmentDestroyLeaseParams,
+  PluginEnvironmentExecuteParams,
+  PluginEnvironmentExecuteResult,
   PluginEnvironmentLease,
   PluginEnvironmentProbeParams,
   PluginEnvironmentProbeResult,
@@ -18,10 +20,13 @@ import { type EnvironmentConfig, hostSettings, problemText, splitEnvironmentConf
 import { Hosts } from "./hosts.js";
 import {
   type StoredLease,
+  type WitExecResult,
   type WitLease,
   acquisitionId,
   acquisitionKey,
   epochMillis,
+  execRequest,
+  execResult,
   paperclipError,
   paperclipLease,
   storedLease,
@@ -144,22 +149,15 @@ const plugin = definePlugin({
 
   async onEnvironmentProbe(params: PluginEnvironmentProbeParams): Promise<PluginEnvironmentProbeResult> {
     type Diagnostic = { severity: "info" | "warning" | "error"; code: string; message: string };
-    // Paperclip runs an agent's commands through execute, which the provider contract does not
-    // have yet: say so before a run finds out.
-    const execute: Diagnostic = {
-      severity: "warning",
-      code: "execute-unavailable",
-      message: "commands cannot run in these sandboxes yet (environmentExecute needs the provider contract's next version)",
-    };
     let probe: { ok: boolean; summary: string; diagnostics: Diagnostic[] };
     try {
       const { env, host } = await prepare(params.config, params.companyId);
       probe = (await host.call("probe", { config: env.provider })) as typeof probe;
     } catch (e) {
       const message = paperclipError(e).message;
-      return { ok: false, summary: message, diagnostics: [{ severity: "error", code: "host-unavailable", message }, execute] };
+      return { ok: false, summary: message, diagnostics: [{ severity: "error", code: "host-unavailable", message }] };
     }
-    return { ok: probe.ok, summary: probe.summary, diagnostics: [...probe.diagnostics, execute] };
+    return { ok: probe.ok, summary: probe.summary, diagnostics: probe.diagnostics };
   },
 
   async onEnvironmentAcquireLease(params: PluginEnvironmentAcquireLeaseParams): Promise<PluginEnvironmentLease> {
@@ -201,6 +199,41 @@ const plugin = definePlugin({
       await retire(params.companyId, stored);
       // What Paperclip takes for "cannot resume": it destroys this lease and acquires anew.
       return { providerLeaseId: null, metadata: { expired: true, reason: outcome.expired } };
+    });
+  },
+
+  async onEnvironmentExecute(params: PluginEnvironmentExecuteParams): Promise<PluginEnvironmentExecuteResult> {
+    return guarded(async () => {
+      const { env, host } = await prepare(params.config, params.companyId);
+      const providerLeaseId = params.lease?.providerLeaseId;
+      if (!providerLeaseId) {
+        throw new ServeError("plugin", "invalid-params", "the lease has no providerLeaseId: acquire or resume a lease first", false);
+      }
+      const request = execRequest(params);
+      const lease = witLease(providerLeaseId, params.lease.metadata, env.provider);
+      let result: WitExecResult;
+      try {
+        // The command may run for its whole timeout: the client waits that long on top of the
+        // host's call deadline. It is never sent twice: it may have had effects.
+        result = (await host.call(
+          "execute",
+          { lease, config: env.provider, request },
+          { extraMs: request["timeout-ms"] ?? 0, idempotent: false },
+        )) as WitExecResult;
+      } catch (e) {
+        // A host from before execute does not know the method; a component built against an
+        // older contract answers `unsupported`.
+        if (e instanceof ServeError && (e.kind === "unknown-method" || e.kind === "unsupported")) {
+          throw new ServeError(
+            e.source,
+            "unsupported",
+            `${e.message} (running commands needs a sandbox-host and provider component with execute: upgrade both)`,
+            false,
+          );
+        }
+        throw e;
+      }
+      return execResult(result);
     });
   },
 

@@ -2,11 +2,13 @@
 // README): requests written as they come, replies matched by id, in any order.
 //
 // The child is started on first use and started again when it dies; each child is greeted
-// with `hello` before any call reaches it (its protocol version and limits). Every provider
-// call is idempotent (acquire on its acquisition id; resume-check, renew, release, destroy on
-// the lease), so a call in flight when the child died is sent again to the new one: a lease is
-// never lost to a crash of the host, and a killed acquire adopts what it had made. A child that
-// keeps dying (three exits within ten seconds) fails calls instead.
+// with `hello` before any call reaches it (its protocol version and limits). The lease calls
+// are idempotent (acquire on its acquisition id; resume-check, renew, release, destroy on the
+// lease), so a call in flight when the child died is sent again to the new one: a lease is
+// never lost to a crash of the host, and a killed acquire adopts what it had made. `execute`
+// is not: a command the dead child had been sent may have run, so it fails instead of running
+// twice (one still waiting for its child to start is sent to the next). A child that keeps
+// dying (three exits within ten seconds) fails calls instead.
 //
 // Secrets: the kubeconfig reaches the child as a file only the worker's user can read, which
 // lives from just before the child starts until it has read it (its `hello` answer, or its
@@ -35,6 +37,8 @@ const CRASH_WINDOW_MS = 10_000;
 const HELLO_ID = 0;
 /** How long a child may take to load the component and answer `hello`. */
 const HELLO_TIMEOUT_MS = 60_000;
+/** The longest delay `setTimeout` keeps (a longer one fires at once). */
+const MAX_TIMER_MS = 0x7fff_ffff;
 /** The longest final error line of a child that an error message carries. */
 const ERROR_LINE_CHARS = 400;
 
@@ -52,10 +56,28 @@ export class ServeError extends Error {
   }
 }
 
+/** How one call is sent. */
+export interface CallOptions {
+  /**
+   * How long the call may run past the host's call deadline, added to the time the client
+   * waits for its answer: an execute's own timeout.
+   */
+  extraMs?: number;
+  /**
+   * Whether the call may be sent again to the next child when the one it was written to dies
+   * (default true). False for a call with effects that may already have happened (a command).
+   */
+  idempotent?: boolean;
+}
+
 interface Pending {
   method: string;
   line: string;
   attempts: number;
+  extraMs: number;
+  idempotent: boolean;
+  /** Whether the line was written to the child it was last sent to. */
+  written: boolean;
   /** The child the call was last sent to. */
   child?: Child;
   timer?: NodeJS.Timeout;
@@ -109,7 +131,7 @@ export class ServeClient {
   }
 
   /** Sends one request; resolves with its result, rejects with a `ServeError`. */
-  call(method: string, params?: unknown): Promise<unknown> {
+  call(method: string, params?: unknown, options: CallOptions = {}): Promise<unknown> {
     if (this.closed) {
       return Promise.reject(new ServeError("plugin", "closed", "the plugin is shutting down; retry on a running worker", true));
     }
@@ -117,7 +139,9 @@ export class ServeClient {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       const line = JSON.stringify(params === undefined ? { id, method } : { id, method, params });
-      this.pending.set(id, { method, line, attempts: 0, resolve, reject });
+      const extraMs = Math.max(0, Math.ceil(options.extraMs ?? 0));
+      const idempotent = options.idempotent ?? true;
+      this.pending.set(id, { method, line, attempts: 0, extraMs, idempotent, written: false, resolve, reject });
       this.send(id);
     });
   }
@@ -153,6 +177,7 @@ export class ServeClient {
     const pending = this.pending.get(id);
     if (!pending) return;
     pending.attempts += 1;
+    pending.written = false;
     let child: Child;
     try {
       child = this.running();
@@ -169,21 +194,28 @@ export class ServeClient {
             new ServeError(
               "plugin",
               "request-too-large",
-              `the ${pending.method} request is ${Buffer.byteLength(pending.line)} bytes; sandbox-host takes at most ${limits.maxLineBytes}: send a smaller config`,
+              `the ${pending.method} request is ${Buffer.byteLength(pending.line)} bytes; sandbox-host takes at most ${limits.maxLineBytes}: send a smaller ${pending.method === "execute" ? "stdin, env or command" : "config"}`,
               false,
             ),
           );
           return;
         }
         // Every call waits for a slot (at most a few rounds of calls) and then runs within the
-        // host's call deadline; past that, the child is not answering.
-        const waitMs = limits.callTimeoutMs * 5 + 5_000;
+        // host's call deadline, an execute for its own timeout on top; past that, the child is
+        // not answering.
+        const waitMs = Math.min(limits.callTimeoutMs * 5 + 5_000 + pending.extraMs, MAX_TIMER_MS);
         clearTimeout(pending.timer);
         pending.timer = setTimeout(() => {
           this.settle(id)?.reject(
-            new ServeError("plugin", "no-answer", `sandbox-host serve did not answer ${pending.method} within ${waitMs} ms; it may still finish: retry`, true),
+            new ServeError(
+              "plugin",
+              "no-answer",
+              `sandbox-host serve did not answer ${pending.method} within ${waitMs} ms; it may still finish${pending.idempotent ? ": retry" : ""}`,
+              pending.idempotent,
+            ),
           );
         }, waitMs);
+        pending.written = true;
         child.stdin.write(`${pending.line}\n`);
       },
       (e: Error) => {
@@ -341,7 +373,16 @@ export class ServeClient {
       return;
     }
     for (const [id, pending] of [...this.pending]) {
-      if (pending.attempts >= MAX_ATTEMPTS) {
+      if (!pending.idempotent && pending.written) {
+        this.settle(id)?.reject(
+          new ServeError(
+            "plugin",
+            "host-unavailable",
+            `sandbox-host serve ended (${why}) during ${pending.method}; it may have run, so it is not sent again: run it again if that is safe${last}`,
+            false,
+          ),
+        );
+      } else if (pending.attempts >= MAX_ATTEMPTS) {
         this.settle(id)?.reject(
           new ServeError("plugin", "host-unavailable", `sandbox-host serve ended (${why}) ${pending.attempts} times during ${pending.method}${last}`, true),
         );

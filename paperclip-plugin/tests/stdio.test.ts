@@ -1,6 +1,7 @@
 // The built worker as the Paperclip server runs it: `node dist/src/worker.js`, JSON-RPC 2.0 on
 // stdio, one message per line. The test plays the server: initialize, the environment calls
-// of a lease's life, the worker's own requests (config.get) answered, then shutdown.
+// of a lease's life (a command run in it among them), the worker's own requests (config.get)
+// answered, then shutdown.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,7 +28,7 @@ after(async () => {
 test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", async () => {
   const server = new PaperclipServer(instanceConfig(cache));
   const methods = await server.initialize();
-  for (const m of ["environmentValidateConfig", "environmentProbe", "environmentAcquireLease", "environmentResumeLease", "environmentReleaseLease", "environmentDestroyLease"]) {
+  for (const m of ["environmentValidateConfig", "environmentProbe", "environmentAcquireLease", "environmentResumeLease", "environmentReleaseLease", "environmentDestroyLease", "environmentExecute"]) {
     assert.ok(methods.includes(m), `${m} in ${JSON.stringify(methods)}`);
   }
 
@@ -43,6 +44,20 @@ test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", 
   ]);
   for (const acquired of [a, b]) assert.match(acquired.result?.providerLeaseId ?? "", /^k8s:job:default:/, JSON.stringify(acquired));
   assert.notEqual(a.result.providerLeaseId, b.result.providerLeaseId);
+
+  const executed = await server.call("environmentExecute", {
+    ...base,
+    lease: a.result,
+    command: "sh",
+    args: ["-c", "read line; echo \"got $line\"; echo done >&2; exit 4"],
+    stdin: "it\n",
+    timeoutMs: 20_000,
+  });
+  assert.deepEqual(
+    executed.result && [executed.result.exitCode, executed.result.timedOut, executed.result.stdout, executed.result.stderr],
+    [4, false, "got it\n", "done\n"],
+    JSON.stringify(executed),
+  );
 
   const resumed = await server.call("environmentResumeLease", { ...base, providerLeaseId: a.result.providerLeaseId, leaseMetadata: a.result.metadata });
   assert.equal(resumed.result?.providerLeaseId, a.result.providerLeaseId, JSON.stringify(resumed));

@@ -88,6 +88,7 @@ export async function harness(instance: Record<string, unknown>): Promise<Enviro
       onResumeLease: d.onEnvironmentResumeLease,
       onReleaseLease: d.onEnvironmentReleaseLease,
       onDestroyLease: d.onEnvironmentDestroyLease,
+      onExecute: d.onEnvironmentExecute,
     },
   });
   await d.setup(h.ctx);
