@@ -218,7 +218,7 @@ const plugin = definePlugin({
         result = (await host.call(
           "execute",
           { lease, config: env.provider, request },
-          { extraMs: request["timeout-ms"] ?? 0, idempotent: false },
+          { extraMs: request["timeout-ms"] ?? Infinity, idempotent: false },
         )) as WitExecResult;
       } catch (e) {
         // A host from before execute does not know the method; a component built against an

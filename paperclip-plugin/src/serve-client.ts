@@ -60,7 +60,8 @@ export class ServeError extends Error {
 export interface CallOptions {
   /**
    * How long the call may run past the host's call deadline, added to the time the client
-   * waits for its answer: an execute's own timeout.
+   * waits for its answer: an execute's own timeout (`Infinity` for none: the host's
+   * `exec-timeout-ms`, which caps every command's, is used).
    */
   extraMs?: number;
   /**
@@ -89,6 +90,8 @@ interface Pending {
 interface Limits {
   maxLineBytes: number;
   callTimeoutMs: number;
+  /** The longest command the host lets an execute run (`exec-timeout-ms`). */
+  execTimeoutMs: number;
   maxConcurrentCalls: number;
 }
 
@@ -203,7 +206,8 @@ export class ServeClient {
         // Every call waits for a slot (at most a few rounds of calls) and then runs within the
         // host's call deadline, an execute for its own timeout on top; past that, the child is
         // not answering.
-        const waitMs = Math.min(limits.callTimeoutMs * 5 + 5_000 + pending.extraMs, MAX_TIMER_MS);
+        const extraMs = Math.min(pending.extraMs, limits.execTimeoutMs);
+        const waitMs = Math.min(limits.callTimeoutMs * 5 + 5_000 + extraMs, MAX_TIMER_MS);
         clearTimeout(pending.timer);
         pending.timer = setTimeout(() => {
           this.settle(id)?.reject(
@@ -349,6 +353,7 @@ export class ServeClient {
       maxLineBytes: number("max-line-bytes", 1 << 20),
       callTimeoutMs: number("call-timeout-ms", 30_000),
       maxConcurrentCalls: number("max-concurrent-calls", 16),
+      execTimeoutMs: number("exec-timeout-ms", 600_000),
     });
   }
 

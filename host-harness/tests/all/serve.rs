@@ -119,6 +119,7 @@ async fn concurrent_leases_live_their_whole_life_through_one_serve_process() {
     }
     let replies = served.replies(5).await;
     assert_eq!(replies["\"hello\""]["result"]["contract-version"], "0.3.0", "{replies:?}");
+    assert_eq!(replies["\"hello\""]["result"]["exec-timeout-ms"], 600_000, "what a client waits for a command");
     let leases: Vec<Value> = (0..4).map(|n| replies[&n.to_string()]["result"].clone()).collect();
     for (n, lease) in leases.iter().enumerate() {
         assert_eq!(lease["backend"], "job", "acquire {n}: {:?}", replies[&n.to_string()]);

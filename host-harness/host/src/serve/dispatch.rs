@@ -49,6 +49,7 @@ pub async fn run(host: &ProviderHost, method: &str, params: Value, max_line_byte
                 "methods": METHODS,
                 "max-line-bytes": max_line_bytes,
                 "call-timeout-ms": limits.call_timeout_ms,
+                "exec-timeout-ms": limits.exec_timeout_ms,
                 "max-concurrent-calls": limits.max_concurrent_calls,
             }))
         }

@@ -18,10 +18,13 @@
 //! - `id`: a string or an integer, unique among the requests in flight (a reused one is
 //!   refused with `duplicate-id`). `params`: an object, omitted when a method takes none.
 //! - Methods and params mirror the WIT (kebab-case, the JSON `--json` prints):
-//!   `hello` (protocol, host and contract versions, the methods), `describe`,
+//!   `hello` (protocol, host and contract versions, the methods, the limits a client plans
+//!   with: `max-line-bytes`, `call-timeout-ms`, `exec-timeout-ms`, `max-concurrent-calls`), `describe`,
 //!   `validate-config {config}`, `probe {config}`, `acquire {acquire-request}`,
 //!   `resume-check {lease, config}`, `renew {lease, config, expires-at}`,
-//!   `release {lease, config}` (result `null`), `destroy {lease, config}`. A `config` is the
+//!   `release {lease, config}` (result `null`), `destroy {lease, config}`,
+//!   `execute {lease, config, request}` (an `exec-request`; result `exec-result`, whose call
+//!   runs for the command's timeout on top of `call-timeout-ms`). A `config` is the
 //!   JSON object or its text; a `lease` is exactly what `acquire` returned.
 //! - `error.source` is `provider` (its `provider-error`, `kind` is the WIT case name and
 //!   `path` the field of an `invalid-config`), `host` (`timeout`, `trap`, `memory-limit`,
@@ -30,7 +33,7 @@
 //!   `not-utf8`: nothing was called). A line whose id cannot be read is answered with
 //!   `"id": null`.
 //! - Calls run concurrently under the host's limits (each on a fresh instance, at most
-//!   `max-concurrent-calls` at once, each within `call-timeout-ms`); at most
+//!   `max-concurrent-calls` at once, each within `call-timeout-ms`, an execute longer); at most
 //!   [`ServeOptions::max_in_flight`] requests are taken at a time, after which the host stops
 //!   reading until one finishes (back-pressure, not an error).
 //! - Shutdown: at end of input, or on the first stop signal, the host reads no more requests
