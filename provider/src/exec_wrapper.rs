@@ -5,7 +5,8 @@
 //! proxy may record. So the URL carries only [`SCRIPT`], the same for every call; the program,
 //! its arguments, the working directory, the env and the timeout travel as the first line of
 //! stdin (the *header*, shell words quoted so `eval` reads them back exactly), followed by the
-//! caller's own stdin. The sandbox image needs a POSIX `sh`, `sleep` and `kill`.
+//! caller's own stdin. The sandbox image needs a POSIX `sh`, `sleep`, `kill` and `head -c`
+//! (GNU coreutils and busybox have it).
 //!
 //! Closing the exec stream does not kill the command on every runtime, so the script kills it
 //! itself: a watchdog sends `SIGKILL` at the timeout to the script's process group when the
@@ -16,15 +17,23 @@
 use std::time::Duration;
 
 /// The script `sh -c` runs. `read -r` reads the header one byte at a time (a shell never
-/// reads past a line from a pipe), `eval` defines the env, changes directory and sets the
-/// command as `"$@"`; the command gets the rest of stdin through fd 3, since a background job
-/// would otherwise get `/dev/null`. The watchdog sleeps in fractions of a second where `sleep`
-/// takes them (GNU, busybox) and in whole seconds elsewhere; its `sleep` is killed with it when
-/// the command ends first.
+/// reads past a line from a pipe); `eval` sets the command as `"$@"`, the timeout, the size of
+/// the caller's input, and `sandbox_exec_setup`, which exports the env and changes directory in
+/// the command's own subshell only (so no variable of the request, `PATH` say, reaches the
+/// watchdog). The input is passed on by its size (`head -c`), not by end of stream: on an API
+/// server without the `v5.channel.k8s.io` protocol, closing stdin closes the whole exec stream,
+/// so the host keeps it open until the command ends. `head` reads it through fd 3, since a
+/// background job would otherwise get `/dev/null`. The watchdog sleeps in fractions of a
+/// second where `sleep` takes them (GNU, busybox) and in whole seconds elsewhere; its `sleep` is
+/// killed with it when the command ends first.
 pub const SCRIPT: &str = r#"IFS= read -r sandbox_exec_header || exit 125
 eval "$sandbox_exec_header" || exit 125
 exec 3<&0
-"$@" 0<&3 3<&- &
+if [ "$sandbox_exec_stdin_bytes" -gt 0 ]; then
+  head -c "$sandbox_exec_stdin_bytes" 0<&3 3<&- | ( sandbox_exec_setup && exec "$@" ) 3<&- &
+else
+  ( sandbox_exec_setup && exec "$@" ) </dev/null 3<&- &
+fi
 sandbox_exec_pid=$!
 exec 3<&-
 (
@@ -65,19 +74,23 @@ pub fn argv() -> Vec<String> {
 /// shell identifiers and no string may hold a NUL (the caller checks both): everything else,
 /// newlines included, is quoted so the header stays one line.
 pub fn stdin(invocation: &Invocation<'_>, input: Option<&str>) -> Vec<u8> {
+    let input = input.unwrap_or_default();
     let mut header = String::from("sandbox_exec_nl=$(printf '\\n_'); sandbox_exec_nl=${sandbox_exec_nl%_}; ");
+    header.push_str("sandbox_exec_setup() { ");
     for (name, value) in &invocation.env {
-        header.push_str(&format!("export {name}={}; ", quote(value)));
+        header.push_str(&format!("export {name}={} || return 1; ", quote(value)));
     }
     if let Some(dir) = invocation.cwd {
-        header.push_str(&format!("cd -- {} || exit 1; ", quote(dir)));
+        header.push_str(&format!("cd -- {} || return 1; ", quote(dir)));
     }
+    header.push_str(":; }; ");
     let millis = invocation.timeout.as_millis();
     header.push_str(&format!(
-        "sandbox_exec_timeout={}.{:03}; sandbox_exec_timeout_whole={}; ",
+        "sandbox_exec_timeout={}.{:03}; sandbox_exec_timeout_whole={}; sandbox_exec_stdin_bytes={}; ",
         millis / 1000,
         millis % 1000,
-        millis.div_ceil(1000).max(1)
+        millis.div_ceil(1000).max(1),
+        input.len()
     ));
     header.push_str("set --");
     for word in std::iter::once(invocation.command).chain(invocation.args.iter().map(String::as_str)) {
@@ -86,9 +99,7 @@ pub fn stdin(invocation: &Invocation<'_>, input: Option<&str>) -> Vec<u8> {
     }
     let mut bytes = header.into_bytes();
     bytes.push(b'\n');
-    if let Some(input) = input {
-        bytes.extend_from_slice(input.as_bytes());
-    }
+    bytes.extend_from_slice(input.as_bytes());
     bytes
 }
 
@@ -182,6 +193,18 @@ mod tests {
         // The whole group went, the wrapper with it: had the background `sleep` lived, it
         // would have held stdout open for 30 s.
         assert_eq!(code, None, "killed by a signal, not exited");
+    }
+
+    #[test]
+    fn the_request_s_env_cannot_disarm_the_watchdog() {
+        let args = vec!["-c".to_string(), "/bin/sleep 30".to_string()];
+        let mut inv = invocation("/bin/sh", &args);
+        inv.env = vec![("PATH", "/nowhere")];
+        inv.timeout = Duration::from_millis(300);
+        let started = Instant::now();
+        let (code, _, stderr) = run(&inv, None);
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}: {stderr}", started.elapsed());
+        assert_eq!(code, None, "killed at the timeout");
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS};
 use crate::input_limits::{COMMAND_BYTES, COMMAND_WORDS, ENV_NAME, ENV_VARS, EXEC_STRING, PLAIN_ENV, WORKING_DIR};
 use crate::input_limits::{env_entry_len, word_len};
 use crate::kube_api::{ExecOptions, Kube, KubeError};
-use crate::lease::LeaseRef;
+use crate::lease::{LeaseMetadata, LeaseRef};
 use crate::log::{Level, Log};
 use crate::naming::{CONTAINER_NAME, LeaseId};
 use crate::redact::Redactor;
@@ -79,7 +79,8 @@ pub fn execute<K: Kube>(
             quote(&lease.provider_lease_id)
         )));
     };
-    let mut secrets = lease_secrets(kube, &id)?;
+    let recorded_secret = LeaseMetadata::parse_lenient(&lease_ref.lease.metadata).secret_name.is_some();
+    let mut secrets = lease_secrets(kube, &id, recorded_secret)?;
     secrets.extend(request.env.iter().filter(|v| v.secret).map(|v| v.value.clone()));
     let redactor = Redactor::new(secrets.iter().map(String::as_str));
     let timeout = timeout(clock, request.timeout_ms)?;
@@ -98,8 +99,16 @@ pub fn execute<K: Kube>(
         max_output_bytes: OUTPUT_CAP,
     };
     let started = clock.monotonic();
-    let output = kube.exec(&lease.namespace, &pod, &options).map_err(|e| {
-        redactor.scrub_error(ProviderError::from_kube(&e, &format!("exec in pod {}/{pod}", lease.namespace)))
+    // The namespace the checks above used: the lease id's, never the metadata's copy.
+    let output = kube.exec(&id.namespace, &pod, &options).map_err(|e| {
+        let error = match e {
+            KubeError::NotFound(_) => ProviderError::unavailable(format!(
+                "pod {}/{pod} went away before the command started (its workload replaces it); retry the command",
+                id.namespace
+            )),
+            e => ProviderError::from_kube(&e, &format!("exec in pod {}/{pod}", id.namespace)),
+        };
+        redactor.scrub_error(error)
     })?;
     let elapsed = clock.monotonic().saturating_sub(started);
     let killed_at_timeout = output.timed_out || (output.exit_code == Some(KILLED_STATUS) && elapsed >= timeout);
@@ -126,6 +135,12 @@ pub fn execute<K: Kube>(
 fn check(request: &ExecRequest) -> Result<(), ProviderError> {
     if request.command.is_empty() {
         return Err(ProviderError::rejected("execute needs a command (the program to run); it is empty."));
+    }
+    if request.timeout_ms == Some(0) {
+        return Err(ProviderError::rejected(
+            "a timeout of 0 ms would kill the command before it starts; leave timeout-ms out for the longest the \
+             host allows.",
+        ));
     }
     let words = std::iter::once(&request.command).chain(&request.args);
     COMMAND_WORDS.check(|| "the command and its arguments".into(), 1 + request.args.len())?;
@@ -187,13 +202,21 @@ fn timeout(clock: &dyn Clock, requested_ms: Option<u32>) -> Result<Duration, Pro
     Ok(requested.map_or(room, |r| r.min(room)))
 }
 
-/// The lease's secret env values, from its Secret: none when the lease has no Secret. Any
-/// other failure stops the call, since output could then not be scrubbed.
-fn lease_secrets<K: Kube>(kube: &K, id: &LeaseId) -> Result<Vec<String>, ProviderError> {
+/// The lease's secret env values, from its Secret: none when the lease has no Secret. A Secret
+/// the lease's metadata records but the cluster no longer has, and any other failure, stop the
+/// call: the pod's env may still hold the values, and the output could not be scrubbed.
+fn lease_secrets<K: Kube>(kube: &K, id: &LeaseId, recorded: bool) -> Result<Vec<String>, ProviderError> {
     let name = id.secret_name();
     let secret = match kube.get(&api_versions::secrets(), Some(&id.namespace), &name) {
         Ok(secret) => secret,
-        Err(KubeError::NotFound(_)) => return Ok(Vec::new()),
+        Err(KubeError::NotFound(_)) if !recorded => return Ok(Vec::new()),
+        Err(KubeError::NotFound(_)) => {
+            return Err(ProviderError::rejected(format!(
+                "the lease's Secret {}/{name} is gone, so its values cannot be redacted from the command's output; \
+                 nothing was run. Acquire a new lease.",
+                id.namespace
+            )));
+        }
         Err(e) => {
             let action = format!("read Secret {}/{name} (its values are redacted from the output)", id.namespace);
             return Err(ProviderError::from_kube(&e, &action));

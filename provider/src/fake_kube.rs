@@ -209,6 +209,8 @@ struct State {
     served: BTreeMap<String, Vec<String>>,
     faults: Vec<Fault>,
     calls: Vec<Call>,
+    /// Every exec's options, in order.
+    execs: Vec<ExecOptions>,
     behaviour: PodBehaviour,
     controllers: bool,
     timers: Vec<Timer>,
@@ -846,6 +848,7 @@ impl FakeKube {
                 served,
                 faults: Vec::new(),
                 calls: Vec::new(),
+                execs: Vec::new(),
                 behaviour: PodBehaviour::Ready { after: Duration::from_secs(1) },
                 controllers: true,
                 allowed_namespaces: None,
@@ -955,6 +958,11 @@ impl FakeKube {
     }
 
     /// How many calls of `verb` on `plural` were made.
+    /// The options of every exec so far (command, stdin, timeout), in order.
+    pub fn execs(&self) -> Vec<ExecOptions> {
+        self.state.borrow().execs.clone()
+    }
+
     pub fn count(&self, verb: Verb, plural: &str) -> usize {
         self.state.borrow().calls.iter().filter(|c| c.verb == verb && c.plural == plural).count()
     }
@@ -1226,6 +1234,7 @@ impl Kube for FakeKube {
         let clock = {
             let mut s = self.state.borrow_mut();
             s.record(Verb::Exec, "pods", Some(pod))?;
+            s.execs.push(options.clone());
             if !s.objects.contains_key(&key("", "pods", Some(namespace), pod)) {
                 return Err(not_found("pods", pod));
             }

@@ -89,7 +89,8 @@ pub struct ExecOptions {
     pub container: Option<String>,
     /// The program and its arguments.
     pub command: Vec<String>,
-    /// Written to standard input, which is then closed; none opens no stdin.
+    /// Written to standard input, which stays open until the command ends (see the WIT's
+    /// `exec-options`); none opens no stdin.
     pub stdin: Option<Vec<u8>>,
     /// The host closes the stream after this long and reports `timed_out`.
     pub timeout: Duration,

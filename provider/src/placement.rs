@@ -109,12 +109,9 @@ pub fn whole(lease: NeutralLease) -> Lease {
     }
 }
 
-/// The placement recorded in a neutral lease's metadata, if it is there and whole. Metadata
-/// over the size the provider reads is not looked at.
+/// The placement recorded in a neutral lease's metadata, if it is there and whole. (The host
+/// bounds the size of what it passes in; a lease this provider just made is always read.)
 pub fn placement(lease: &NeutralLease) -> Option<Placement> {
-    if lease.metadata.len() > crate::input_limits::LEASE_METADATA.max {
-        return None;
-    }
     let metadata: Value = serde_json::from_str(&lease.metadata).ok()?;
     let p = metadata.get(KEY)?;
     let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);

@@ -32,6 +32,9 @@ pub use sandbox_contract::REDACTED;
 /// chance, a shorter one may well be part of a word.
 pub const WHOLE_TOKEN_BELOW: usize = 8;
 
+/// The shortest start of a secret form that [`Redactor::scrub_cut`] replaces at a cut end.
+pub const CUT_PREFIX: usize = 4;
+
 /// One form of a secret value to look for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pattern {
@@ -84,15 +87,18 @@ impl Redactor {
         Self { patterns }
     }
 
-    /// [`Self::scrub`] for text cut short at its end (capped output): a tail that could be the
-    /// start of a secret form is replaced too, since the rest of the value was cut away.
+    /// [`Self::scrub`] for text cut short at its end (capped output): a tail of at least
+    /// [`CUT_PREFIX`] characters that could be the start of a secret form is replaced too, since
+    /// the rest of the value was cut away. Short (whole-token) values are left to `scrub`: a
+    /// tail of one or two letters is no secret, and replacing it would garble output ends.
     pub fn scrub_cut(&self, text: &str) -> String {
         let mut scrubbed = self.scrub(text);
         let tail = self
             .patterns
             .iter()
+            .filter(|p| !p.whole_token)
             .filter_map(|p| {
-                (1..p.text.len())
+                (CUT_PREFIX..p.text.len())
                     .rev()
                     .filter(|&n| p.text.is_char_boundary(n))
                     .find(|&n| scrubbed.ends_with(&p.text[..n]))

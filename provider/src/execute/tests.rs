@@ -50,9 +50,12 @@ fn nothing_of_the_request_is_in_the_exec_command() {
     let mut request = sh("echo hi");
     request.env = vec![EnvVar { name: "TOKEN".into(), value: "tok-123456789".into(), secret: true }];
     env.provider().execute(stored(&lease, &config), request).expect("runs");
-    let argv = exec_wrapper::argv();
-    assert!(argv.iter().all(|w| !w.contains("tok-123456789") && !w.contains("echo hi")));
-    assert_eq!(env.kube.count(Verb::Exec, "pods"), 1);
+    let execs = env.kube.execs();
+    assert_eq!(execs.len(), 1);
+    assert_eq!(execs[0].command, exec_wrapper::argv(), "the fixed script, the same for every call");
+    assert_eq!(execs[0].container.as_deref(), Some(crate::naming::CONTAINER_NAME));
+    let stdin = String::from_utf8_lossy(execs[0].stdin.as_deref().unwrap_or_default()).into_owned();
+    assert!(stdin.contains("tok-123456789") && stdin.contains("echo hi"), "the request travels on stdin");
 }
 
 #[test]
@@ -116,7 +119,8 @@ fn bad_requests_are_refused_before_anything_is_sent() {
     let mut nul_value = sh("true");
     nul_value.env = vec![EnvVar { name: "K".into(), value: "se\0cret-value".into(), secret: true }];
     let empty = ExecRequest { command: String::new(), ..sh("") };
-    for request in [bad_name, reserved, nul_value, empty] {
+    let no_time = ExecRequest { timeout_ms: Some(0), ..sh("true") };
+    for request in [bad_name, reserved, nul_value, empty, no_time] {
         let error = env.provider().execute(stored(&lease, &config), request).expect_err("refused");
         assert_eq!(error.kind(), "rejected", "{error}");
         assert!(!error.message().contains("cret-value"), "{error}");
@@ -133,5 +137,25 @@ fn the_timeout_fits_in_the_call_s_deadline() {
     assert_eq!(timeout(&env.clock, Some(1_000)).expect("room"), Duration::from_secs(1));
     env.clock.set_host_deadline(Duration::from_secs(5));
     assert_eq!(timeout(&env.clock, None).expect_err("no room").kind(), "timeout");
-    let _ = NS;
+}
+
+#[test]
+fn the_command_runs_in_the_lease_id_s_namespace_whatever_the_metadata_says() {
+    let env = Env::new();
+    env.kube.add_namespace("elsewhere");
+    let (mut lease, config) = acquired(&env, "job");
+    lease.namespace = "elsewhere".into();
+    let result = env.provider().execute(stored(&lease, &config), sh("echo here")).expect("runs where the id says");
+    assert_eq!(result.stdout, "here\n");
+}
+
+#[test]
+fn a_lease_whose_secret_is_gone_runs_nothing() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    env.kube.remove("secrets", NS, "pc-acq-x-env");
+    let error = env.provider().execute(stored(&lease, &config), sh("echo $API_KEY")).expect_err("cannot redact");
+    assert_eq!(error.kind(), "rejected", "{error}");
+    assert!(error.message().contains("cannot be redacted"), "{error}");
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 0);
 }
