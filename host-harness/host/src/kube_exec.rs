@@ -4,11 +4,13 @@
 //! Checked like any other request first: the policy must grant `exec` on `pods` in the
 //! namespace, and the pod must be this installation's (its controller chain leads to an
 //! object the host created), proved by reading it as the host. Then the host writes the
-//! provider's stdin and closes it, reads stdout and stderr to their ends keeping at most the
-//! cap of each (`max-exec-output-bytes`, or less if the provider asks), and takes the exit code
-//! from the final status ([the remote-command protocol]). At the timeout, or the call's
-//! deadline if sooner, it closes the stream and reports `timed-out`: closing does not kill the
-//! process on every runtime, which is why the provider kills it in the pod first.
+//! provider's stdin (and keeps it open: without `v5.channel.k8s.io` it cannot be closed alone),
+//! reads stdout and stderr to their ends keeping at most the cap of each
+//! (`max-exec-output-bytes`, or less if the provider asks), and takes the exit code from the
+//! final status ([the remote-command protocol]). At the timeout, or the call's deadline if
+//! sooner (one deadline for opening and running), it closes the stream and reports
+//! `timed-out` with the output read so far: closing does not kill the process on every
+//! runtime, which is why the provider kills it in the pod first.
 //!
 //! [the remote-command protocol]: https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/apimachinery/pkg/util/remotecommand/constants.go
 
@@ -72,74 +74,87 @@ async fn run(
     cap: usize,
     timeout: Duration,
 ) -> Result<ExecOutput, KubeError> {
+    let end = tokio::time::Instant::now() + timeout;
     let mut params = AttachParams::default().stdin(options.stdin.is_some()).stdout(true).stderr(true);
     if let Some(container) = &options.container {
         params = params.container(container.clone());
     }
-    let opened = tokio::time::timeout(timeout, api.exec(pod, options.command.clone(), &params)).await;
-    let mut process = match opened {
-        Err(_) => return Ok(ExecOutput { timed_out: true, ..empty() }),
+    let mut process = match tokio::time::timeout_at(end, api.exec(pod, options.command.clone(), &params)).await {
+        Err(_) => {
+            return Err(KubeError::Timeout(format!(
+                "exec in pod {}: the stream did not open within {} ms",
+                crate::policy::quoted(pod),
+                timeout.as_millis()
+            )));
+        }
         Ok(Err(e)) => return Err(kube_errors::from_client_error(&e)),
         Ok(Ok(process)) => process,
     };
-    let stdin = process.stdin();
+    // Stdin stays open until the command ends: without `v5.channel.k8s.io`, kube-rs can close
+    // it only by closing the whole stream. The provider says how much input there is instead.
+    let mut stdin = process.stdin();
     let stdout = process.stdout();
     let stderr = process.stderr();
     let status = process.take_status();
     let input = options.stdin.unwrap_or_default();
-    let feed = async move {
-        if let Some(mut pipe) = stdin {
+    let (mut out, mut err) = (Capped::default(), Capped::default());
+    let streams = async {
+        if let Some(pipe) = stdin.as_mut() {
             // A command that exits without reading its input is no error of the host's.
             let _ = pipe.write_all(&input).await;
-            let _ = pipe.shutdown().await;
+            let _ = pipe.flush().await;
         }
-    };
-    let streams = async {
-        let ((out, err), ()) = tokio::join!(async { tokio::join!(capped(stdout, cap), capped(stderr, cap)) }, feed);
-        let status = match status {
+        tokio::join!(out.read(stdout, cap), err.read(stderr, cap));
+        match status {
             Some(status) => status.await,
             None => None,
-        };
-        (out, err, status)
-    };
-    let finished = tokio::time::timeout(timeout, streams).await;
-    process.abort();
-    let Ok(((stdout, stdout_truncated), (stderr, stderr_truncated), status)) = finished else {
-        return Ok(ExecOutput { timed_out: true, ..empty() });
-    };
-    let exit_code = match status {
-        Some(status) => Some(exit_code(&status)?),
-        None => None,
-    };
-    Ok(ExecOutput { exit_code, timed_out: false, stdout, stderr, stdout_truncated, stderr_truncated })
-}
-
-fn empty() -> ExecOutput {
-    ExecOutput {
-        exit_code: None,
-        timed_out: false,
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        stdout_truncated: false,
-        stderr_truncated: false,
-    }
-}
-
-/// Reads a stream to its end, keeping the first `cap` bytes.
-async fn capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
-    let Some(mut stream) = stream else {
-        return (Vec::new(), false);
-    };
-    let (mut kept, mut truncated, mut buf) = (Vec::new(), false, vec![0u8; 16 * 1024]);
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
         }
-        let room = cap.saturating_sub(kept.len());
-        kept.extend_from_slice(&buf[..n.min(room)]);
-        truncated |= n > room;
+    };
+    let finished = tokio::time::timeout_at(end, streams).await;
+    drop(stdin);
+    process.abort();
+    let mut output = |exit_code, timed_out| ExecOutput {
+        exit_code,
+        timed_out,
+        stdout: std::mem::take(&mut out.kept),
+        stderr: std::mem::take(&mut err.kept),
+        stdout_truncated: out.truncated,
+        stderr_truncated: err.truncated,
+    };
+    match finished {
+        // What was read before the timeout is kept: it is often why the command hung.
+        Err(_) => Ok(output(None, true)),
+        Ok(None) => Ok(output(None, false)),
+        Ok(Some(status)) => {
+            let code = exit_code(&status)?;
+            Ok(output(Some(code), false))
+        }
     }
-    (kept, truncated)
+}
+
+/// One stream's output: the first `cap` bytes, and whether more came.
+#[derive(Default)]
+struct Capped {
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+impl Capped {
+    /// Reads `stream` to its end (or a read error, which ends it as the peer closing would).
+    async fn read(&mut self, stream: Option<impl AsyncRead + Unpin>, cap: usize) {
+        let Some(mut stream) = stream else {
+            return;
+        };
+        let mut buf = vec![0u8; 16 * 1024];
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let room = cap.saturating_sub(self.kept.len());
+            self.kept.extend_from_slice(&buf[..n.min(room)]);
+            self.truncated |= n > room;
+        }
+    }
 }
 
 /// The exit code of the exec's final status: `Success` is 0, `NonZeroExitCode` carries it in

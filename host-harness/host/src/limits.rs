@@ -16,6 +16,9 @@ use crate::error::HostError;
 /// How often the epoch ticker advances; also how late a runaway guest may be stopped.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// The longest `exec-timeout-ms` taken: a day.
+const MAX_EXEC_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+
 /// Limits applied to every provider call. Serde so a host config file can set them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
@@ -107,6 +110,10 @@ impl Limits {
             Some("max-input-bytes must be positive")
         } else if self.max_body_bytes == 0 {
             Some("max-body-bytes must be positive")
+        } else if self.exec_timeout_ms == 0 || self.exec_timeout_ms > MAX_EXEC_TIMEOUT_MS {
+            Some("exec-timeout-ms must be between 1 and 86400000 (a day; longer work belongs in a Job of its own)")
+        } else if self.max_exec_output_bytes == 0 || self.max_exec_output_bytes > 64 * 1024 * 1024 {
+            Some("max-exec-output-bytes must be between 1 and 64 MiB (both streams pass through the guest's memory)")
         } else {
             None
         };
@@ -190,6 +197,12 @@ mod tests {
         assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("max-concurrent-calls")));
         let limits = Limits { max_body_bytes: 0, ..Limits::default() };
         assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("max-body-bytes")));
+        let limits = Limits { exec_timeout_ms: 0, ..Limits::default() };
+        assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("exec-timeout-ms")));
+        let limits = Limits { exec_timeout_ms: u64::MAX, ..Limits::default() };
+        assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("exec-timeout-ms")));
+        let limits = Limits { max_exec_output_bytes: 0, ..Limits::default() };
+        assert!(matches!(limits.validate(), Err(HostError::Config(m)) if m.contains("max-exec-output-bytes")));
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct ProviderHost {
     grants: Grants,
     limits: Limits,
     slots: Semaphore,
+    /// Calls of `execute` at once ([`exec_share`] of the slots): a command may hold its slot
+    /// for minutes.
+    exec_slots: Semaphore,
     cache: CacheOutcome,
     calls: AtomicU64,
     _engine: HostEngine,
@@ -127,9 +130,19 @@ impl ProviderHost {
             KubeHost::with_client(client, Arc::new(options.policy.clone()), options.limits.kube_request_timeout())
                 .with_body_limit(&options.limits);
         let slots = Semaphore::new(usize::try_from(options.limits.max_concurrent_calls).unwrap_or(usize::MAX));
+        let exec_slots = Semaphore::new(exec_share(options.limits.max_concurrent_calls));
         let grants = capabilities::grant(&options.policy, None);
-        let mut host =
-            Self { pre, kube, grants, limits: options.limits, slots, cache, calls: AtomicU64::new(0), _engine: engine };
+        let mut host = Self {
+            pre,
+            kube,
+            grants,
+            limits: options.limits,
+            slots,
+            exec_slots,
+            cache,
+            calls: AtomicU64::new(0),
+            _engine: engine,
+        };
         // A 0.1.0 component cannot declare its access; asking it would only run its code. The
         // declaration itself is read with no access at all: nothing is granted before it is known.
         if !matches!(host.pre, BoundPre::V0_1(_)) {
@@ -327,7 +340,15 @@ impl ProviderHost {
             .limits
             .exec_timeout()
             .min(request.timeout_ms.map_or(self.limits.exec_timeout(), |ms| Duration::from_millis(u64::from(ms))));
+        // The provider sees the command's real bound, not whatever the call has left.
+        let mut request = request;
+        request.timeout_ms = Some(u32::try_from(command.as_millis()).unwrap_or(u32::MAX));
         let limit = self.limits.call_timeout() + command;
+        let _exec = self
+            .exec_slots
+            .acquire()
+            .await
+            .map_err(|e| HostError::Instantiate { call: "execute", message: e.to_string() })?;
         self.call_within("execute", limit, move |bound, store| {
             Box::pin(async move {
                 Ok(match bound {
@@ -454,6 +475,12 @@ impl ProviderHost {
 /// What each list item costs a guest beyond its strings (its record, its allocations), so a
 /// million empty env vars count for something.
 const ITEM_OVERHEAD: usize = 32;
+
+/// How many of `slots` call slots commands may hold at once: half, so a run's long commands
+/// never keep its acquire, renew or release waiting (at least one either way).
+fn exec_share(slots: u32) -> usize {
+    usize::try_from((slots / 2).max(1)).unwrap_or(1)
+}
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

@@ -1,6 +1,7 @@
 //! `kube.exec` in the host: a command runs in a pod the installation owns (a Job's pod, owned
-//! through its controller), with its stdin, exit code and capped output; a pod someone else made
-//! and a policy without `exec` are refused before any exec request is sent.
+//! through its controller), with its stdin (left open: the command reads it by its size), exit
+//! code and capped output; a pod someone else made and a policy without `exec` are refused
+//! before any exec request is sent.
 
 use std::time::Duration;
 
@@ -55,7 +56,7 @@ async fn a_command_runs_in_an_owned_pod_with_its_input_exit_code_and_capped_outp
     let h =
         KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
     let pod = owned_pod(&c, &h, "exec-owned").await;
-    let out = h.exec(NS, &pod, sh("cat; echo err >&2; exit 5", Some("in\n"), 1024)).await.expect("exec");
+    let out = h.exec(NS, &pod, sh("head -c 3; echo err >&2; exit 5", Some("in\n"), 1024)).await.expect("exec");
     assert_eq!((out.exit_code, out.stdout.as_slice(), out.stderr.as_slice()), (Some(5), &b"in\n"[..], &b"err\n"[..]));
     assert!(!out.timed_out && !out.stdout_truncated);
     let big = h.exec(NS, &pod, sh("head -c 100000 /dev/zero", None, 1000)).await.expect("exec");
