@@ -40,6 +40,26 @@ pub struct Placement {
     pub pod_ip: Option<String>,
 }
 
+impl Placement {
+    /// What a lease id alone tells: backend and namespace, the API version a Job always has,
+    /// and no uid (resume-check then goes by the name).
+    fn unknown(backend: Backend, namespace: String) -> Self {
+        let api_version = match backend {
+            Backend::Job => api_versions::jobs().api_version(),
+            Backend::Sandbox => String::new(),
+        };
+        Self {
+            backend,
+            namespace,
+            api_version,
+            workload_uid: String::new(),
+            pod_name: None,
+            pod_uid: None,
+            pod_ip: None,
+        }
+    }
+}
+
 /// The neutral form of `lease`: its placement moves into the metadata.
 pub fn neutral(lease: Lease) -> NeutralLease {
     let mut map = match serde_json::from_str::<Value>(&lease.metadata) {
@@ -68,31 +88,10 @@ pub fn neutral(lease: Lease) -> NeutralLease {
 
 /// The whole lease back from its neutral form (see the module docs for lost metadata).
 pub fn whole(lease: NeutralLease) -> Lease {
-    let found = placement(&lease);
-    let fallback = || {
-        let id = LeaseId::parse(&lease.provider_lease_id).ok()?;
-        let api_version = match id.backend {
-            Backend::Job => api_versions::jobs().api_version(),
-            Backend::Sandbox => String::new(),
-        };
-        Some(Placement {
-            backend: id.backend,
-            namespace: id.namespace,
-            api_version,
-            workload_uid: String::new(),
-            pod_name: None,
-            pod_uid: None,
-            pod_ip: None,
-        })
-    };
-    let p = found.or_else(fallback).unwrap_or(Placement {
-        backend: Backend::Sandbox,
-        namespace: String::new(),
-        api_version: String::new(),
-        workload_uid: String::new(),
-        pod_name: None,
-        pod_uid: None,
-        pod_ip: None,
+    let p = placement(&lease).unwrap_or_else(|| match LeaseId::parse(&lease.provider_lease_id) {
+        Ok(id) => Placement::unknown(id.backend, id.namespace),
+        // Not this provider's id: every later call refuses it by the id anyway.
+        Err(_) => Placement::unknown(Backend::Sandbox, String::new()),
     });
     Lease {
         provider_lease_id: lease.provider_lease_id,
