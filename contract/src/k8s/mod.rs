@@ -6,6 +6,7 @@
 //! They follow `k8s.io/apimachinery` (`pkg/util/validation`, `pkg/api/resource`) word for word,
 //! and need only `std`, so the wasm32 provider links them too.
 
+pub mod agent_sandbox;
 pub mod names;
 pub mod quantity;
 pub mod selectors;

@@ -1,6 +1,7 @@
 //! An embedded Kubernetes cluster for demos and tests: a real API server on loopback (HTTPS,
 //! bearer tokens, discovery, OpenAPI, watch, deletion semantics) plus simulated controllers
-//! (agent-sandbox, Job, kubelet and scheduler, garbage collector) that are ordinary clients.
+//! (agent-sandbox's Sandbox, template, warm pool and claim controllers, Job, kubelet and
+//! scheduler, garbage collector) that are ordinary clients.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {

@@ -5,6 +5,7 @@
 
 /// Which versions of `agents.x-k8s.io` Sandboxes the cluster serves, to test clients against
 /// old (v0.4, v1alpha1 only), transitional (v0.5, both) and new (v1.0, v1beta1 only) controllers.
+/// The extensions group (claims, templates, warm pools) follows: see [`Self::extensions_version`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxVersions {
     /// v1beta1 and v1alpha1, one storage (agent-sandbox v0.5.x).
@@ -14,6 +15,17 @@ pub enum SandboxVersions {
     V1beta1Only,
     /// v1alpha1 only (agent-sandbox v0.4.x and earlier).
     V1alpha1Only,
+}
+
+impl SandboxVersions {
+    /// The one version of `extensions.agents.x-k8s.io` served alongside: v1alpha1 with
+    /// agent-sandbox v0.4, v1beta1 from v0.5 on.
+    pub fn extensions_version(self) -> &'static str {
+        match self {
+            Self::V1alpha1Only => "v1alpha1",
+            Self::Both | Self::V1beta1Only => "v1beta1",
+        }
+    }
 }
 
 impl std::str::FromStr for SandboxVersions {
@@ -206,7 +218,55 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         SandboxVersions::V1beta1Only => out.push(sandbox("v1beta1")),
         SandboxVersions::V1alpha1Only => out.push(sandbox("v1alpha1")),
     }
+    out.extend(extensions(sandbox_versions.extensions_version()));
     out
+}
+
+/// The kinds of `extensions.agents.x-k8s.io` in one version. Each CRD file bundled here defines
+/// a single version (agent-sandbox v0.4's v1alpha1, or v0.5's v1beta1 without the deprecated
+/// v1alpha1 its conversion webhook serves), so one version is served and nothing is converted.
+///
+/// Warm pools' CRDs also declare the `scale` subresource; the server implements scale for no
+/// resource, so it is not served (as `status` is the only subresource custom resources get here).
+fn extensions(version: &'static str) -> [ResourceType; 3] {
+    use sandbox_contract::k8s::agent_sandbox as ext;
+    let custom =
+        |plural: &'static str, singular: &'static str, kind: &'static str, storage: &'static str| ResourceType {
+            group: ext::EXTENSIONS_GROUP,
+            version,
+            subresources: &["status"],
+            storage,
+            flavor: Flavor::Custom,
+            has_generation: true,
+            unconditional_update: false,
+            ..core(plural, singular, kind, true)
+        };
+    [
+        ResourceType {
+            short_names: &["sandboxclaim"],
+            ..custom(ext::CLAIMS, "sandboxclaim", ext::CLAIM_KIND, "sandboxclaims.extensions.agents.x-k8s.io")
+        },
+        ResourceType {
+            short_names: &["sandboxtemplate"],
+            // v1beta1's CRD drops the (always empty) status, and with it the subresource.
+            subresources: if version == "v1alpha1" { &["status"] } else { &[] },
+            ..custom(
+                ext::TEMPLATES,
+                "sandboxtemplate",
+                ext::TEMPLATE_KIND,
+                "sandboxtemplates.extensions.agents.x-k8s.io",
+            )
+        },
+        ResourceType {
+            short_names: &["swp"],
+            ..custom(
+                ext::WARM_POOLS,
+                "sandboxwarmpool",
+                ext::WARM_POOL_KIND,
+                "sandboxwarmpools.extensions.agents.x-k8s.io",
+            )
+        },
+    ]
 }
 
 /// The groups served, in discovery order, each with its versions (preferred first).
@@ -245,8 +305,35 @@ mod tests {
                 ("networking.k8s.io", vec!["v1"]),
                 ("batch", vec!["v1"]),
                 ("rbac.authorization.k8s.io", vec!["v1"]),
-                ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"])
+                ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"]),
+                ("extensions.agents.x-k8s.io", vec!["v1beta1"]),
             ]
         );
+    }
+
+    #[test]
+    fn extensions_follow_the_sandbox_versions_setting() {
+        let versions = |v| {
+            let mut out: Vec<(&str, &str)> = served(v)
+                .into_iter()
+                .filter(|t| t.group == "extensions.agents.x-k8s.io")
+                .map(|t| (t.plural, t.version))
+                .collect();
+            out.sort();
+            out
+        };
+        let beta = vec![("sandboxclaims", "v1beta1"), ("sandboxtemplates", "v1beta1"), ("sandboxwarmpools", "v1beta1")];
+        assert_eq!(versions(SandboxVersions::Both), beta);
+        assert_eq!(versions(SandboxVersions::V1beta1Only), beta);
+        let alpha =
+            vec![("sandboxclaims", "v1alpha1"), ("sandboxtemplates", "v1alpha1"), ("sandboxwarmpools", "v1alpha1")];
+        assert_eq!(versions(SandboxVersions::V1alpha1Only), alpha);
+        for t in served(SandboxVersions::Both).iter().filter(|t| t.group == "extensions.agents.x-k8s.io") {
+            assert_eq!(
+                (t.flavor, t.namespaced, t.has_generation, t.unconditional_update),
+                (Flavor::Custom, true, true, false)
+            );
+            assert!(!t.subresources.contains(&"scale"), "scale is not implemented");
+        }
     }
 }

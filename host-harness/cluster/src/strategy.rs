@@ -2,6 +2,7 @@
 //! update, and how the status subresource is kept apart from the rest of the object.
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
@@ -13,41 +14,83 @@ use crate::rbac;
 use crate::resources::{Flavor, ResourceType};
 use crate::table::PrinterColumn;
 
-/// The CRD schemas of the custom resources, by version.
+/// The CRDs bundled with the cluster (the same files `simulate` users install), one file per
+/// resource and API version.
+const CRDS: [&str; 8] = [
+    include_str!("../crds/sandboxes-v1beta1.yaml"),
+    include_str!("../crds/sandboxes-v1alpha1.yaml"),
+    include_str!("../crds/sandboxclaims-v1beta1.yaml"),
+    include_str!("../crds/sandboxclaims-v1alpha1.yaml"),
+    include_str!("../crds/sandboxtemplates-v1beta1.yaml"),
+    include_str!("../crds/sandboxtemplates-v1alpha1.yaml"),
+    include_str!("../crds/sandboxwarmpools-v1beta1.yaml"),
+    include_str!("../crds/sandboxwarmpools-v1alpha1.yaml"),
+];
+
+/// (group, plural, version): one version of one custom resource.
+type CrdKey = (String, String, String);
+
+/// The CRD schemas of the custom resources, by group, plural and version, so that every custom
+/// resource gets its own validation, defaulting, pruning and printer columns.
 pub struct Schemas {
-    sandbox: HashMap<String, CrdSchema>,
-    /// Each version's `additionalPrinterColumns`, for server-side printing.
-    printer_columns: HashMap<String, Vec<PrinterColumn>>,
+    loaded: Arc<Loaded>,
 }
 
+/// The parsed and compiled CRDs. They are constants of the binary, so they are parsed once per
+/// process (about 0.1 s in a debug build) and shared by every server it starts.
+struct Loaded {
+    schemas: HashMap<CrdKey, CrdSchema>,
+    /// Each version's `additionalPrinterColumns`, for server-side printing.
+    printer_columns: HashMap<CrdKey, Vec<PrinterColumn>>,
+}
+
+static LOADED: OnceLock<Arc<Loaded>> = OnceLock::new();
+
 impl Schemas {
-    /// Loads the bundled agent-sandbox CRDs (the same files `simulate` users install).
+    /// Loads the bundled CRDs.
     pub fn load() -> anyhow::Result<Self> {
-        let mut sandbox = HashMap::new();
+        if let Some(loaded) = LOADED.get() {
+            return Ok(Self { loaded: loaded.clone() });
+        }
+        let parsed = Arc::new(Self::parse()?);
+        Ok(Self { loaded: LOADED.get_or_init(|| parsed).clone() })
+    }
+
+    fn parse() -> anyhow::Result<Loaded> {
+        let mut schemas = HashMap::new();
         let mut printer_columns = HashMap::new();
-        for text in [include_str!("../crds/sandboxes-v1beta1.yaml"), include_str!("../crds/sandboxes-v1alpha1.yaml")] {
+        for text in CRDS {
             let crd: Value = serde_yaml_ng::from_str(text)?;
+            let (Some(group), Some(plural)) = (crd["spec"]["group"].as_str(), crd["spec"]["names"]["plural"].as_str())
+            else {
+                anyhow::bail!("a bundled CRD has no spec.group or spec.names.plural");
+            };
             for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
                 let (Some(name), Some(schema)) = (v["name"].as_str(), v.pointer("/schema/openAPIV3Schema")) else {
                     continue;
                 };
-                sandbox.insert(name.to_string(), CrdSchema::new(schema.clone()));
+                let key = (group.to_string(), plural.to_string(), name.to_string());
+                schemas.insert(key.clone(), CrdSchema::new(schema.clone()));
                 let columns = v["additionalPrinterColumns"].as_array().into_iter().flatten();
-                printer_columns.insert(name.to_string(), columns.map(PrinterColumn::from_crd).collect());
+                printer_columns.insert(key, columns.map(PrinterColumn::from_crd).collect());
             }
         }
-        Ok(Self { sandbox, printer_columns })
+        Ok(Loaded { schemas, printer_columns })
+    }
+
+    fn key(rt: &ResourceType) -> Option<CrdKey> {
+        (rt.flavor == Flavor::Custom).then(|| (rt.group.to_string(), rt.plural.to_string(), rt.version.to_string()))
     }
 
     /// A custom resource version's printer columns (none for built-in kinds).
     pub fn printer_columns(&self, rt: &ResourceType) -> &[PrinterColumn] {
-        let columns = (rt.plural == "sandboxes").then(|| self.printer_columns.get(rt.version)).flatten();
+        let columns = Self::key(rt).and_then(|k| self.loaded.printer_columns.get(&k));
         columns.map_or(&[], Vec::as_slice)
     }
 
     /// The schema of a custom resource version.
     pub fn get(&self, rt: &ResourceType) -> Option<&CrdSchema> {
-        (rt.plural == "sandboxes").then(|| self.sandbox.get(rt.version)).flatten()
+        Self::key(rt).and_then(|k| self.loaded.schemas.get(&k))
     }
 
     /// The raw openAPIV3Schema of a custom resource version, for OpenAPI publishing.
@@ -218,7 +261,7 @@ pub fn validate_update(rt: &ResourceType, schemas: &Schemas, new: &Value, old: &
         Flavor::BuiltIn => (core_validation::validate_update(rt.kind, new, old), false),
         Flavor::Custom => validate_custom(rt, schemas, new),
     };
-    if rules_run && rt.plural == "sandboxes" {
+    if rules_run && rt.plural == "sandboxes" && rt.group == sandbox_contract::k8s::agent_sandbox::GROUP {
         // The CRD's one CEL transition rule, evaluated natively.
         let vct = |v: &Value| v.pointer("/spec/volumeClaimTemplates").cloned();
         if vct(new) != vct(old) {
@@ -239,4 +282,70 @@ pub fn validate_update(rt: &ResourceType, schemas: &Schemas, new: &Value, old: &
 /// A JSON list of strings (absent or malformed: empty).
 pub fn string_list(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{SandboxVersions, served};
+
+    fn custom(versions: SandboxVersions, plural: &str) -> ResourceType {
+        served(versions)
+            .into_iter()
+            .find(|t| t.plural == plural && t.flavor == Flavor::Custom)
+            .unwrap_or_else(|| panic!("{plural} is served"))
+    }
+
+    #[test]
+    fn every_served_custom_resource_has_its_schema() {
+        let schemas = Schemas::load().unwrap_or_else(|e| panic!("{e:#}"));
+        for versions in [SandboxVersions::Both, SandboxVersions::V1alpha1Only] {
+            for rt in served(versions).iter().filter(|t| t.flavor == Flavor::Custom) {
+                assert!(schemas.get(rt).is_some(), "{} {} has a schema", rt.plural, rt.version);
+            }
+        }
+        let beta_claims = custom(SandboxVersions::Both, "sandboxclaims");
+        let names: Vec<&str> = schemas.printer_columns(&beta_claims).iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Ready", "Sandbox", "Reason", "Age"]);
+        let alpha_pools = custom(SandboxVersions::V1alpha1Only, "sandboxwarmpools");
+        assert_eq!(schemas.printer_columns(&alpha_pools).len(), 2);
+    }
+
+    #[test]
+    fn extension_defaults_come_from_their_crds() {
+        let schemas = Schemas::load().unwrap_or_else(|e| panic!("{e:#}"));
+        let defaulted = |versions, plural, mut obj: Value| {
+            let rt = custom(versions, plural);
+            let findings = default_and_prune(&rt, &schemas, &mut obj);
+            assert!(findings.unknown_fields.is_empty(), "{:?}", findings.unknown_fields);
+            obj
+        };
+        let pool = defaulted(
+            SandboxVersions::Both,
+            "sandboxwarmpools",
+            json!({"metadata": {"name": "p"}, "spec": {"sandboxTemplateRef": {"name": "t"}, "updateStrategy": {}}}),
+        );
+        assert_eq!(pool["spec"]["replicas"], 1);
+        assert_eq!(pool["spec"]["updateStrategy"]["type"], "OnReplenish");
+        let claim = defaulted(
+            SandboxVersions::Both,
+            "sandboxclaims",
+            json!({"metadata": {"name": "c"}, "spec": {"warmPoolRef": {"name": "p"}, "lifecycle": {}}}),
+        );
+        assert_eq!(claim["spec"]["lifecycle"]["shutdownPolicy"], "Retain");
+        let alpha_claim = defaulted(
+            SandboxVersions::V1alpha1Only,
+            "sandboxclaims",
+            json!({"metadata": {"name": "c"}, "spec": {"sandboxTemplateRef": {"name": "t"}}}),
+        );
+        assert_eq!(alpha_claim["spec"]["warmpool"], "default");
+        let template = defaulted(
+            SandboxVersions::Both,
+            "sandboxtemplates",
+            json!({"metadata": {"name": "t"}, "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        );
+        assert_eq!(template["spec"]["envVarsInjectionPolicy"], "Disallowed");
+        assert_eq!(template["spec"]["networkPolicyManagement"], "Managed");
+        assert_eq!(template["spec"]["volumeClaimTemplatesPolicy"], "Disallowed");
+    }
 }

@@ -34,9 +34,11 @@ use super::served_sandbox_resource;
 /// failed, an owner whose read could not tell).
 const RESYNC: Duration = Duration::from_secs(10);
 
-/// The resources whose objects the collector tracks (as owners and as dependents).
+/// The resources whose objects the collector tracks (as owners and as dependents): agent-sandbox's
+/// kinds among them, so deleting a claim or a pool takes its Sandboxes at once (an owner kind
+/// left out would be found gone only by the periodic resync) and a template its NetworkPolicy.
 async fn tracked(client: &kube::Client) -> Vec<ApiResource> {
-    use k8s_openapi::api::{batch::v1::Job, core::v1};
+    use k8s_openapi::api::{batch::v1::Job, core::v1, networking::v1::NetworkPolicy};
     let mut out = vec![
         ApiResource::erase::<v1::Pod>(&()),
         ApiResource::erase::<v1::Secret>(&()),
@@ -44,9 +46,13 @@ async fn tracked(client: &kube::Client) -> Vec<ApiResource> {
         ApiResource::erase::<v1::Service>(&()),
         ApiResource::erase::<v1::PersistentVolumeClaim>(&()),
         ApiResource::erase::<Job>(&()),
+        ApiResource::erase::<NetworkPolicy>(&()),
     ];
     if let Some(sandbox) = served_sandbox_resource(client).await {
         out.push(sandbox);
+    }
+    if let Ok((_, extensions)) = super::extensions::discovery::served_extensions(client).await {
+        out.extend(extensions);
     }
     out
 }

@@ -2,10 +2,14 @@
 //! the API server only through HTTP, so the same code runs inside the embedded cluster and,
 //! through `sandbox-host simulate`, against a real kube-apiserver that has no nodes.
 
+pub mod claim;
+pub mod extensions;
 pub mod gc;
 pub mod job;
 pub mod kubelet;
 pub mod sandbox;
+pub mod template;
+pub mod warm_pool;
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,20 +31,39 @@ pub enum ControllerKind {
     Kubelet,
     /// kube-controller-manager's garbage collector.
     Gc,
+    /// agent-sandbox's SandboxTemplate controller (the template's managed NetworkPolicy).
+    Template,
+    /// agent-sandbox's SandboxWarmPool controller.
+    WarmPool,
+    /// agent-sandbox's SandboxClaim controller.
+    Claim,
 }
 
 impl ControllerKind {
-    /// All four, in start order.
-    pub const ALL: [ControllerKind; 4] =
-        [ControllerKind::Kubelet, ControllerKind::Gc, ControllerKind::Job, ControllerKind::Sandbox];
+    /// All of them, in start order.
+    pub const ALL: [ControllerKind; 7] = [
+        ControllerKind::Kubelet,
+        ControllerKind::Gc,
+        ControllerKind::Job,
+        ControllerKind::Sandbox,
+        ControllerKind::Template,
+        ControllerKind::WarmPool,
+        ControllerKind::Claim,
+    ];
 
     /// The user the controller authenticates as (so the request log tells its calls apart).
+    /// Upstream runs the extension controllers in the Sandbox controller's process, as its
+    /// ServiceAccount; here each has an account of its own in the same namespace, so a test can
+    /// tell a pool's writes from a claim's.
     pub fn user(self) -> &'static str {
         match self {
             ControllerKind::Sandbox => "system:serviceaccount:agent-sandbox-system:agent-sandbox-controller",
             ControllerKind::Job => "system:serviceaccount:kube-system:job-controller",
             ControllerKind::Kubelet => "system:node:embedded-node-1",
             ControllerKind::Gc => "system:serviceaccount:kube-system:generic-garbage-collector",
+            ControllerKind::Template => "system:serviceaccount:agent-sandbox-system:sandbox-template-controller",
+            ControllerKind::WarmPool => "system:serviceaccount:agent-sandbox-system:sandbox-warm-pool-controller",
+            ControllerKind::Claim => "system:serviceaccount:agent-sandbox-system:sandbox-claim-controller",
         }
     }
 }
@@ -65,6 +88,9 @@ impl fmt::Display for ControllerKind {
             ControllerKind::Job => "job",
             ControllerKind::Kubelet => "kubelet",
             ControllerKind::Gc => "gc",
+            ControllerKind::Template => "template",
+            ControllerKind::WarmPool => "warmpool",
+            ControllerKind::Claim => "claim",
         })
     }
 }
@@ -77,7 +103,12 @@ impl FromStr for ControllerKind {
             "job" => Ok(Self::Job),
             "kubelet" => Ok(Self::Kubelet),
             "gc" => Ok(Self::Gc),
-            other => Err(format!("unknown controller {other:?}: choose from sandbox, job, kubelet, gc")),
+            "template" => Ok(Self::Template),
+            "warmpool" | "warm-pool" => Ok(Self::WarmPool),
+            "claim" => Ok(Self::Claim),
+            other => Err(format!(
+                "unknown controller {other:?}: choose from sandbox, job, kubelet, gc, template, warmpool, claim"
+            )),
         }
     }
 }
@@ -106,6 +137,9 @@ pub async fn run_forever(
             ControllerKind::Sandbox => sandbox::run(client.clone(), clock.clone()).await,
             ControllerKind::Job => job::run(client.clone(), clock.clone()).await,
             ControllerKind::Kubelet => kubelet::run(client.clone(), clock.clone(), kubelet_config.clone()).await,
+            ControllerKind::Template => template::run(client.clone()).await,
+            ControllerKind::WarmPool => warm_pool::run(client.clone()).await,
+            ControllerKind::Claim => claim::run(client.clone(), clock.clone()).await,
         };
         match result {
             Ok(()) => {
@@ -117,5 +151,25 @@ pub async fn run_forever(
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_controller_has_a_name_and_a_user_of_its_own() {
+        let mut users = std::collections::HashSet::new();
+        for kind in ControllerKind::ALL {
+            assert_eq!(kind.to_string().parse::<ControllerKind>(), Ok(kind));
+            assert!(users.insert(kind.user()), "{kind} shares its user");
+        }
+        assert_eq!("warm-pool".parse::<ControllerKind>(), Ok(ControllerKind::WarmPool));
+        assert!("pool".parse::<ControllerKind>().is_err());
+        assert_eq!(
+            ControllerKind::Claim.groups(),
+            ["system:serviceaccounts", "system:serviceaccounts:agent-sandbox-system"]
+        );
     }
 }

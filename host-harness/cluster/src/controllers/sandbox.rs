@@ -14,26 +14,13 @@ mod tests;
 
 pub use reconcile::run;
 
-/// API group of the `Sandbox` resource.
-pub const GROUP: &str = "agents.x-k8s.io";
+pub use sandbox_contract::k8s::agent_sandbox::{
+    GROUP, POD_NAME_ANNOTATION, SANDBOX_NAME_HASH_LABEL as NAME_HASH_LABEL, name_hash,
+};
+
 /// Kind of the resource this controller drives.
 pub const KIND: &str = "Sandbox";
 /// Plural resource name, used when discovery does not list the resource itself.
 pub const PLURAL: &str = "sandboxes";
-/// Label on every pod, service and PVC of a Sandbox; the Service selects the pod by it.
-pub const NAME_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-name-hash";
-/// Annotation on the Sandbox naming its pod, so clients can find the pod.
-pub const POD_NAME_ANNOTATION: &str = "agents.x-k8s.io/pod-name";
 /// Cluster DNS domain used for `status.serviceFQDN`.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
-
-/// FNV-1a 32-bit of the name as 8 lowercase hex digits (the `agents.x-k8s.io/sandbox-name-hash`
-/// label), so label values stay short and valid whatever the Sandbox name is.
-pub fn name_hash(name: &str) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in name.bytes() {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    format!("{hash:08x}")
-}

@@ -11,7 +11,7 @@ use kube::runtime::wait::{Condition, await_condition};
 
 pub mod rbac;
 
-/// A full cluster (API server and all four controllers).
+/// A full cluster (API server and every controller).
 pub async fn full_cluster(versions: SandboxVersions) -> EmbeddedCluster {
     EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() })
         .await
