@@ -200,6 +200,7 @@ fn garbage_leases_are_never_resumable_and_write_nothing() {
                     pod_name: None,
                     pod_uid: None,
                     pod_ip: None,
+                    claimed_sandbox: None,
                     expires_at: None,
                     reusable: true,
                     metadata,

@@ -31,11 +31,13 @@ fn forged(id: &str, backend: Backend, namespace: &str, reusable: bool) -> LeaseR
             api_version: match backend {
                 Backend::Sandbox => "agents.x-k8s.io/v1beta1".to_string(),
                 Backend::Job => "batch/v1".to_string(),
+                Backend::Claim => "extensions.agents.x-k8s.io/v1beta1".to_string(),
             },
             workload_uid: String::new(),
             pod_name: None,
             pod_uid: None,
             pod_ip: None,
+            claimed_sandbox: None,
             expires_at: None,
             reusable,
             metadata: "{}".to_string(),

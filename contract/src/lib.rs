@@ -35,6 +35,9 @@ pub enum Backend {
     Sandbox,
     /// A `batch/v1` Job.
     Job,
+    /// An agent-sandbox `SandboxClaim` (`extensions.agents.x-k8s.io`): a Sandbox adopted from a
+    /// warm pool, or made from the pool's template when none is ready.
+    Claim,
 }
 
 impl Backend {
@@ -43,6 +46,7 @@ impl Backend {
         match self {
             Self::Sandbox => "sandbox",
             Self::Job => "job",
+            Self::Claim => "claim",
         }
     }
 }
@@ -112,6 +116,9 @@ pub struct Lease {
     pub pod_uid: Option<String>,
     #[serde(default)]
     pub pod_ip: Option<String>,
+    /// A claim lease's Sandbox (contract 0.4.0 on); none for the other backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_sandbox: Option<ClaimedSandbox>,
     /// Epoch millis when the cluster deletes the sandbox whatever happens to the host.
     #[serde(default)]
     pub expires_at: Option<i64>,
@@ -119,6 +126,19 @@ pub struct Lease {
     pub reusable: bool,
     /// Provider-private JSON text, opaque to the host and echoed back unchanged.
     pub metadata: String,
+}
+
+/// The Sandbox behind a claim lease (contract 0.4.0's `kubernetes.claimed-sandbox`): named by
+/// the warm pool when it was adopted from one, so it cannot be derived from the claim's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ClaimedSandbox {
+    /// `agents.x-k8s.io/v1beta1` or `agents.x-k8s.io/v1alpha1`.
+    pub api_version: String,
+    pub name: String,
+    pub uid: String,
+    /// Adopted from a warm pool (already running); false when made from the template.
+    pub warm: bool,
 }
 
 /// What a later lifecycle call gets: the lease as stored, and the config (JSON text) it was
@@ -131,6 +151,8 @@ pub struct LeaseRef {
 }
 
 /// The answer of `resume-check` and `renew`: gone or expired is an answer, not an error.
+// One value per call, moved a few times: boxing the lease would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResumeOutcome {
@@ -533,6 +555,7 @@ mod tests {
             pod_name: Some("sb-abc".into()),
             pod_uid: None,
             pod_ip: Some("10.0.0.7".into()),
+            claimed_sandbox: None,
             expires_at: Some(1_700_000_000_000),
             reusable: false,
             metadata: r#"{"secret":"sb-abc-env"}"#.into(),

@@ -58,16 +58,21 @@ const manifest: PaperclipPluginManifestV1 = {
       driverKey: DRIVER_KEY,
       kind: "sandbox_provider",
       displayName: "Kubernetes",
-      description: "A sandbox per run on a Kubernetes cluster: an agent-sandbox Sandbox or a batch/v1 Job.",
+      description: "A sandbox per run on a Kubernetes cluster: an agent-sandbox Sandbox, a SandboxClaim on a warm pool, or a batch/v1 Job.",
       supportsReusableLeases: true,
       sandboxCapabilities: { reusableLeases: true },
       configSchema: {
         type: "object",
-        required: ["namespace", "image"],
+        required: ["namespace"],
         properties: {
           namespace: { type: "string", description: "Namespace of the sandboxes; one the plugin's allowedNamespaces lists." },
-          image: { type: "string", description: "Container image of the sandbox." },
-          backend: { type: "string", enum: ["sandbox", "job"], default: "sandbox" },
+          image: { type: "string", description: "Container image of the sandbox (backends sandbox and job; a claim's template names its own)." },
+          backend: { type: "string", enum: ["sandbox", "job", "claim"], default: "sandbox" },
+          claim: {
+            type: "object",
+            description: "Backend claim: the agent-sandbox warm pool to claim from (and its template, which v1alpha1 clusters need).",
+            properties: { warmPool: { type: "string" }, template: { type: "string" } },
+          },
           kubeconfig: {
             type: "string",
             format: "secret-ref",

@@ -12,6 +12,9 @@
 //! that finds it deleted or replaced while it waits (another attempt gave up and cleaned up)
 //! fails retryably, so either all of them get the one sandbox or all fail retryably and the
 //! last to give up leaves nothing behind.
+//!
+//! The workload is a Sandbox, a Job, or (backend `claim`) a SandboxClaim; what differs for a
+//! claim (its plan and its wait) is in `claim_acquire`, the writes and the clean-up are shared.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,8 +22,9 @@ use std::time::Duration;
 pub use sandbox_contract::{AcquireRequest, EnvVar};
 use serde_json::{Value, json};
 
-use crate::adoption::{self, Origin};
+use crate::adoption::{self, Origin, Workload};
 use crate::api_versions::{self, SandboxVersion};
+use crate::claim_acquire;
 use crate::clock::{Clock, Deadline};
 use crate::compensation::{self, Scope, Touched};
 use crate::config::{self, Backend, Config};
@@ -40,7 +44,7 @@ use crate::redact::{RedactingLog, Redactor};
 use crate::rfc3339;
 use crate::sandbox_manifest::{self, SandboxParams};
 use crate::secret;
-use crate::workload_state::{Cause, Failure, expiry_of};
+use crate::workload_state::{Cause, Failure, PodInfo, WorkloadKind, expiry_of};
 
 /// Everything decided before the first write.
 pub(crate) struct Plan {
@@ -49,7 +53,7 @@ pub(crate) struct Plan {
     pub(crate) name: String,
     pub(crate) lease_id: LeaseId,
     pub(crate) resource: ResourceType,
-    /// The Sandbox version in use; `None` for a Job.
+    /// The Sandbox version in use; `None` for a Job or a claim.
     pub(crate) version: Option<SandboxVersion>,
     pub(crate) kind: &'static str,
     pub(crate) workload: Value,
@@ -68,16 +72,28 @@ impl Plan {
     }
 }
 
-/// A fingerprint of everything an adopted workload must share with this request (the pod
-/// template and the workload settings), excluding the expiry, which differs per attempt.
+/// What a plan starts from: the config and what the request's ids and expiry decide.
+pub(crate) struct Basics {
+    pub(crate) config: Config,
+    pub(crate) identity: Identity,
+    pub(crate) name: String,
+    pub(crate) expiry_ms: i64,
+}
+
+/// A fingerprint of `material`: everything an adopted workload must share with this request.
+pub(crate) fn fingerprint(material: &Value) -> String {
+    naming::fnv1a64_hex(canonical_json(material).as_bytes())
+}
+
+/// The fingerprint of a Sandbox or Job: the pod template and the workload settings, excluding
+/// the expiry, which differs per attempt.
 fn spec_hash(backend: Backend, template: &Value, config: &Config) -> String {
-    let material = json!({
+    fingerprint(&json!({
         "backend": backend.as_str(),
         "template": template,
         "workspaceVolume": config.sandbox.workspace_volume,
         "job": config.job,
-    });
-    naming::fnv1a64_hex(canonical_json(&material).as_bytes())
+    }))
 }
 
 /// JSON with object keys sorted, so the fingerprint does not depend on map ordering.
@@ -126,16 +142,23 @@ pub(crate) fn plan<K: Kube>(
                 rfc3339::format_seconds(request.requested_expires_at.unwrap_or(now))
             ))
         })?;
+    let kind = match config.backend {
+        Backend::Claim => {
+            return claim_acquire::plan(kube, log, request, Basics { config, identity, name, expiry_ms });
+        }
+        Backend::Sandbox => WorkloadKind::Sandbox,
+        Backend::Job => WorkloadKind::Job,
+    };
 
     let secret_name = naming::secret_name(&name);
     let env = secret::plan_env(&config.env, &request.env, &secret_name)?;
-    let version = match config.backend {
-        Backend::Sandbox => Some(api_versions::resolve(kube, config.sandbox_api_version)?),
-        Backend::Job => None,
+    let version = match kind {
+        WorkloadKind::Sandbox => Some(api_versions::resolve(kube, config.sandbox_api_version)?),
+        WorkloadKind::Job => None,
     };
-    let workspace = match config.backend {
-        Backend::Sandbox => config.sandbox.workspace_volume.as_ref(),
-        Backend::Job => None,
+    let workspace = match kind {
+        WorkloadKind::Sandbox => config.sandbox.workspace_volume.as_ref(),
+        WorkloadKind::Job => None,
     };
     let reusable = request.reusable && workspace.is_some();
     if request.reusable && !reusable {
@@ -156,7 +179,7 @@ pub(crate) fn plan<K: Kube>(
             annotations: annotations.clone(),
             env: env.pod_env,
             workspace_claim: workspace.is_some(),
-            restart_never: config.backend == Backend::Job,
+            restart_never: kind == WorkloadKind::Job,
         },
     );
     let template_json = serde_json::to_value(&template)
@@ -168,7 +191,7 @@ pub(crate) fn plan<K: Kube>(
     let (resource, kind, workload) = match version {
         Some(version) => (
             version.resource(),
-            "Sandbox",
+            kind.as_str(),
             sandbox_manifest::sandbox(&SandboxParams {
                 name: &name,
                 namespace: &config.namespace,
@@ -182,7 +205,7 @@ pub(crate) fn plan<K: Kube>(
         ),
         None => (
             api_versions::jobs(),
-            "Job",
+            kind.as_str(),
             job_manifest::job(JobParams {
                 name: &name,
                 namespace: &config.namespace,
@@ -239,13 +262,17 @@ fn provision<K: Kube>(
     let workload = adoption::put_workload(kube, clock, plan, deadline, touched)?;
     adoption::put_secret(kube, clock, plan, &workload, deadline, touched)?;
     let uid = workload.uid.as_str();
-    let created = workload.origin == Origin::Created;
     let done = match workload.origin {
         Origin::Created => "workload created; waiting for readiness",
         Origin::Adopted => "adopted the workload of an earlier attempt",
         Origin::AdoptedSuspended => "adopted the suspended Sandbox of an earlier attempt; resuming it",
     };
     log.info(done, &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", uid)]);
+    let kind = match plan.config.backend {
+        Backend::Claim => return claim_acquire::finish(kube, clock, log, plan, &workload, started, deadline),
+        Backend::Sandbox => WorkloadKind::Sandbox,
+        Backend::Job => WorkloadKind::Job,
+    };
 
     let start = match workload.origin {
         Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
@@ -254,7 +281,7 @@ fn provision<K: Kube>(
     };
     let start = start.unwrap_or(Start::List(None));
     let target = Target {
-        backend: plan.config.backend,
+        kind,
         namespace: ns,
         name: &plan.name,
         resource: &plan.resource,
@@ -262,7 +289,7 @@ fn provision<K: Kube>(
         secret: plan.secret.as_ref().map(|(name, _, _)| name.as_str()),
         job_retries: plan.config.job.backoff_limit > 0,
     };
-    let expires_at = if created { plan.expiry_ms } else { expiry_of(&workload.object).unwrap_or(plan.expiry_ms) };
+    let expires_at = lease_expiry(plan, &workload);
     let pod = readiness::wait_ready(kube, clock, log, &target, start, deadline).map_err(|e| match e {
         WaitError::Failed(f) => wait_failure(clock, &target.describe(), expires_at, f),
         WaitError::Api(e) => e,
@@ -270,11 +297,28 @@ fn provision<K: Kube>(
             "{} was not ready within {} s: {why}. The image may still be pulling or the cluster may be slow; retry, \
              or raise readinessTimeoutSeconds (keeping it inside the host's call deadline).",
             target.describe(),
-            (clock.monotonic().saturating_sub(started).as_millis() + 500) / 1000
+            elapsed_seconds(clock, started)
         )),
     })?;
+    Ok(lease(plan, &workload, pod, expires_at, metadata(clock, plan, &workload)))
+}
 
-    let metadata = LeaseMetadata {
+/// Whole seconds since `started`, rounded, for messages.
+pub(crate) fn elapsed_seconds(clock: &dyn Clock, started: Duration) -> u128 {
+    (clock.monotonic().saturating_sub(started).as_millis() + 500) / 1000
+}
+
+/// When the lease ends: this call's expiry for a workload it created, the adopted one's own.
+pub(crate) fn lease_expiry(plan: &Plan, workload: &Workload) -> i64 {
+    match workload.origin {
+        Origin::Created => plan.expiry_ms,
+        Origin::Adopted | Origin::AdoptedSuspended => expiry_of(&workload.object).unwrap_or(plan.expiry_ms),
+    }
+}
+
+/// The lease's metadata as acquire records it.
+pub(crate) fn metadata(clock: &dyn Clock, plan: &Plan, workload: &Workload) -> LeaseMetadata {
+    LeaseMetadata {
         run_id: Some(plan.identity.run_id.clone()),
         acquisition_id: Some(plan.identity.acquisition_id.clone()),
         agent_id: plan.identity.agent_id.clone(),
@@ -282,23 +326,29 @@ fn provision<K: Kube>(
         secret_name: plan.secret.as_ref().map(|(n, _, _)| n.clone()),
         workspace_pvc: plan.lease_id.workspace_pvc.then(|| naming::workspace_pvc_name(&plan.name)),
         acquired_at: Some(clock.now_millis()),
-        adopted: !created,
+        adopted: workload.origin != Origin::Created,
         previous_pod_uid: None,
         renewed_at: None,
-    };
-    Ok(Lease {
+        sandbox: None,
+    }
+}
+
+/// The lease of a ready sandbox.
+pub(crate) fn lease(plan: &Plan, workload: &Workload, pod: PodInfo, expires_at: i64, metadata: LeaseMetadata) -> Lease {
+    Lease {
         provider_lease_id: plan.lease_id.to_string(),
         backend: plan.config.backend,
-        namespace: ns.to_string(),
+        namespace: plan.config.namespace.clone(),
         api_version: plan.resource.api_version(),
         workload_uid: workload.uid.clone(),
         pod_name: Some(pod.name),
         pod_uid: Some(pod.uid).filter(|u| !u.is_empty()),
         pod_ip: pod.ip,
+        claimed_sandbox: metadata.sandbox.clone(),
         expires_at: Some(expires_at),
         reusable: plan.reusable,
         metadata: metadata.to_json(),
-    })
+    }
 }
 
 /// Resumes the adopted suspended Sandbox (its Secret is already up to date, so the new pod reads
@@ -327,7 +377,7 @@ fn resume_adopted<K: Kube>(kube: &K, plan: &Plan) -> Result<Option<Start>, Provi
 /// lease's expiry, another attempt of this acquisition gave up on it and cleaned up (or a person
 /// deleted it): retrying converges, by creating a new workload or adopting the replacement.
 /// After the expiry, the expiry was too short for the sandbox to start.
-fn wait_failure(clock: &dyn Clock, what: &str, expires_at: i64, failure: Failure) -> ProviderError {
+pub(crate) fn wait_failure(clock: &dyn Clock, what: &str, expires_at: i64, failure: Failure) -> ProviderError {
     let expired = clock.now_millis() >= expires_at;
     let gone = "another attempt of this acquisition gave up on it and cleaned up, or someone deleted it";
     match failure.cause {

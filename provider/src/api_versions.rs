@@ -1,12 +1,15 @@
-//! Which API versions the provider talks: the resource types it uses, and the Sandbox version
-//! (discovered, preferring v1beta1, or pinned by config) a lease records.
+//! Which API versions the provider talks: the resource types it uses, the Sandbox version
+//! (discovered, preferring v1beta1, or pinned by config) and the SandboxClaim version
+//! (discovered, preferring v1beta1) a lease records.
+
+use sandbox_contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP};
 
 use crate::config::SandboxApiVersion;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, ResourceType};
 
 /// agent-sandbox's API group.
-pub const SANDBOX_GROUP: &str = "agents.x-k8s.io";
+pub use sandbox_contract::k8s::agent_sandbox::GROUP as SANDBOX_GROUP;
 
 /// `v1` pods.
 pub fn pods() -> ResourceType {
@@ -121,6 +124,71 @@ pub fn for_existing<K: Kube>(kube: &K, recorded_api_version: &str) -> Result<Opt
     Ok(recorded.or_else(|| served.first().copied()))
 }
 
+/// A SandboxClaim API version (`extensions.agents.x-k8s.io`) the provider can create and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimVersion {
+    /// agent-sandbox v0.5 and later: a claim names a warm pool (`spec.warmPoolRef`), whose
+    /// template makes the Sandbox.
+    V1beta1,
+    /// agent-sandbox v0.4: a claim names its template (`spec.sandboxTemplateRef`) and, in
+    /// `spec.warmpool`, a pool, `default` (any pool of the template) or `none`.
+    V1alpha1,
+}
+
+impl ClaimVersion {
+    /// Every version, preferred first.
+    pub const PREFERENCE: [ClaimVersion; 2] = [ClaimVersion::V1beta1, ClaimVersion::V1alpha1];
+
+    /// `v1beta1` or `v1alpha1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1beta1 => "v1beta1",
+            Self::V1alpha1 => "v1alpha1",
+        }
+    }
+
+    /// The `sandboxclaims` resource in this version.
+    pub fn resource(self) -> ResourceType {
+        ResourceType::new(EXTENSIONS_GROUP, self.as_str(), CLAIMS)
+    }
+
+    /// From an object's `apiVersion` (`extensions.agents.x-k8s.io/v1beta1`).
+    pub fn from_api_version(api_version: &str) -> Option<Self> {
+        let (group, version) = api_version.split_once('/')?;
+        if group == EXTENSIONS_GROUP { Self::PREFERENCE.into_iter().find(|v| v.as_str() == version) } else { None }
+    }
+}
+
+/// The SandboxClaim versions the cluster serves that the provider knows, preferred first.
+pub fn served_claim_versions<K: Kube>(kube: &K) -> Result<Vec<ClaimVersion>, ProviderError> {
+    let served = kube
+        .served_versions(EXTENSIONS_GROUP)
+        .map_err(|e| ProviderError::from_kube(&e, &format!("discover the {EXTENSIONS_GROUP} API versions")))?;
+    Ok(ClaimVersion::PREFERENCE.into_iter().filter(|v| served.iter().any(|s| s == v.as_str())).collect())
+}
+
+/// The version to create a claim with: the preferred one the cluster serves.
+pub fn resolve_claim<K: Kube>(kube: &K) -> Result<ClaimVersion, ProviderError> {
+    served_claim_versions(kube)?.first().copied().ok_or_else(|| {
+        ProviderError::rejected(format!(
+            "the cluster does not serve SandboxClaims ({EXTENSIONS_GROUP}): agent-sandbox's extensions (the claim, \
+             template and warm pool controllers) are not installed. Install them, or set backend to \"sandbox\" or \
+             \"job\"."
+        ))
+    })
+}
+
+/// The version to reach an existing claim with: the lease's own if still served, else the
+/// preferred served one. `None` when the cluster serves no SandboxClaim version at all.
+pub fn claim_for_existing<K: Kube>(
+    kube: &K,
+    recorded_api_version: &str,
+) -> Result<Option<ClaimVersion>, ProviderError> {
+    let served = served_claim_versions(kube)?;
+    let recorded = ClaimVersion::from_api_version(recorded_api_version).filter(|v| served.contains(v));
+    Ok(recorded.or_else(|| served.first().copied()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +198,29 @@ mod tests {
         let kube = FakeKube::new(FakeClock::new(0));
         kube.serve_sandbox_versions(versions);
         kube
+    }
+
+    fn kube_serving_claims(versions: &[&str]) -> FakeKube {
+        let kube = FakeKube::new(FakeClock::new(0));
+        kube.serve_claim_versions(versions);
+        kube
+    }
+
+    #[test]
+    fn claims_prefer_v1beta1_and_keep_a_served_recorded_version() {
+        assert_eq!(resolve_claim(&kube_serving_claims(&["v1alpha1", "v1beta1"])).unwrap(), ClaimVersion::V1beta1);
+        assert_eq!(resolve_claim(&kube_serving_claims(&["v1alpha1"])).unwrap(), ClaimVersion::V1alpha1);
+        let err = resolve_claim(&kube_serving_claims(&[])).unwrap_err();
+        assert_eq!(err.kind(), "rejected");
+        assert!(err.message().contains("not installed"), "{}", err.message());
+        let both = kube_serving_claims(&["v1beta1", "v1alpha1"]);
+        let recorded = "extensions.agents.x-k8s.io/v1alpha1";
+        assert_eq!(claim_for_existing(&both, recorded).unwrap(), Some(ClaimVersion::V1alpha1));
+        let beta = kube_serving_claims(&["v1beta1"]);
+        assert_eq!(claim_for_existing(&beta, recorded).unwrap(), Some(ClaimVersion::V1beta1));
+        assert_eq!(claim_for_existing(&beta, "agents.x-k8s.io/v1alpha1").unwrap(), Some(ClaimVersion::V1beta1));
+        assert_eq!(claim_for_existing(&kube_serving_claims(&[]), recorded).unwrap(), None);
+        assert_eq!(ClaimVersion::V1beta1.resource().api_version(), "extensions.agents.x-k8s.io/v1beta1");
     }
 
     #[test]

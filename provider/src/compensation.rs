@@ -3,8 +3,9 @@
 //!
 //! Acquire orders its writes so that no object ever exists without an owner or an expiry: the
 //! workload carries its leak guard from its create (a Sandbox `shutdownTime` with
-//! `shutdownPolicy: Delete`, a Job `activeDeadlineSeconds`), and the per-lease Secret is created
-//! with an ownerReference to the workload. Whatever clean-up cannot delete therefore still goes
+//! `shutdownPolicy: Delete`, a claim's `lifecycle.shutdownTime` with `shutdownPolicy: Delete`, a
+//! Job `activeDeadlineSeconds`), and the per-lease Secret is created with an ownerReference to
+//! the workload. Whatever clean-up cannot delete therefore still goes
 //! by itself, and the message says how and when. Deletes carry a uid precondition, so an object
 //! that replaced ours under the same name is never touched; transient failures are retried
 //! within [`COMPENSATION_BUDGET`]. A suspended Sandbox the call adopted (and resumed) is
@@ -31,7 +32,8 @@ pub const COMPENSATION_BUDGET: Duration = Duration::from_secs(5);
 /// What an object is to the lease; it decides what the cluster does with it if clean-up cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// The Sandbox or Job, which the cluster removes by itself at `expires_at` (epoch millis).
+    /// The Sandbox, Job or SandboxClaim, which the cluster removes by itself at `expires_at`
+    /// (epoch millis).
     Workload { backend: Backend, expires_at: i64 },
     /// The per-lease Secret, owned by the workload.
     Secret,
@@ -42,6 +44,7 @@ impl Role {
         match self {
             Self::Workload { backend: Backend::Sandbox, .. } => "Sandbox",
             Self::Workload { backend: Backend::Job, .. } => "Job",
+            Self::Workload { backend: Backend::Claim, .. } => "SandboxClaim",
             Self::Secret => "Secret",
         }
     }
@@ -235,6 +238,11 @@ fn fate(scope: &Scope<'_>, t: &Touched, workload: Option<&Touched>, workload_del
     match t.role {
         Role::Workload { backend: Backend::Sandbox, expires_at } => format!(
             "the cluster deletes {what} at its shutdownTime {} (shutdownPolicy Delete), with its pod",
+            rfc3339::format_seconds(expires_at)
+        ),
+        Role::Workload { backend: Backend::Claim, expires_at } => format!(
+            "the claim controller deletes {what} at its lifecycle.shutdownTime {} (shutdownPolicy Delete), and \
+             garbage collection its Sandbox and pod",
             rfc3339::format_seconds(expires_at)
         ),
         Role::Workload { backend: Backend::Job, expires_at } => format!(

@@ -21,7 +21,7 @@ use crate::{
 };
 
 wit_bindgen::generate!({
-    path: "../wit/since_v0.3.0",
+    path: "../wit/since_v0.4.0",
     world: "kubernetes-provider",
 });
 
@@ -237,6 +237,7 @@ fn backend_to_wit(b: Backend) -> k8s::Backend {
     match b {
         Backend::Sandbox => k8s::Backend::Sandbox,
         Backend::Job => k8s::Backend::Job,
+        Backend::Claim => k8s::Backend::Claim,
     }
 }
 
@@ -416,13 +417,19 @@ impl k8s::Guest for Component {
     }
 
     fn placement_of(lease: wit::Lease) -> Option<k8s::Placement> {
-        let Placement { backend, namespace, api_version, workload_uid, pod_name, pod_uid, pod_ip } =
+        let Placement { backend, namespace, api_version, workload_uid, pod_name, pod_uid, pod_ip, sandbox } =
             placement::placement(&neutral(lease))?;
         Some(k8s::Placement {
             backend: backend_to_wit(backend),
             namespace,
             api_version,
             workload_uid,
+            sandbox: sandbox.map(|s| k8s::ClaimedSandbox {
+                api_version: s.api_version,
+                name: s.name,
+                uid: s.uid,
+                warm: s.warm,
+            }),
             pod_name,
             pod_uid,
             pod_ip,

@@ -9,11 +9,14 @@
 //! installation's means the lease's own object is gone: already gone, and the other one is left
 //! alone. Every delete is attempted even when one fails; the report says what happened to
 //! each object, and the call fails only if something could not be deleted. Lease metadata is
-//! never read, so missing or garbage metadata changes nothing.
+//! never read for a Sandbox or Job lease, so missing or garbage metadata changes nothing; a
+//! claim lease (`claim_destroy`) reads it only as a hint to its Sandbox's name, which it never
+//! deletes by name.
 
 pub use sandbox_contract::{DeleteOutcome, DestroyReport, ObjectReport};
 
 use crate::api_versions::{self, SandboxVersion};
+use crate::claim_destroy;
 use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
@@ -21,12 +24,13 @@ use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
 use crate::naming::{LeaseId, workspace_pvc_name};
 use crate::object;
+use crate::workload_state::WorkloadKind;
 
 /// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone. An object under the name
 /// that the host says this installation did not create is not the lease's: the lease's object
 /// is gone, and the foreign one is left alone. With `uid`, only that object is deleted: another
 /// under the name (the precondition fails, 409) means the lease's is gone.
-fn delete<K: Kube>(
+pub(crate) fn delete<K: Kube>(
     kube: &K,
     resource: &ResourceType,
     namespace: &str,
@@ -56,10 +60,10 @@ enum Holder {
 }
 
 /// Reads who holds the name; the lease's uid is then the precondition of the workload's delete.
-fn holder<K: Kube>(kube: &K, id: &LeaseId, lease: &Lease) -> Result<Holder, KubeError> {
-    let resource = match id.backend {
-        Backend::Job => api_versions::jobs(),
-        Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version) {
+fn holder<K: Kube>(kube: &K, id: &LeaseId, kind: WorkloadKind, lease: &Lease) -> Result<Holder, KubeError> {
+    let resource = match kind {
+        WorkloadKind::Job => api_versions::jobs(),
+        WorkloadKind::Sandbox => match api_versions::for_existing(kube, &lease.api_version) {
             Ok(Some(version)) => version.resource(),
             Ok(None) => return Ok(Holder::Lease),
             Err(e) => {
@@ -111,20 +115,22 @@ fn delete_sandbox<K: Kube>(
 pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result<DestroyReport, ProviderError> {
     let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
     let lease = &lease_ref.lease;
+    let kind = match id.backend {
+        Backend::Claim => return claim_destroy::destroy(kube, log, &id, lease),
+        Backend::Sandbox => WorkloadKind::Sandbox,
+        Backend::Job => WorkloadKind::Job,
+    };
     let secret = id.secret_name();
     let pvc = id.workspace_pvc.then(|| workspace_pvc_name(&id.name));
-    let workload_kind = match id.backend {
-        Backend::Sandbox => "Sandbox",
-        Backend::Job => "Job",
-    };
+    let workload_kind = kind.as_str();
     // A lease that knows its workload's uid deletes only that workload, and its Secret and claim
     // only while the name is still its own: a newer sandbox under the name keeps what is its.
     let uid = Some(lease.workload_uid.as_str()).filter(|u| !u.is_empty());
     let holder = match uid {
-        Some(_) => holder(kube, &id, lease),
+        Some(_) => holder(kube, &id, kind, lease),
         None => Ok(Holder::Lease),
     };
-    let mut attempts: Vec<(&str, String, Result<bool, KubeError>)> = Vec::new();
+    let mut attempts: Vec<Attempt<'_>> = Vec::new();
     match holder {
         Err(e) => {
             attempts.push(("Secret", secret, Err(e.clone())));
@@ -155,14 +161,22 @@ pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
                 let deleted = delete(kube, &api_versions::pvcs(), &id.namespace, &pvc, None);
                 attempts.push(("PersistentVolumeClaim", pvc, deleted));
             }
-            let deleted = match id.backend {
-                Backend::Sandbox => delete_sandbox(kube, &id, &lease.api_version, uid),
-                Backend::Job => delete(kube, &api_versions::jobs(), &id.namespace, &id.name, uid),
+            let deleted = match kind {
+                WorkloadKind::Sandbox => delete_sandbox(kube, &id, &lease.api_version, uid),
+                WorkloadKind::Job => delete(kube, &api_versions::jobs(), &id.namespace, &id.name, uid),
             };
             attempts.push((workload_kind, id.name.clone(), deleted));
         }
     }
+    report(log, &id, attempts)
+}
 
+/// One object's delete: `Ok(true)` deleted, `Ok(false)` already gone, or why it failed.
+pub(crate) type Attempt<'a> = (&'a str, String, Result<bool, KubeError>);
+
+/// The report of every attempt, logged one by one; an error that names every outcome when one
+/// failed (the first failure classifies it).
+pub(crate) fn report(log: &dyn Log, id: &LeaseId, attempts: Vec<Attempt<'_>>) -> Result<DestroyReport, ProviderError> {
     let mut objects = Vec::new();
     let mut failure: Option<KubeError> = None;
     let mut summary = Vec::new();
@@ -218,6 +232,7 @@ mod tests {
                 pod_name: None,
                 pod_uid: None,
                 pod_ip: None,
+                claimed_sandbox: None,
                 expires_at: None,
                 reusable: false,
                 metadata: "{{{ not json".into(),

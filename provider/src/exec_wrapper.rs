@@ -50,6 +50,9 @@ sandbox_exec_status=$?
 kill "$sandbox_exec_watchdog" 2>/dev/null
 exit "$sandbox_exec_status""#;
 
+/// The prefix of the script's own variables: no variable the command gets may start with it.
+pub const RESERVED_ENV_PREFIX: &str = "sandbox_exec_";
+
 /// How much longer than the command's timeout the host keeps the stream open.
 pub const HOST_GRACE: Duration = Duration::from_secs(5);
 

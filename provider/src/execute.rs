@@ -8,9 +8,13 @@
 //! 2. The lease is resume-checked: the command runs in the pod the workload has *now* (a Job's
 //!    pod may have been replaced), and a gone sandbox is an error that says to acquire again.
 //! 3. The values to redact are gathered: the lease's Secret (its env's secret values) and the
-//!    request's secret env.
+//!    request's secret env. A claim lease's pod is the template's, without the lease's env, so
+//!    its whole env comes from its Secret (see `secret`) and is exported into the command, the
+//!    request's env overriding it; the values travel in the stdin header like the request's.
 //! 4. The command runs through [`exec_wrapper`]: nothing of the request in the exec URL, a
 //!    watchdog in the pod that kills it at its timeout, the host's stream closed a little later.
+//!    It runs in the sandbox container, or for a claim lease in the pod's default container (the
+//!    template names its containers).
 //! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
 //!    stream, and scrubbed of every secret value.
 //!
@@ -20,18 +24,15 @@
 
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use sandbox_contract::quote;
-use serde_json::Value;
 
 pub use sandbox_contract::{ExecRequest, ExecResult};
 
 use crate::api_versions;
 use crate::clock::Clock;
-use crate::config::is_env_name;
+use crate::config::{Backend, is_env_name};
 use crate::errors::{FromKube, ProviderError};
-use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS};
+use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS, RESERVED_ENV_PREFIX};
 use crate::input_limits::{COMMAND_BYTES, COMMAND_WORDS, ENV_NAME, ENV_VARS, EXEC_STRING, PLAIN_ENV, WORKING_DIR};
 use crate::input_limits::{env_entry_len, word_len};
 use crate::kube_api::{ExecOptions, Kube, KubeError};
@@ -40,6 +41,7 @@ use crate::log::{Level, Log};
 use crate::naming::{CONTAINER_NAME, LeaseId};
 use crate::redact::Redactor;
 use crate::resume::{ResumeOutcome, resume_check};
+use crate::secret::{self, LeaseEnv};
 
 /// Bytes kept of each of stdout and stderr: enough for any log an agent reads back, small
 /// enough that both fit in a provider instance's memory with room to spare.
@@ -50,9 +52,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Time kept after the host closes the stream, to scrub the output and answer.
 const ANSWER_RESERVE: Duration = Duration::from_secs(1);
-
-/// Env names the wrapper script uses itself.
-const RESERVED_PREFIX: &str = "sandbox_exec_";
 
 /// Runs `request` in the sandbox of `lease_ref` (see the module docs).
 pub fn execute<K: Kube>(
@@ -80,19 +79,25 @@ pub fn execute<K: Kube>(
         )));
     };
     let recorded_secret = LeaseMetadata::parse_lenient(&lease_ref.lease.metadata).secret_name.is_some();
-    let mut secrets = lease_secrets(kube, &id, recorded_secret)?;
+    let LeaseEnv { vars, secret_values: mut secrets } = lease_env(kube, &id, recorded_secret)?;
     secrets.extend(request.env.iter().filter(|v| v.secret).map(|v| v.value.clone()));
     let redactor = Redactor::new(secrets.iter().map(String::as_str));
+    // The lease's env first, each name the request sets left to the request's value.
+    let overridden = |name: &str| request.env.iter().any(|v| v.name == name);
+    let env: Vec<(&str, &str)> = vars
+        .iter()
+        .filter(|(name, _)| !overridden(name))
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .chain(request.env.iter().map(|v| (v.name.as_str(), v.value.as_str())))
+        .collect();
+    ENV_VARS.check(|| "the lease's env and the command's together".into(), env.len())?;
     let timeout = timeout(clock, request.timeout_ms)?;
-    let invocation = Invocation {
-        command: &request.command,
-        args: &request.args,
-        cwd: request.cwd.as_deref(),
-        env: request.env.iter().map(|v| (v.name.as_str(), v.value.as_str())).collect(),
-        timeout,
-    };
+    let invocation =
+        Invocation { command: &request.command, args: &request.args, cwd: request.cwd.as_deref(), env, timeout };
+    // A claim lease's pod is the template's: its containers are not named by this provider.
+    let container = (id.backend != Backend::Claim).then(|| CONTAINER_NAME.to_string());
     let options = ExecOptions {
-        container: Some(CONTAINER_NAME.to_string()),
+        container,
         command: exec_wrapper::argv(),
         stdin: Some(exec_wrapper::stdin(&invocation, request.stdin.as_deref())),
         timeout: timeout + HOST_GRACE,
@@ -157,10 +162,10 @@ fn check(request: &ExecRequest) -> Result<(), ProviderError> {
     let mut plain = 0usize;
     for var in &request.env {
         ENV_NAME.check(|| format!("env var name {}", quote(&var.name)), var.name.len())?;
-        if !is_env_name(&var.name) || var.name.starts_with(RESERVED_PREFIX) {
+        if !is_env_name(&var.name) || var.name.starts_with(RESERVED_ENV_PREFIX) {
             return Err(ProviderError::rejected(format!(
                 "env var name {} cannot be exported by a shell: use letters, digits and `_`, not starting with a \
-                 digit nor with `{RESERVED_PREFIX}`.",
+                 digit nor with `{RESERVED_ENV_PREFIX}`.",
                 quote(&var.name)
             )));
         }
@@ -202,14 +207,18 @@ fn timeout(clock: &dyn Clock, requested_ms: Option<u32>) -> Result<Duration, Pro
     Ok(requested.map_or(room, |r| r.min(room)))
 }
 
-/// The lease's secret env values, from its Secret: none when the lease has no Secret. A Secret
-/// the lease's metadata records but the cluster no longer has, and any other failure, stop the
-/// call: the pod's env may still hold the values, and the output could not be scrubbed.
-fn lease_secrets<K: Kube>(kube: &K, id: &LeaseId, recorded: bool) -> Result<Vec<String>, ProviderError> {
+/// The lease's env from its Secret: for a claim lease every variable to export and the secret
+/// values among them, for the others (whose pod has the env already) the secret values to
+/// redact; nothing when the lease has no Secret. A Secret the lease's metadata records but the
+/// cluster no longer has, and any other failure, stop the call: the pod's env may still hold
+/// the values, and the output could not be scrubbed (nor a claim lease's env passed on).
+fn lease_env<K: Kube>(kube: &K, id: &LeaseId, recorded: bool) -> Result<LeaseEnv, ProviderError> {
     let name = id.secret_name();
     let secret = match kube.get(&api_versions::secrets(), Some(&id.namespace), &name) {
         Ok(secret) => secret,
-        Err(KubeError::NotFound(_)) if !recorded => return Ok(Vec::new()),
+        Err(KubeError::NotFound(_)) if !recorded => {
+            return Ok(LeaseEnv { vars: Vec::new(), secret_values: Vec::new() });
+        }
         Err(KubeError::NotFound(_)) => {
             return Err(ProviderError::rejected(format!(
                 "the lease's Secret {}/{name} is gone, so its values cannot be redacted from the command's output; \
@@ -222,14 +231,13 @@ fn lease_secrets<K: Kube>(kube: &K, id: &LeaseId, recorded: bool) -> Result<Vec<
             return Err(ProviderError::from_kube(&e, &action));
         }
     };
-    let data = secret.get("data").and_then(Value::as_object);
-    Ok(data
-        .into_iter()
-        .flat_map(|d| d.values())
-        .filter_map(Value::as_str)
-        .filter_map(|b64| STANDARD.decode(b64).ok())
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .collect())
+    match id.backend {
+        Backend::Claim => secret::claim_env_of(&format!("the lease's Secret {}/{name}", id.namespace), &secret),
+        Backend::Sandbox | Backend::Job => Ok(LeaseEnv {
+            vars: Vec::new(),
+            secret_values: secret::decoded_data(&secret).into_iter().map(|(_, value)| value).collect(),
+        }),
+    }
 }
 
 #[cfg(test)]

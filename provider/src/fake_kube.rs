@@ -21,8 +21,10 @@ use crate::kube_api::{
     WatchEvent, WatchOptions,
 };
 use crate::log::{Level, Log};
-use crate::naming::fnv1a32_hex;
 use crate::rfc3339;
+use sandbox_contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP, TEMPLATES, WARM_POOLS, name_hash};
+
+mod claims;
 
 /// A clock that moves only when told (or when the provider sleeps or waits on a fake watch),
 /// with an optional host call deadline.
@@ -191,6 +193,8 @@ enum Action {
     Expire(Key),
     Modify(Key, Change),
     Remove(Key),
+    /// A pass of the claim controller over one claim.
+    Claim(Key),
 }
 
 struct Timer {
@@ -234,6 +238,7 @@ fn scheduled_key(plural: &str, namespace: &str, name: &str) -> Key {
     let group = match plural {
         SANDBOXES => SANDBOX_GROUP,
         "jobs" => "batch",
+        CLAIMS | TEMPLATES | WARM_POOLS => EXTENSIONS_GROUP,
         _ => "",
     };
     key(group, plural, Some(namespace), name)
@@ -406,6 +411,9 @@ impl State {
             self.sync_owner(&object);
             self.replace_pod(&object);
         }
+        if key.1 == SANDBOXES {
+            self.claim_lost_sandbox(&object);
+        }
     }
 
     /// A running Sandbox whose pod was deleted gets a new pod with the same name (new uid).
@@ -451,6 +459,7 @@ impl State {
                 Action::Pod(pod, step) => self.pod_step(&pod, step),
                 Action::Expire(sandbox) => self.expire(&sandbox),
                 Action::Remove(k) => self.remove(&k, true),
+                Action::Claim(k) => self.reconcile_claim(&k),
                 Action::Modify(k, change) => {
                     if let Some(mut object) = self.objects.get(&k).cloned() {
                         change(&mut object);
@@ -491,11 +500,15 @@ impl State {
                     self.schedule(Duration::from_millis(10), Action::StartPod(key.clone()));
                 }
             }
+            CLAIMS | WARM_POOLS => self.react_created_extension(key),
             _ => {}
         }
     }
 
     fn react_patched(&mut self, key: &Key, before: &Value) {
+        if self.controllers && key.1 == CLAIMS {
+            self.react_patched_claim(key);
+        }
         if !self.controllers || key.1 != SANDBOXES {
             return;
         }
@@ -553,7 +566,7 @@ impl State {
         let name = if sandbox { owner_key.3.clone() } else { format!("{}-{:05}", owner_key.3, self.seq) };
         let mut labels = template.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
         if sandbox {
-            labels["agents.x-k8s.io/sandbox-name-hash"] = json!(fnv1a32_hex(owner_key.3.as_bytes()));
+            labels["agents.x-k8s.io/sandbox-name-hash"] = json!(name_hash(&owner_key.3));
         } else {
             labels["batch.kubernetes.io/job-name"] = json!(owner_key.3);
             labels["job-name"] = json!(owner_key.3);
@@ -728,8 +741,14 @@ impl State {
         }
     }
 
-    /// Recomputes a Sandbox's conditions from its pod, like the agent-sandbox controller.
+    /// Recomputes a Sandbox's conditions from its pod, like the agent-sandbox controller, and
+    /// lets its claim (if a claim has it) forward them.
     fn sync_sandbox(&mut self, key: &Key) {
+        self.sync_sandbox_status(key);
+        self.sync_claim_of(key);
+    }
+
+    fn sync_sandbox_status(&mut self, key: &Key) {
         let Some(mut sandbox) = self.objects.get(key).cloned() else {
             return;
         };
@@ -829,13 +848,15 @@ impl FakeKube {
         self.state.borrow_mut().allowed_namespaces = Some(namespaces.iter().map(|n| n.to_string()).collect());
     }
 
-    /// A cluster serving core v1, batch/v1 and Sandbox v1beta1 + v1alpha1, with controllers
-    /// that make pods Ready 1 s after creation.
+    /// A cluster serving core v1, batch/v1, Sandbox v1beta1 + v1alpha1 and the extensions
+    /// (SandboxClaim, SandboxTemplate, SandboxWarmPool) v1beta1 + v1alpha1, with controllers that
+    /// make pods Ready 1 s after creation (see `claims` for the claim and pool controllers).
     pub fn new(clock: FakeClock) -> Self {
         let served = BTreeMap::from([
             (String::new(), vec!["v1".to_string()]),
             ("batch".to_string(), vec!["v1".to_string()]),
             (SANDBOX_GROUP.to_string(), vec!["v1beta1".to_string(), "v1alpha1".to_string()]),
+            (EXTENSIONS_GROUP.to_string(), vec!["v1beta1".to_string(), "v1alpha1".to_string()]),
         ]);
         Self {
             state: Rc::new(RefCell::new(State {
@@ -1003,6 +1024,9 @@ impl FakeKube {
         let object = s.update(&k, object);
         if plural == "pods" {
             s.sync_owner(&object);
+        }
+        if plural == SANDBOXES {
+            s.sync_claim_of(&k);
         }
     }
 

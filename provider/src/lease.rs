@@ -3,14 +3,33 @@
 //! Metadata is informational: every later call works from the lease id and the lease's typed
 //! fields, so metadata that a host lost or mangled is read leniently and never fails a call.
 
+use sandbox_contract::k8s::agent_sandbox::{LAUNCH_COLD, LAUNCH_WARM};
 use serde_json::{Map, Value, json};
 
 use crate::input_limits::LEASE_METADATA;
 
 /// This provider's lease ids read `k8s:<backend>:<namespace>:<name>[:pvc]`, its API versions
-/// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1` or `batch/v1`, and its metadata is
-/// [`LeaseMetadata`] as JSON.
-pub use sandbox_contract::{Lease, LeaseRef};
+/// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1`, `batch/v1` or (claim leases)
+/// `extensions.agents.x-k8s.io/v1beta1` or `/v1alpha1`, and its metadata is [`LeaseMetadata`]
+/// as JSON.
+pub use sandbox_contract::{ClaimedSandbox, Lease, LeaseRef};
+
+/// How metadata records a claim lease's Sandbox (its launch type as the label says it).
+fn sandbox_to_json(sandbox: &ClaimedSandbox) -> Value {
+    let launch = if sandbox.warm { LAUNCH_WARM } else { LAUNCH_COLD };
+    json!({"api-version": sandbox.api_version, "name": sandbox.name, "uid": sandbox.uid, "launch-type": launch})
+}
+
+/// Whole or not at all: a record missing a field, or with another launch type, reads as none.
+fn sandbox_from_json(value: &Value) -> Option<ClaimedSandbox> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let warm = match value.get("launch-type").and_then(Value::as_str)? {
+        LAUNCH_WARM => true,
+        LAUNCH_COLD => false,
+        _ => return None,
+    };
+    Some(ClaimedSandbox { api_version: text("api-version")?, name: text("name")?, uid: text("uid")?, warm })
+}
 
 /// What the provider records in `lease.metadata`. Never a secret value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,6 +51,8 @@ pub struct LeaseMetadata {
     pub previous_pod_uid: Option<String>,
     /// When the lease was last renewed (epoch millis).
     pub renewed_at: Option<i64>,
+    /// A claim lease's Sandbox.
+    pub sandbox: Option<ClaimedSandbox>,
 }
 
 /// The metadata format written today.
@@ -61,6 +82,7 @@ impl LeaseMetadata {
             adopted: map.get("adopted").and_then(Value::as_bool).unwrap_or(false),
             previous_pod_uid: string("previous-pod-uid"),
             renewed_at: int("renewed-at"),
+            sandbox: map.get("sandbox").and_then(sandbox_from_json),
         }
     }
 
@@ -83,6 +105,7 @@ impl LeaseMetadata {
         put("adopted", Some(json!(self.adopted)));
         put("previous-pod-uid", self.previous_pod_uid.as_ref().map(|v| json!(v)));
         put("renewed-at", self.renewed_at.map(|v| json!(v)));
+        put("sandbox", self.sandbox.as_ref().map(sandbox_to_json));
         Value::Object(map).to_string()
     }
 }
@@ -105,10 +128,23 @@ mod tests {
             adopted: true,
             previous_pod_uid: None,
             renewed_at: None,
+            sandbox: None,
         };
         let json = m.to_json();
         assert!(json.contains("\"format\":1"), "{json}");
         assert_eq!(LeaseMetadata::parse_lenient(&json), m);
+        let sandbox = ClaimedSandbox {
+            api_version: "agents.x-k8s.io/v1beta1".into(),
+            name: "pool-x7k2p".into(),
+            uid: "u-s".into(),
+            warm: true,
+        };
+        let claimed = LeaseMetadata { sandbox: Some(sandbox), ..m };
+        let json = claimed.to_json();
+        assert!(json.contains("\"launch-type\":\"warm\""), "{json}");
+        assert_eq!(LeaseMetadata::parse_lenient(&json), claimed);
+        let partial = r#"{"sandbox": {"name": "s", "uid": "u", "launch-type": "warm"}}"#;
+        assert_eq!(LeaseMetadata::parse_lenient(partial).sandbox, None, "no api-version: not whole");
     }
 
     #[test]
@@ -139,6 +175,7 @@ mod tests {
             pod_name: None,
             pod_uid: None,
             pod_ip: None,
+            claimed_sandbox: None,
             expires_at: Some(1),
             reusable: false,
             metadata: "{}".into(),

@@ -1,5 +1,6 @@
-//! The Kubernetes sandbox provider: provisions sandboxes as agent-sandbox `Sandbox` objects or
-//! `batch/v1` Jobs, reaching the cluster only through the [`Kube`] trait.
+//! The Kubernetes sandbox provider: provisions sandboxes as agent-sandbox `Sandbox` objects,
+//! `SandboxClaim`s on an agent-sandbox warm pool, or `batch/v1` Jobs, reaching the cluster only
+//! through the [`Kube`] trait.
 //!
 //! The logic is plain Rust over [`Kube`], [`Clock`] and [`Log`], so it runs natively against
 //! an in-memory fake in tests; `component.rs` (wasm32 only) binds it to the WIT world
@@ -8,6 +9,12 @@
 pub mod acquire;
 mod adoption;
 pub mod api_versions;
+mod claim_acquire;
+mod claim_destroy;
+pub mod claim_manifest;
+pub mod claim_readiness;
+mod claim_resume;
+pub mod claim_state;
 pub mod clock;
 pub mod compensation;
 pub mod config;

@@ -50,16 +50,6 @@ pub fn fnv1a64_hex(bytes: &[u8]) -> String {
     format!("{hash:016x}")
 }
 
-/// 32-bit FNV-1a of `bytes`, as 8 lowercase hex digits (agent-sandbox's `sandbox-name-hash`).
-pub fn fnv1a32_hex(bytes: &[u8]) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for b in bytes {
-        hash ^= u32::from(*b);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    format!("{hash:08x}")
-}
-
 /// A DNS-1123 label: 1..=63 of `[a-z0-9-]`, starting and ending alphanumeric.
 pub fn is_dns1123_label(s: &str) -> bool {
     names::dns1123_label(s).is_empty()
@@ -171,8 +161,9 @@ pub fn check_host_id(what: &str, id: &str) -> Result<(), String> {
 }
 
 /// The provider lease id: `k8s:<backend>:<namespace>:<name>`, with `:pvc` appended when a
-/// Sandbox lease owns a persistent workspace claim. Namespaces and names are DNS labels, so
-/// `:` never occurs inside a part. Destroy needs nothing else.
+/// Sandbox lease owns a persistent workspace claim. The name is the workload's: the Sandbox,
+/// the Job, or (`k8s:claim:...`) the SandboxClaim. Namespaces and names are DNS labels, so `:`
+/// never occurs inside a part. Destroy needs nothing else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseId {
     pub backend: Backend,
@@ -185,7 +176,7 @@ pub struct LeaseId {
 /// Why a lease id is not one of this provider's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "provider lease id {} was not made by the Kubernetes provider (expected k8s:<sandbox|job>:<namespace>:<name>[:pvc]); \
+    "provider lease id {} was not made by the Kubernetes provider (expected k8s:<sandbox|job|claim>:<namespace>:<name>[:pvc]); \
      the lease belongs to another provider or was corrupted",
     quote(.0)
 )]
@@ -208,6 +199,7 @@ impl LeaseId {
         let backend = match backend {
             "sandbox" => Backend::Sandbox,
             "job" => Backend::Job,
+            "claim" => Backend::Claim,
             _ => return Err(bad()),
         };
         let workspace_pvc = match flag {
@@ -324,8 +316,6 @@ mod tests {
     fn fnv_matches_reference_vectors() {
         assert_eq!(fnv1a64_hex(b""), "cbf29ce484222325");
         assert_eq!(fnv1a64_hex(b"a"), "af63dc4c8601ec8c");
-        assert_eq!(fnv1a32_hex(b""), "811c9dc5");
-        assert_eq!(fnv1a32_hex(b"a"), "e40c292c");
     }
 
     #[test]
@@ -364,10 +354,12 @@ mod tests {
             },
             LeaseId { backend: Backend::Sandbox, namespace: "team-a".into(), name: "pc-1".into(), workspace_pvc: true },
             LeaseId { backend: Backend::Job, namespace: "ns".into(), name: "pc-2".into(), workspace_pvc: false },
+            LeaseId { backend: Backend::Claim, namespace: "ns".into(), name: "pc-3".into(), workspace_pvc: false },
         ] {
             assert_eq!(LeaseId::parse(&id.to_string()).unwrap(), id);
         }
         assert_eq!(LeaseId::parse("k8s:job:ns:pc-2").unwrap().secret_name(), "pc-2-env");
+        assert_eq!(LeaseId::parse("k8s:claim:ns:pc-3").unwrap().to_string(), "k8s:claim:ns:pc-3");
     }
 
     #[test]
@@ -377,6 +369,8 @@ mod tests {
             "k8s",
             "k8s:vm:ns:pc-1",
             "k8s:job:ns:pc-1:pvc",
+            "k8s:claim:ns:pc-1:pvc",
+            "k8s:claims:ns:pc-1",
             "k8s:sandbox:ns:pc-1:disk",
             "k8s:sandbox:NS:pc-1",
             "k8s:sandbox:ns:pc_1",

@@ -3,7 +3,9 @@
 //! `"kubernetes"` and reported to the host by the `kubernetes.placement-of` export.
 //!
 //! The provider's logic works on the whole [`Lease`]; this module turns it into the neutral
-//! form at the boundary and back. A lease whose metadata lost its placement still names its
+//! form at the boundary and back. A claim lease's placement names its SandboxClaim (backend,
+//! version, uid) and the Sandbox the claim got ([`ClaimedSandbox`], from the provider's own
+//! metadata, where acquire and resume-check record it). A lease whose metadata lost its placement still names its
 //! backend, namespace and workload in its id, so destroy and resume-check keep working: the
 //! workload's uid is then unknown, and resume-check takes the object under the lease's name
 //! (which the host still proves is this installation's).
@@ -12,7 +14,8 @@ use serde_json::{Map, Value, json};
 
 use crate::api_versions;
 use crate::config::Backend;
-use crate::lease::Lease;
+pub use crate::lease::ClaimedSandbox;
+use crate::lease::{Lease, LeaseMetadata};
 use crate::naming::LeaseId;
 
 /// The metadata key of the placement.
@@ -38,6 +41,9 @@ pub struct Placement {
     pub pod_name: Option<String>,
     pub pod_uid: Option<String>,
     pub pod_ip: Option<String>,
+    /// A claim lease's Sandbox; `None` for the other backends, and for a claim lease whose
+    /// metadata lost it.
+    pub sandbox: Option<ClaimedSandbox>,
 }
 
 impl Placement {
@@ -46,7 +52,7 @@ impl Placement {
     fn unknown(backend: Backend, namespace: String) -> Self {
         let api_version = match backend {
             Backend::Job => api_versions::jobs().api_version(),
-            Backend::Sandbox => String::new(),
+            Backend::Sandbox | Backend::Claim => String::new(),
         };
         Self {
             backend,
@@ -56,6 +62,7 @@ impl Placement {
             pod_name: None,
             pod_uid: None,
             pod_ip: None,
+            sandbox: None,
         }
     }
 }
@@ -102,6 +109,7 @@ pub fn whole(lease: NeutralLease) -> Lease {
         pod_name: p.pod_name,
         pod_uid: p.pod_uid,
         pod_ip: p.pod_ip,
+        claimed_sandbox: p.sandbox,
         expires_at: lease.expires_at,
         reusable: lease.reusable,
         metadata: lease.metadata,
@@ -117,7 +125,12 @@ pub fn placement(lease: &NeutralLease) -> Option<Placement> {
     let backend = match p.get("backend").and_then(Value::as_str)? {
         "sandbox" => Backend::Sandbox,
         "job" => Backend::Job,
+        "claim" => Backend::Claim,
         _ => return None,
+    };
+    let sandbox = match backend {
+        Backend::Claim => LeaseMetadata::parse_lenient(&lease.metadata).sandbox,
+        Backend::Sandbox | Backend::Job => None,
     };
     Some(Placement {
         backend,
@@ -127,6 +140,7 @@ pub fn placement(lease: &NeutralLease) -> Option<Placement> {
         pod_name: text("pod-name"),
         pod_uid: text("pod-uid"),
         pod_ip: text("pod-ip"),
+        sandbox,
     })
 }
 
@@ -144,6 +158,7 @@ mod tests {
             pod_name: Some("pc-1-abcde".into()),
             pod_uid: Some("p-1".into()),
             pod_ip: None,
+            claimed_sandbox: None,
             expires_at: Some(1_700_000_000_000),
             reusable: false,
             metadata: r#"{"format":1,"run-id":"r1"}"#.into(),
@@ -159,6 +174,35 @@ mod tests {
         assert_eq!(placement(&neutral).map(|p| p.pod_name), Some(Some("pc-1-abcde".to_string())));
         let back = whole(neutral);
         assert_eq!(Lease { metadata: lease().metadata, ..back.clone() }, lease());
+    }
+
+    #[test]
+    fn a_claim_lease_places_its_claim_and_the_sandbox_it_got() {
+        let sandbox = ClaimedSandbox {
+            api_version: "agents.x-k8s.io/v1beta1".into(),
+            name: "python-x7k2p".into(),
+            uid: "u-sb".into(),
+            warm: true,
+        };
+        let metadata = LeaseMetadata { sandbox: Some(sandbox.clone()), ..LeaseMetadata::default() };
+        let claim = Lease {
+            provider_lease_id: "k8s:claim:team-a:pc-1".into(),
+            backend: Backend::Claim,
+            api_version: "extensions.agents.x-k8s.io/v1beta1".into(),
+            workload_uid: "u-claim".into(),
+            metadata: metadata.to_json(),
+            ..lease()
+        };
+        let p = placement(&neutral(claim.clone())).expect("placed");
+        assert_eq!(
+            (p.backend, p.api_version.as_str(), p.workload_uid.as_str()),
+            (Backend::Claim, "extensions.agents.x-k8s.io/v1beta1", "u-claim")
+        );
+        assert_eq!(p.sandbox, Some(sandbox));
+        assert_eq!(whole(neutral(claim.clone())).backend, Backend::Claim);
+        assert_eq!(placement(&neutral(lease())).and_then(|p| p.sandbox), None, "no Sandbox of a Job lease");
+        let lost = NeutralLease { metadata: "garbage".into(), ..neutral(claim) };
+        assert_eq!(whole(lost).backend, Backend::Claim, "the id still names the backend");
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! Probe: can this config work against this cluster? API reachable, namespace present, which
-//! Sandbox versions are served, and what the host's policy lets the provider read and watch.
-//! Every problem is a diagnostic; probe itself never fails.
+//! Sandbox versions are served (and, for backend claim, which SandboxClaim versions, and
+//! whether the config names what that version needs), and what the host's policy lets the
+//! provider read and watch. Every problem is a diagnostic; probe itself never fails.
 
 pub use sandbox_contract::{Diagnostic, ProbeResult, Severity};
 
-use crate::api_versions::{self, SANDBOX_GROUP, SandboxVersion};
+use crate::api_versions::{self, ClaimVersion, SANDBOX_GROUP, SandboxVersion};
+use crate::claim_manifest;
 use crate::clock::Clock;
-use crate::config::{self, Backend, SandboxApiVersion};
+use crate::config::{self, Backend, Config, SandboxApiVersion};
+use crate::errors::ProviderError;
 use crate::host_fit;
 use crate::kube_api::{Kube, KubeError, ResourceType, WatchOptions};
 use crate::log::Log;
@@ -25,6 +28,76 @@ impl Findings {
             Some(first) => format!("{} problem(s); first: {}", errors.len(), first.message),
         };
         ProbeResult { ok: errors.is_empty(), summary, diagnostics: self.0 }
+    }
+}
+
+/// Backend claim: the SandboxClaim version acquire would use, whether the config names what it
+/// needs, and a Sandbox version to read the claimed Sandbox in.
+fn probe_claim<K: Kube>(
+    kube: &K,
+    config: &Config,
+    sandboxes: &[SandboxVersion],
+    found: &mut Findings,
+) -> Option<ClaimVersion> {
+    match sandboxes.first() {
+        None => found.add(
+            Severity::Error,
+            "sandbox-crd-absent",
+            "the cluster serves no agents.x-k8s.io Sandbox version, so a claim's Sandbox cannot be read: install \
+             agent-sandbox (v0.5 or later)",
+        ),
+        Some(read) => {
+            let names = sandboxes.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
+            found.add(
+                Severity::Info,
+                "sandbox-versions",
+                format!("Sandbox versions served: {names}; a claim's Sandbox is read in {}", read.as_str()),
+            );
+        }
+    }
+    let served = match api_versions::served_claim_versions(kube) {
+        Ok(served) => served,
+        Err(e) => {
+            found.add(
+                Severity::Error,
+                "claim-discovery-failed",
+                format!("could not discover SandboxClaim versions: {}", e.message()),
+            );
+            return None;
+        }
+    };
+    let Some(version) = served.first().copied() else {
+        found.add(
+            Severity::Error,
+            "claim-crd-absent",
+            "the cluster serves no SandboxClaim version (extensions.agents.x-k8s.io): install agent-sandbox's \
+             extensions (claims, templates, warm pools), or set backend to \"sandbox\" or \"job\"",
+        );
+        return None;
+    };
+    let names = served.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
+    found.add(
+        Severity::Info,
+        "claim-versions",
+        format!("SandboxClaim versions served: {names}; acquire uses {}", version.as_str()),
+    );
+    if version == ClaimVersion::V1alpha1 {
+        found.add(
+            Severity::Warning,
+            "claim-v1alpha1-only",
+            "SandboxClaim v1alpha1 (agent-sandbox v0.4) is superseded by v1beta1; upgrade agent-sandbox",
+        );
+    }
+    match claim_manifest::source(version, &config.claim) {
+        Ok(_) => Some(version),
+        Err(ProviderError::InvalidConfig(d)) => {
+            found.add(Severity::Error, "claim-config-version", format!("{}: {}", d.path, d.message));
+            None
+        }
+        Err(e) => {
+            found.add(Severity::Error, "claim-config-version", e.message().to_string());
+            None
+        }
     }
 }
 
@@ -74,7 +147,12 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
     found.add(Severity::Info, "api-reachable", "the API server answered discovery");
     let names = served.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
     let mut chosen: Option<SandboxVersion> = None;
+    let mut claims: Option<ClaimVersion> = None;
     match config.backend {
+        Backend::Claim => {
+            claims = probe_claim(kube, &config, &served, &mut found);
+            chosen = served.first().copied();
+        }
         Backend::Sandbox => {
             let pinned = match config.sandbox_api_version {
                 SandboxApiVersion::Auto => None,
@@ -140,10 +218,16 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
     }
 
     let mut needed: Vec<(ResourceType, &str)> = vec![(api_versions::pods(), "get, list, watch")];
+    let mut watched = vec![api_versions::pods()];
     match (config.backend, chosen) {
         (Backend::Sandbox, Some(v)) => needed.push((v.resource(), "get, list, watch, create, patch, delete")),
-        (Backend::Sandbox, None) => {}
+        (Backend::Sandbox | Backend::Claim, None) => {}
         (Backend::Job, _) => needed.push((api_versions::jobs(), "get, list, watch, create, patch, delete")),
+        (Backend::Claim, Some(v)) => needed.push((v.resource(), "get, list, watch")),
+    }
+    if let Some(v) = claims {
+        needed.push((v.resource(), "get, list, watch, create, patch, delete"));
+        watched.push(v.resource());
     }
     needed.push((api_versions::secrets(), "get, create, patch, delete"));
     if config.backend == Backend::Sandbox && config.sandbox.workspace_volume.is_some() {
@@ -171,14 +255,24 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
         }
     }
     let watch = WatchOptions { timeout_seconds: Some(1), ..Default::default() };
-    match kube.watch(&api_versions::pods(), Some(ns), &watch) {
-        Ok(_) => readable.push("pods (watch)".to_string()),
-        Err(KubeError::Forbidden(m) | KubeError::Denied(m)) => found.add(
-            Severity::Error,
-            "forbidden-watch-pods",
-            format!("the host's policy or RBAC forbids watching pods in {ns} ({m}); readiness is detected by watching"),
-        ),
-        Err(e) => found.add(Severity::Warning, "watch-failed-pods", format!("could not watch pods in {ns}: {e}")),
+    for resource in &watched {
+        let plural = &resource.plural;
+        match kube.watch(resource, Some(ns), &watch) {
+            Ok(_) => readable.push(format!("{plural} (watch)")),
+            Err(KubeError::Forbidden(m) | KubeError::Denied(m)) => found.add(
+                Severity::Error,
+                &format!("forbidden-watch-{plural}"),
+                format!(
+                    "the host's policy or RBAC forbids watching {plural} in {ns} ({m}); readiness is detected by \
+                     watching"
+                ),
+            ),
+            Err(e) => found.add(
+                Severity::Warning,
+                &format!("watch-failed-{plural}"),
+                format!("could not watch {plural} in {ns}: {e}"),
+            ),
+        }
     }
     if !readable.is_empty() {
         found.add(Severity::Info, "reads-allowed", format!("allowed to read in {ns}: {}", readable.join(", ")));
@@ -188,7 +282,11 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
         "writes-unchecked",
         "create, patch and delete cannot be checked without writing; acquire reports a refusal as a forbidden (cluster) or denied (host) error",
     );
-    let version = chosen.map(|v| format!(", Sandbox {}", v.as_str())).unwrap_or_default();
+    let version = match (config.backend, claims) {
+        (Backend::Claim, Some(v)) => format!(", SandboxClaim {}", v.as_str()),
+        (Backend::Claim, None) => String::new(),
+        _ => chosen.map(|v| format!(", Sandbox {}", v.as_str())).unwrap_or_default(),
+    };
     found.finish(format!("ready: namespace {ns}, backend {}{version}", config.backend.as_str()))
 }
 
@@ -199,7 +297,7 @@ const ACCESS_CHECK_NAME: &str = "paperclip-probe-access-check";
 mod tests {
     use super::*;
     use crate::fake_kube::Verb;
-    use crate::testkit::{Env, config, config_with};
+    use crate::testkit::{Env, claim_config, config, config_with};
 
     fn codes(result: &ProbeResult, severity: Severity) -> Vec<&str> {
         result.diagnostics.iter().filter(|d| d.severity == severity).map(|d| d.code.as_str()).collect()
@@ -237,6 +335,44 @@ mod tests {
         assert!(codes(&result, Severity::Warning).contains(&"sandbox-v1alpha1-only"));
         let pinned = config_with("sandbox", serde_json::json!({"sandboxApiVersion": "v1beta1"}));
         assert!(codes(&env.provider().probe(&pinned), Severity::Error).contains(&"sandbox-version-not-served"));
+    }
+
+    #[test]
+    fn a_claim_config_is_probed_against_the_served_claim_version() {
+        let env = Env::new();
+        let result = env.provider().probe(&claim_config(serde_json::json!({})));
+        assert!(result.ok, "{result:?}");
+        assert_eq!(result.summary, "ready: namespace sandboxes, backend claim, SandboxClaim v1beta1");
+        let info = codes(&result, Severity::Info);
+        assert!(info.contains(&"claim-versions") && info.contains(&"sandbox-versions"), "{info:?}");
+        let reads = result.diagnostics.iter().find(|d| d.code == "reads-allowed").unwrap();
+        assert!(
+            reads.message.contains("sandboxclaims (watch)") && reads.message.contains("sandboxes"),
+            "{}",
+            reads.message
+        );
+
+        let pool_only = claim_config(serde_json::json!({"claim": {"warmPool": "python"}}));
+        env.kube.serve_claim_versions(&["v1alpha1"]);
+        let result = env.provider().probe(&pool_only);
+        assert!(!result.ok);
+        assert!(codes(&result, Severity::Error).contains(&"claim-config-version"), "{result:?}");
+        assert!(result.summary.contains("/claim/template"), "{}", result.summary);
+        assert!(codes(&result, Severity::Warning).contains(&"claim-v1alpha1-only"));
+
+        env.kube.serve_claim_versions(&[]);
+        let result = env.provider().probe(&pool_only);
+        assert!(codes(&result, Severity::Error).contains(&"claim-crd-absent"), "{result:?}");
+        env.kube.serve_sandbox_versions(&[]);
+        assert!(codes(&env.provider().probe(&pool_only), Severity::Error).contains(&"sandbox-crd-absent"));
+    }
+
+    #[test]
+    fn a_claim_config_needs_to_watch_claims() {
+        let env = Env::new();
+        env.kube.fail_always(Verb::Watch, "sandboxclaims", KubeError::Forbidden("denied by host policy".into()));
+        let result = env.provider().probe(&claim_config(serde_json::json!({})));
+        assert!(codes(&result, Severity::Error).contains(&"forbidden-watch-sandboxclaims"), "{result:?}");
     }
 
     #[test]

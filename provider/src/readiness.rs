@@ -15,22 +15,22 @@ use serde_json::Value;
 
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
-use crate::config::Backend;
 use crate::errors::ProviderError;
 use crate::event_stream::{Change, EventStream};
 use crate::kube_api::{Kube, KubeError, ResourceType};
 use crate::log::Log;
-use crate::naming::fnv1a32_hex;
 use crate::object;
 use crate::retry::{GaveUp, retry};
 use crate::workload_state::{
     Cause, Failure, JOB_NAME_LABEL, JobState, POD_NAME_ANNOTATION, PodInfo, PodState, SANDBOX_NAME_HASH_LABEL,
-    SandboxState, job_state, pod_state, sandbox_state,
+    SandboxState, WorkloadKind, job_state, pod_state, sandbox_state,
 };
+use sandbox_contract::k8s::agent_sandbox::name_hash;
 
 /// The workload being waited for.
 pub struct Target<'a> {
-    pub backend: Backend,
+    /// A Sandbox (of a Sandbox lease, or the one a claim got) or a Job.
+    pub kind: WorkloadKind,
     pub namespace: &'a str,
     pub name: &'a str,
     /// The workload's resource type (the Sandbox version in use, or Jobs).
@@ -45,16 +45,9 @@ pub struct Target<'a> {
 }
 
 impl Target<'_> {
-    fn kind(&self) -> &'static str {
-        match self.backend {
-            Backend::Sandbox => "Sandbox",
-            Backend::Job => "Job",
-        }
-    }
-
     /// `Sandbox ns/name`, for messages.
     pub fn describe(&self) -> String {
-        format!("{} {}/{}", self.kind(), self.namespace, self.name)
+        format!("{} {}/{}", self.kind.as_str(), self.namespace, self.name)
     }
 
     fn deleted(&self) -> Failure {
@@ -138,7 +131,7 @@ fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
     let states: Vec<(&str, PodState)> = pods.iter().map(|(n, p)| (n.as_str(), pod_state(p, target.secret))).collect();
     let ended =
         |s: &PodState| matches!(s, PodState::Failed(f) if matches!(f.cause, Cause::PodFailed | Cause::PodSucceeded));
-    let retried = |s: &PodState| target.backend == Backend::Job && target.job_retries && ended(s);
+    let retried = |s: &PodState| target.kind == WorkloadKind::Job && target.job_retries && ended(s);
     let live: Vec<&(&str, PodState)> =
         states.iter().filter(|(_, s)| !matches!(s, PodState::Terminating) && !retried(s)).collect();
     if live.len() > 1 {
@@ -197,8 +190,8 @@ fn check_workload<K: Kube>(
         }
         _ => {}
     }
-    match target.backend {
-        Backend::Sandbox => match sandbox_state(&workload) {
+    match target.kind {
+        WorkloadKind::Sandbox => match sandbox_state(&workload) {
             SandboxState::Deleting => Err(WaitError::Failed(target.terminating())),
             SandboxState::Failed(f) if f.ends_sandbox() => Err(WaitError::Failed(f)),
             SandboxState::Suspended => Err(WaitError::Failed(Failure::new(
@@ -210,7 +203,7 @@ fn check_workload<K: Kube>(
             ))),
             _ => Ok(()),
         },
-        Backend::Job => match job_state(&workload) {
+        WorkloadKind::Job => match job_state(&workload) {
             JobState::Deleting => Err(WaitError::Failed(target.terminating())),
             JobState::Failed(f) => Err(WaitError::Failed(f)),
             JobState::Active => Ok(()),
@@ -324,9 +317,9 @@ pub fn wait_ready<K: Kube>(
     start: Start,
     deadline: Deadline,
 ) -> Result<PodInfo, WaitError> {
-    let selector = match target.backend {
-        Backend::Sandbox => format!("{SANDBOX_NAME_HASH_LABEL}={}", fnv1a32_hex(target.name.as_bytes())),
-        Backend::Job => format!("{JOB_NAME_LABEL}={}", target.name),
+    let selector = match target.kind {
+        WorkloadKind::Sandbox => format!("{SANDBOX_NAME_HASH_LABEL}={}", name_hash(target.name)),
+        WorkloadKind::Job => format!("{JOB_NAME_LABEL}={}", target.name),
     };
     let mut pods = EventStream::new(kube, api_versions::pods(), target.namespace, Some(selector), None);
     let mut owned = BTreeMap::new();
@@ -340,9 +333,9 @@ pub fn wait_ready<K: Kube>(
     }
     loop {
         let pod = wait_for_pod(kube, clock, log, target, &mut pods, &mut owned, deadline)?;
-        match target.backend {
-            Backend::Job => return Ok(pod),
-            Backend::Sandbox => {
+        match target.kind {
+            WorkloadKind::Job => return Ok(pod),
+            WorkloadKind::Sandbox => {
                 if let Some(pod) = wait_for_sandbox(kube, clock, log, target, pod, known.take(), deadline)? {
                     return Ok(pod);
                 }
@@ -383,7 +376,7 @@ mod tests {
 
     fn ready_pod(name: &str, owner: &str) -> Value {
         json!({
-            "metadata": {"name": name, "labels": {SANDBOX_NAME_HASH_LABEL: fnv1a32_hex(b"sb")},
+            "metadata": {"name": name, "labels": {SANDBOX_NAME_HASH_LABEL: name_hash("sb")},
                          "ownerReferences": [{"uid": owner, "controller": true}]},
             "status": {"phase": "Running", "podIP": "10.0.0.9", "conditions": [{"type": "Ready", "status": "True"}]}
         })
@@ -392,7 +385,7 @@ mod tests {
     fn wait(kube: &FakeKube, clock: &FakeClock, uid: &str, seconds: u64) -> Result<PodInfo, WaitError> {
         let resource = SandboxVersion::V1beta1.resource();
         let target = Target {
-            backend: Backend::Sandbox,
+            kind: WorkloadKind::Sandbox,
             namespace: NS,
             name: "sb",
             resource: &resource,

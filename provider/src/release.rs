@@ -1,5 +1,6 @@
-//! Release: the run is over. An ephemeral lease is destroyed; a reusable Sandbox lease is
-//! suspended (its pod deleted, its workspace claim kept) for a later resume-check. Idempotent:
+//! Release: the run is over. An ephemeral lease is destroyed (a claim lease always is: a claimed
+//! Sandbox is not kept); a reusable Sandbox lease is suspended (its pod deleted, its workspace
+//! claim kept) for a later resume-check. Idempotent:
 //! a workload that is already gone (404) is released; any other failure, 410 included, is an
 //! error, because it does not say whether the Sandbox was suspended.
 

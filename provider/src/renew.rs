@@ -1,5 +1,6 @@
-//! Renew: move a lease's leak guard with a merge patch (Sandbox `shutdownTime`, Job
-//! `activeDeadlineSeconds`, which counts from the Job's `status.startTime`). The new expiry is
+//! Renew: move a lease's leak guard with a merge patch (Sandbox `shutdownTime`, SandboxClaim
+//! `lifecycle.shutdownTime`, Job `activeDeadlineSeconds`, which counts from the Job's
+//! `status.startTime`). The new expiry is
 //! capped at now + lease TTL like at acquire. A workload that is gone (404), finished or replaced
 //! is an answer (`expired`, with the reason), not an error, as for resume-check; any other
 //! failure, 410 included, means "could not renew".
@@ -7,6 +8,8 @@
 use serde_json::Value;
 
 use crate::api_versions;
+use crate::claim_manifest;
+use crate::claim_state::{ClaimState, claim_state};
 use crate::clock::Clock;
 use crate::config::{self, Backend};
 use crate::errors::{FromKube, ProviderError};
@@ -76,6 +79,11 @@ fn live_workload<K: Kube>(
             JobState::Failed(f) => Some(format!("has ended ({})", f.message)),
             JobState::Active => None,
         },
+        Backend::Claim => match claim_state(&workload) {
+            ClaimState::Deleting => Some("is being deleted".to_string()),
+            ClaimState::Failed(f) if f.ends_sandbox() => Some(format!("has ended ({})", f.message)),
+            _ => None,
+        },
     };
     match ended {
         Some(why) => Err(expired(what, &why)),
@@ -129,11 +137,21 @@ fn try_renew<K: Kube>(
             }
         },
         Backend::Job => (api_versions::jobs(), "Job"),
+        Backend::Claim => match api_versions::claim_for_existing(kube, &lease.api_version)? {
+            Some(v) => (v.resource(), "SandboxClaim"),
+            None => {
+                return Err(expired(
+                    &format!("SandboxClaim {}", id.qualified()),
+                    "cannot exist: agent-sandbox's extensions are no longer served",
+                ));
+            }
+        },
     };
     let what = format!("{kind} {}", id.qualified());
     let workload = live_workload(kube, &resource, &id, lease, &what)?;
     let (patch, new_expiry) = match id.backend {
         Backend::Sandbox => (sandbox_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
+        Backend::Claim => (claim_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
         Backend::Job => {
             // activeDeadlineSeconds counts from status.startTime; whole seconds, rounded down so
             // the Job never outlives the requested expiry.

@@ -3,15 +3,17 @@
 //! Three answers: `resumable` (with the lease refreshed), `expired` with a reason a person can
 //! act on, or an error meaning "could not tell". An API failure is never `expired`; only a
 //! workload that is gone (404), terminating, finished, expired or replaced by a new object under
-//! the same name is. A 410 outside a watch proves nothing, so it is "could not tell" too. A pod replaced under the same Sandbox is reported in the lease (new
-//! pod uid, the old one in the metadata). A suspended Sandbox of a reusable lease is resumed
-//! and waited for, within the config's readiness timeout.
+//! the same name is. A 410 outside a watch proves nothing, so it is "could not tell" too. A pod
+//! replaced under the same Sandbox is reported in the lease (new pod uid, the old one in the
+//! metadata). A suspended Sandbox of a reusable lease is resumed and waited for, within the
+//! config's readiness timeout. A claim lease is checked through its claim (`claim_resume`).
 
 use std::time::Duration;
 
 pub use sandbox_contract::ResumeOutcome;
 
 use crate::api_versions;
+use crate::claim_resume;
 use crate::clock::Clock;
 use crate::config::{self, Backend, DEFAULT_READINESS_TIMEOUT_SECONDS};
 use crate::errors::{FromKube, ProviderError};
@@ -24,7 +26,7 @@ use crate::object;
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::retry::{GaveUp, retry};
 use crate::sandbox_manifest;
-use crate::workload_state::{JobState, SandboxState, expiry_of, job_state, sandbox_state};
+use crate::workload_state::{JobState, PodInfo, SandboxState, WorkloadKind, expiry_of, job_state, sandbox_state};
 
 /// Checks a stored lease (see the module docs).
 pub fn resume_check<K: Kube>(
@@ -42,8 +44,9 @@ pub fn resume_check<K: Kube>(
         .unwrap_or((DEFAULT_READINESS_TIMEOUT_SECONDS, 0));
     let deadline = host_fit::wait_deadline(clock, Duration::from_secs(u64::from(wait_seconds)), Duration::ZERO);
     let (resource, kind, version) = match id.backend {
+        Backend::Claim => return claim_resume::resume_check(kube, clock, log, lease_ref, &id, deadline, wait_seconds),
         Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
-            Some(v) => (v.resource(), "Sandbox", Some(v)),
+            Some(v) => (v.resource(), WorkloadKind::Sandbox, Some(v)),
             None => {
                 return Ok(ResumeOutcome::Expired(format!(
                     "the cluster no longer serves agent-sandbox (agents.x-k8s.io), so Sandbox {} cannot exist; \
@@ -52,9 +55,9 @@ pub fn resume_check<K: Kube>(
                 )));
             }
         },
-        Backend::Job => (api_versions::jobs(), "Job", None),
+        Backend::Job => (api_versions::jobs(), WorkloadKind::Job, None),
     };
-    let what = format!("{kind} {}", id.qualified());
+    let what = format!("{} {}", kind.as_str(), id.qualified());
     let workload = match retry(clock, deadline, || kube.get(&resource, Some(&id.namespace), &id.name)) {
         Ok(w) => w,
         Err(GaveUp::Final(KubeError::NotFound(_))) => {
@@ -80,8 +83,8 @@ pub fn resume_check<K: Kube>(
     }
 
     let mut start = Start::List(Some(workload.clone()));
-    match id.backend {
-        Backend::Sandbox => match sandbox_state(&workload) {
+    match kind {
+        WorkloadKind::Sandbox => match sandbox_state(&workload) {
             SandboxState::Deleting => {
                 return Ok(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox.")));
             }
@@ -118,7 +121,7 @@ pub fn resume_check<K: Kube>(
             }
             SandboxState::Ready | SandboxState::Starting(_) => {}
         },
-        Backend::Job => match job_state(&workload) {
+        WorkloadKind::Job => match job_state(&workload) {
             JobState::Deleting => {
                 return Ok(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox.")));
             }
@@ -128,7 +131,7 @@ pub fn resume_check<K: Kube>(
     }
 
     let target = Target {
-        backend: id.backend,
+        kind,
         namespace: &id.namespace,
         name: &id.name,
         resource: &resource,
@@ -151,13 +154,7 @@ pub fn resume_check<K: Kube>(
     };
 
     let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
-    if let Some(old) = lease.pod_uid.as_deref().filter(|old| !pod.uid.is_empty() && *old != pod.uid) {
-        log.warn(
-            "the sandbox's pod was replaced: processes and emptyDir files of the old pod are gone",
-            &[("sandbox", &what), ("old_pod_uid", old), ("new_pod_uid", &pod.uid)],
-        );
-        metadata.previous_pod_uid = Some(old.to_string());
-    }
+    note_replaced_pod(log, &what, lease, &pod, &mut metadata);
     Ok(ResumeOutcome::Resumable(Lease {
         api_version: resource.api_version(),
         workload_uid: uid,
@@ -168,6 +165,18 @@ pub fn resume_check<K: Kube>(
         metadata: metadata.to_json(),
         ..lease.clone()
     }))
+}
+
+/// Reports a pod replaced since the lease last saw it (same name, new uid: its processes and
+/// emptyDir files are gone) in the log and, as `previous-pod-uid`, in the metadata.
+pub(crate) fn note_replaced_pod(log: &dyn Log, what: &str, lease: &Lease, pod: &PodInfo, metadata: &mut LeaseMetadata) {
+    if let Some(old) = lease.pod_uid.as_deref().filter(|old| !pod.uid.is_empty() && *old != pod.uid) {
+        log.warn(
+            "the sandbox's pod was replaced: processes and emptyDir files of the old pod are gone",
+            &[("sandbox", what), ("old_pod_uid", old), ("new_pod_uid", &pod.uid)],
+        );
+        metadata.previous_pod_uid = Some(old.to_string());
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
-//! Shared scenario helpers for the unit tests: a fake cluster with a namespace, a provider
-//! over it, configs, requests with a secret env value, and stored-lease round trips.
+//! Shared scenario helpers for the unit tests: a fake cluster with a namespace (and, for the
+//! claim backend, a template and a warm pool), a provider over it, configs, requests with a
+//! secret env value, and stored-lease round trips.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -14,6 +17,10 @@ pub const NS: &str = "sandboxes";
 pub const NOW: i64 = 1_796_032_916_000;
 /// A secret env value that must never show anywhere but the Secret.
 pub const SECRET_VALUE: &str = "sk-live-7f3a9c1e5b2d";
+/// The warm pool of the claim scenarios.
+pub const POOL: &str = "python";
+/// The template of the claim scenarios' pool.
+pub const TEMPLATE: &str = "python-tpl";
 
 /// A fake cluster, its clock, and the provider's log.
 pub struct Env {
@@ -40,6 +47,30 @@ impl Env {
     pub fn log_text(&self) -> String {
         self.log.lines().join("\n")
     }
+
+    /// Adds [`TEMPLATE`] and the warm pool [`POOL`] of `replicas` members, and lets the members
+    /// become Ready (the clock moves 2 s).
+    pub fn with_pool(&self, replicas: u32) {
+        self.kube.add_template(NS, TEMPLATE);
+        self.kube.add_warm_pool(NS, POOL, TEMPLATE, replicas);
+        // In steps: a timer due in the past schedules its next step from now.
+        for _ in 0..20 {
+            self.clock.advance(Duration::from_millis(100));
+            self.kube.settle();
+        }
+    }
+
+    /// What is left in the namespace besides the pool, its template and its current members.
+    pub fn leftovers(&self) -> Vec<String> {
+        let members = self.kube.pool_members(NS, POOL);
+        let member = |name: &str| members.iter().any(|m| m == name);
+        self.kube
+            .names_in(NS)
+            .into_iter()
+            .filter(|n| !n.starts_with("sandboxtemplates/") && !n.starts_with("sandboxwarmpools/"))
+            .filter(|n| !n.strip_prefix("sandboxes/").or_else(|| n.strip_prefix("pods/")).is_some_and(member))
+            .collect()
+    }
 }
 
 /// A normalized config for `backend` with extra top-level fields merged in.
@@ -57,6 +88,19 @@ pub fn config_with(backend: &str, extra: Value) -> String {
 /// A normalized config for `backend`.
 pub fn config(backend: &str) -> String {
     config_with(backend, json!({}))
+}
+
+/// A normalized config for backend claim on [`POOL`] (and [`TEMPLATE`], which v1alpha1 needs),
+/// with extra top-level fields merged in.
+pub fn claim_config(extra: Value) -> String {
+    let mut config = json!({"namespace": NS, "backend": "claim", "claim": {"warmPool": POOL, "template": TEMPLATE}});
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            c.insert(k.clone(), v.clone());
+        }
+    }
+    let validation = crate::config::validate(&config.to_string());
+    validation.normalized_config.expect("test config must be valid")
 }
 
 /// A request for `acquisition_id` with one plain and one secret env var.

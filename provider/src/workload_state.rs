@@ -1,5 +1,6 @@
 //! Reading a Sandbox, a Job or a pod into what the provider must do next: it is ready, still
-//! starting (and why), or failed for a reason that waiting will not fix.
+//! starting (and why), or failed for a reason that waiting will not fix. (A SandboxClaim is read
+//! in `claim_state`, into the same causes.)
 //!
 //! Readiness (acquire) and resume-check share these readings; they differ only in what a
 //! failure becomes: an error for acquire, `expired` for resume when the sandbox is gone for good.
@@ -9,12 +10,26 @@ use serde_json::Value;
 use crate::errors::ProviderError;
 use crate::object::{self, condition};
 
-/// The annotation agent-sandbox writes with the name of the Sandbox's pod.
-pub const POD_NAME_ANNOTATION: &str = "agents.x-k8s.io/pod-name";
-/// The label agent-sandbox puts on a Sandbox's pod: FNV-1a 32 of the Sandbox name.
-pub const SANDBOX_NAME_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-name-hash";
+pub use sandbox_contract::k8s::agent_sandbox::{POD_NAME_ANNOTATION, SANDBOX_NAME_HASH_LABEL};
 /// The label the Job controller puts on a Job's pods.
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+
+/// The object whose pods a readiness wait watches: a Sandbox (a claim lease's too) or a Job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    Sandbox,
+    Job,
+}
+
+impl WorkloadKind {
+    /// `Sandbox` or `Job`, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sandbox => "Sandbox",
+            Self::Job => "Job",
+        }
+    }
+}
 
 /// Why a sandbox cannot become (or stay) ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +60,14 @@ pub enum Cause {
     JobFinished,
     /// The Sandbox was suspended by someone else.
     Suspended,
+    /// The claim controller refused the claim for good (its template or warm pool is missing,
+    /// or the template's policy refuses it); the message says what to fix.
+    ClaimRefused,
+    /// The claim passed its `lifecycle.shutdownTime`.
+    ClaimExpired,
+    /// The claim stays but its Sandbox is gone, being deleted or replaced: the claim controller
+    /// gives it another, empty one.
+    SandboxLost,
 }
 
 /// A cause and a message a person can act on.
@@ -73,6 +96,8 @@ impl Failure {
                 | Cause::Terminating
                 | Cause::JobFinished
                 | Cause::Suspended
+                | Cause::ClaimExpired
+                | Cause::SandboxLost
         )
     }
 
@@ -82,6 +107,8 @@ impl Failure {
             Cause::ImagePull => ProviderError::image_pull(self.message),
             Cause::Unschedulable => ProviderError::capacity(self.message),
             Cause::Replaced => ProviderError::conflict(self.message, false),
+            // A retried acquire adopts the claim, with the Sandbox it gets next.
+            Cause::SandboxLost => ProviderError::conflict(self.message, true),
             Cause::PodFailed
             | Cause::PodSucceeded
             | Cause::SandboxExpired
@@ -91,7 +118,9 @@ impl Failure {
             | Cause::Deleted
             | Cause::Terminating
             | Cause::JobFinished
-            | Cause::Suspended => ProviderError::rejected(self.message),
+            | Cause::Suspended
+            | Cause::ClaimRefused
+            | Cause::ClaimExpired => ProviderError::rejected(self.message),
         }
     }
 }
@@ -395,10 +424,12 @@ pub fn job_state(job: &Value) -> JobState {
 }
 
 /// When the cluster deletes the workload on its own (epoch millis): the Sandbox's
-/// `shutdownTime`, or the Job's `status.startTime` (else its creation) plus
-/// `activeDeadlineSeconds`.
+/// `shutdownTime`, the claim's `lifecycle.shutdownTime`, or the Job's `status.startTime` (else
+/// its creation) plus `activeDeadlineSeconds`.
 pub fn expiry_of(workload: &Value) -> Option<i64> {
-    if let Some(shutdown) = object::str_at(workload, "/spec/shutdownTime") {
+    let shutdown = object::str_at(workload, "/spec/shutdownTime")
+        .or_else(|| object::str_at(workload, "/spec/lifecycle/shutdownTime"));
+    if let Some(shutdown) = shutdown {
         return crate::rfc3339::parse(shutdown);
     }
     let deadline = workload.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
@@ -522,6 +553,9 @@ mod tests {
     fn expiry_is_read_from_the_workload() {
         let sandbox = json!({"spec": {"shutdownTime": "2026-11-30T10:01:56Z"}});
         assert_eq!(expiry_of(&sandbox), Some(1_796_032_916_000));
+        let claim =
+            json!({"spec": {"lifecycle": {"shutdownTime": "2026-11-30T10:01:56Z", "shutdownPolicy": "Delete"}}});
+        assert_eq!(expiry_of(&claim), Some(1_796_032_916_000));
         let job = json!({"spec": {"activeDeadlineSeconds": 60}, "status": {"startTime": "2026-11-30T10:01:56Z"}});
         assert_eq!(expiry_of(&job), Some(1_796_032_976_000));
         assert_eq!(expiry_of(&json!({"spec": {"activeDeadlineSeconds": 60}})), None);

@@ -1,25 +1,29 @@
-//! The WebAssembly component glue (contract 0.2.0, world `sandbox-provider`): the `log` import
-//! as [`Log`], the clock from `std::time` (WASI clocks) with the host's call deadline from the
-//! `deadline` import, and the exported `provider` interface converting WIT values to the
-//! contract's types and back. No decisions are made here. There is no `kube` import: a host
-//! links what it offers, and this component asks for none of it.
+//! The WebAssembly component glue (contract 0.3.0, world `kubernetes-provider`): the `log`
+//! import as [`Log`], the clock from `std::time` (WASI clocks) with the host's call deadline
+//! from the `deadline` import, and the exported `provider` and `kubernetes` interfaces
+//! converting WIT values to the contract's types and back (the neutral lease through
+//! [`crate::placement`]). No decisions are made here. The world has a `kube` import and this
+//! component never calls it, so the built component does not import it: a host links what it
+//! offers, and this component asks for none of it.
 
 use std::time::Duration;
 
 use sandbox_contract::{
-    AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, EnvVar, ErrorDetail, Lease, LeaseRef,
-    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
+    AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, EnvVar, ErrorDetail, ExecRequest, ExecResult,
+    Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
 };
 
 use crate::Provider;
 use crate::clock::{Clock, SystemClock};
 use crate::log::{Level, Log};
+use crate::placement::{self, Placement};
 
 wit_bindgen::generate!({
-    path: "../wit/since_v0.2.0",
-    world: "sandbox-provider",
+    path: "../wit/since_v0.3.0",
+    world: "kubernetes-provider",
 });
 
+use exports::paperclip::sandbox_provider::kubernetes as k8s;
 use exports::paperclip::sandbox_provider::provider::Guest;
 use paperclip::sandbox_provider::deadline as host_deadline;
 use paperclip::sandbox_provider::log as host_log;
@@ -68,54 +72,30 @@ fn provider() -> Provider<HostClock, HostLog> {
     Provider::new(HostClock, HostLog)
 }
 
-fn backend_to_wit(b: Backend) -> wit::Backend {
+fn backend_to_wit(b: Backend) -> k8s::Backend {
     match b {
-        Backend::Sandbox => wit::Backend::Sandbox,
-        Backend::Job => wit::Backend::Job,
+        // Contract 0.3.0 has no claim case, and this provider never makes claim leases.
+        Backend::Sandbox | Backend::Claim => k8s::Backend::Sandbox,
+        Backend::Job => k8s::Backend::Job,
     }
 }
 
-fn backend_from_wit(b: wit::Backend) -> Backend {
-    match b {
-        wit::Backend::Sandbox => Backend::Sandbox,
-        wit::Backend::Job => Backend::Job,
-    }
-}
-
+/// The neutral lease: the placement is [`placement::placement_of`]'s to say.
 fn lease_to_wit(l: Lease) -> wit::Lease {
     wit::Lease {
         provider_lease_id: l.provider_lease_id,
-        backend: backend_to_wit(l.backend),
-        namespace: l.namespace,
-        api_version: l.api_version,
-        workload_uid: l.workload_uid,
-        pod_name: l.pod_name,
-        pod_uid: l.pod_uid,
-        pod_ip: l.pod_ip,
         expires_at: l.expires_at,
         reusable: l.reusable,
         metadata: l.metadata,
     }
 }
 
+fn lease_from_wit(l: wit::Lease) -> Lease {
+    placement::whole(l.provider_lease_id, l.expires_at, l.reusable, l.metadata)
+}
+
 fn lease_ref_from_wit(r: wit::LeaseRef) -> LeaseRef {
-    let l = r.lease;
-    LeaseRef {
-        lease: Lease {
-            provider_lease_id: l.provider_lease_id,
-            backend: backend_from_wit(l.backend),
-            namespace: l.namespace,
-            api_version: l.api_version,
-            workload_uid: l.workload_uid,
-            pod_name: l.pod_name,
-            pod_uid: l.pod_uid,
-            pod_ip: l.pod_ip,
-            expires_at: l.expires_at,
-            reusable: l.reusable,
-            metadata: l.metadata,
-        },
-        config: r.config,
-    }
+    LeaseRef { lease: lease_from_wit(r.lease), config: r.config }
 }
 
 fn outcome_to_wit(o: ResumeOutcome) -> wit::ResumeOutcome {
@@ -136,9 +116,9 @@ fn error_to_wit(e: ProviderError) -> wit::ProviderError {
         ProviderError::Conflict(d) => wit::ProviderError::Conflict(detail(d)),
         ProviderError::Capacity(d) => wit::ProviderError::Capacity(detail(d)),
         ProviderError::ImagePull(d) => wit::ProviderError::ImagePull(detail(d)),
-        // Contract 0.2.0 has no `unsupported`; this provider never answers it anyway.
-        ProviderError::Rejected(d) | ProviderError::Unsupported(d) => wit::ProviderError::Rejected(detail(d)),
+        ProviderError::Rejected(d) => wit::ProviderError::Rejected(detail(d)),
         ProviderError::Timeout(d) => wit::ProviderError::Timeout(detail(d)),
+        ProviderError::Unsupported(d) => wit::ProviderError::Unsupported(detail(d)),
         ProviderError::Unavailable(d) => wit::ProviderError::Unavailable(detail(d)),
         ProviderError::Internal(d) => wit::ProviderError::Internal(detail(d)),
     }
@@ -153,18 +133,11 @@ struct Component;
 
 impl Guest for Component {
     fn describe() -> wit::ProviderInfo {
-        // `access` is empty (describe.rs, whose test holds it so): the world has no `kube` to use.
-        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends, access: _ } =
+        // `access` is empty (describe.rs, whose test holds it so): this component uses no `kube`.
+        // The backends are the `kubernetes` export's (`backends`).
+        let ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, backends: _, access: _ } =
             provider().describe();
-        wit::ProviderInfo {
-            driver_key,
-            display_name,
-            version,
-            config_schema,
-            reusable_leases,
-            backends: backends.into_iter().map(backend_to_wit).collect(),
-            access: Vec::new(),
-        }
+        wit::ProviderInfo { driver_key, display_name, version, config_schema, reusable_leases, access: Vec::new() }
     }
 
     fn validate_config(config: String) -> wit::Validation {
@@ -229,6 +202,41 @@ impl Guest for Component {
             })
             .collect();
         Ok(wit::DestroyReport { objects })
+    }
+
+    fn execute(lease: wit::LeaseRef, request: wit::ExecRequest) -> Result<wit::ExecResult, wit::ProviderError> {
+        let request = ExecRequest {
+            command: request.command,
+            args: request.args,
+            cwd: request.cwd,
+            env: request.env.into_iter().map(|e| EnvVar { name: e.name, value: e.value, secret: e.secret }).collect(),
+            stdin: request.stdin,
+            timeout_ms: request.timeout_ms,
+        };
+        let ExecResult { exit_code, signal, timed_out, stdout, stderr, stdout_truncated, stderr_truncated } =
+            provider().execute(lease_ref_from_wit(lease), request).map_err(error_to_wit)?;
+        Ok(wit::ExecResult { exit_code, signal, timed_out, stdout, stderr, stdout_truncated, stderr_truncated })
+    }
+}
+
+/// The exported `kubernetes` interface: no backends, and no workload behind any lease.
+impl k8s::Guest for Component {
+    fn backends() -> Vec<k8s::Backend> {
+        placement::backends().into_iter().map(backend_to_wit).collect()
+    }
+
+    fn placement_of(lease: wit::Lease) -> Option<k8s::Placement> {
+        let Placement { backend, namespace, api_version, workload_uid, pod_name, pod_uid, pod_ip } =
+            placement::placement_of(&lease.provider_lease_id)?;
+        Some(k8s::Placement {
+            backend: backend_to_wit(backend),
+            namespace,
+            api_version,
+            workload_uid,
+            pod_name,
+            pod_uid,
+            pod_ip,
+        })
     }
 }
 

@@ -4,10 +4,11 @@
 //! - `reusable-leases` true: release keeps nothing, so every lease can be resumed until its
 //!   expiry, which is what the contract asks of a reusable lease (and what a stateless provider
 //!   does for an ephemeral one too, see [`crate::resume`]).
-//! - `backends` empty: the contract's backends are an agent-sandbox Sandbox and a Job, and this
-//!   provider runs neither; a host that picks providers by backend never sends it real work.
-//! - `access` empty: it makes no `kube` call and imports no `kube` interface (world
-//!   `sandbox-provider`), so a host grants it nothing.
+//! - `backends` empty (reported by the `kubernetes` export's `backends`): the contract's
+//!   backends are an agent-sandbox Sandbox and a Job, and this provider runs neither; a host
+//!   that picks providers by backend never sends it real work.
+//! - `access` empty: it makes no `kube` call (the built component does not even import `kube`),
+//!   so a host grants it nothing.
 
 use sandbox_contract::ProviderInfo;
 

@@ -68,6 +68,7 @@ mod tests {
                 pod_name: None,
                 pod_uid: None,
                 pod_ip: None,
+                claimed_sandbox: None,
                 expires_at: None,
                 reusable: false,
                 metadata: "{{{ not json".into(),

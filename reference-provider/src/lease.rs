@@ -4,9 +4,8 @@
 //! reusable, and the ids it was acquired for. Nothing secret: env values are never read.
 //!
 //! Lease ids read `reference:<acquisition-id>`, so a retried acquire gets the same id. The
-//! typed fields say there is no workload: `namespace`, `api-version` and `workload-uid` are
-//! empty and there is no pod. `backend` is `sandbox` only because the field is required and the
-//! contract's enum has no case for "no workload"; `describe` lists no backends.
+//! contract's lease is neutral (`provider-lease-id`, `expires-at`, `reusable`, `metadata`); the
+//! placement a host stores beside it says there is no workload ([`crate::placement`]).
 //!
 //! Reading a stored lease checks that it is one this provider wrote and that the host handed it
 //! back as it was returned: the id's prefix, the metadata's format and fields, and that the
@@ -15,11 +14,12 @@
 //! careful forgery); it catches leases of other providers, mangled metadata, and hosts that
 //! edit a lease or keep an old one.
 
-use sandbox_contract::{Backend, Lease, quote};
+use sandbox_contract::{Lease, quote};
 use serde::{Deserialize, Serialize};
 
 use crate::config::MAX_LEASE_TTL_SECONDS;
 use crate::input_limits::{HOST_ID, LEASE_METADATA};
+use crate::placement;
 
 /// The prefix of every lease id this provider writes.
 pub const LEASE_ID_PREFIX: &str = "reference:";
@@ -129,22 +129,14 @@ impl LeaseState {
         }
     }
 
-    /// The lease the host stores: typed fields for a sandbox without a workload, and this state
-    /// as its metadata.
+    /// The lease the host stores: this state as its metadata, placed nowhere (no workload).
     pub fn to_lease(&self) -> Lease {
-        Lease {
-            provider_lease_id: self.lease_id.clone(),
-            backend: Backend::Sandbox,
-            namespace: String::new(),
-            api_version: String::new(),
-            workload_uid: String::new(),
-            pod_name: None,
-            pod_uid: None,
-            pod_ip: None,
-            expires_at: Some(self.expires_at),
-            reusable: self.reusable,
-            metadata: serde_json::to_string(self).unwrap_or_default(),
-        }
+        placement::whole(
+            self.lease_id.clone(),
+            Some(self.expires_at),
+            self.reusable,
+            serde_json::to_string(self).unwrap_or_default(),
+        )
     }
 
     /// The state of a stored lease, when it is one this provider wrote and the host kept it

@@ -1,7 +1,9 @@
 //! The reference sandbox provider: a provider for host authors that runs no workload and
-//! needs no cluster. It exports the `sandbox-provider` world (contract 0.2.0) and imports only
-//! `log` and `deadline`, so any host that runs a provider runs it, and a host can be tested
-//! against the whole contract, and against the failures a config asks for, without a cluster.
+//! needs no cluster. It is a component of contract 0.3.0's `kubernetes-provider` world, since
+//! that is the world a Kubernetes host loads: it exports `provider` and `kubernetes` (no
+//! backends, and a placement that says no object is behind a lease, [`placement`]), and uses
+//! only the `log` and `deadline` imports, never `kube`. So a host can be tested against the
+//! whole contract, and against the failures a config asks for, without a cluster.
 //!
 //! Every call gets a fresh instance, so the provider keeps no state of its own: everything it
 //! needs later is in the lease it returns ([`lease`]). What that means for a host:
@@ -18,6 +20,8 @@
 //! - A retried `acquire` returns the same lease id with a fresh expiry: the first attempt's is
 //!   not known.
 //! - A configured failure fails every call of its operation: attempts cannot be counted.
+//! - `execute` answers `unsupported` (there is no sandbox to run a command in) unless its
+//!   config asks for another error; a configured delay or stall runs first ([`execute`]).
 //!
 //! The config ([`config`]) sets the lease TTL and, per operation, a fixed delay, a stall
 //! measured from the host's deadline, and a configured `provider-error` ([`behaviour`]). The
@@ -30,10 +34,12 @@ pub mod clock;
 pub mod config;
 pub mod describe;
 pub mod destroy;
+pub mod execute;
 pub mod expiry;
 pub mod input_limits;
 pub mod lease;
 pub mod log;
+pub mod placement;
 pub mod probe;
 pub mod release;
 pub mod renew;
@@ -45,7 +51,8 @@ mod component;
 mod testkit;
 
 use sandbox_contract::{
-    AcquireRequest, DestroyReport, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Validation,
+    AcquireRequest, DestroyReport, ExecRequest, ExecResult, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo,
+    ResumeOutcome, Validation,
 };
 
 pub use clock::{Clock, SystemClock};
@@ -102,5 +109,11 @@ impl<C: Clock, L: Log> Provider<C, L> {
     /// Reports the lease destroyed, from its id alone; idempotent.
     pub fn destroy(&self, lease: LeaseRef) -> Result<DestroyReport, ProviderError> {
         destroy::destroy(&self.clock, &self.log, &lease)
+    }
+
+    /// `unsupported`: there is no sandbox to run a command in (after the config's `execute`
+    /// behaviour, which may answer first).
+    pub fn execute(&self, lease: LeaseRef, request: ExecRequest) -> Result<ExecResult, ProviderError> {
+        execute::execute(&self.clock, &self.log, &lease, &request)
     }
 }

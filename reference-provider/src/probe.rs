@@ -4,7 +4,8 @@
 //!
 //! - `config-invalid` (error): each problem validate-config would report, with its path;
 //! - `configured-failure` (error): the config's `probe` behaviour asks probe to fail;
-//! - `config` (info): the lease TTL and what each configured operation does;
+//! - `config` (info): the lease TTL and what each configured operation does (`execute`, which
+//!   has no sandbox, answers `unsupported` unless configured to fail otherwise);
 //! - `host-deadline` (info): the host's call deadline and what was left when probe answered,
 //!   or `no-host-deadline` (warning) where the host sets none;
 //! - `no-cluster` (info): the provider needs no cluster and no `kube` access.
@@ -23,7 +24,7 @@ fn diagnostic(severity: Severity, code: &str, message: impl Into<String>) -> Dia
 }
 
 /// What one operation does, in words.
-fn describe_behaviour(b: &Behaviour) -> String {
+fn describe_behaviour(op: Operation, b: &Behaviour) -> String {
     let mut parts = Vec::new();
     if let Some(delay) = b.delay_millis {
         parts.push(format!("waits {delay} ms"));
@@ -42,6 +43,7 @@ fn describe_behaviour(b: &Behaviour) -> String {
     match &b.fail {
         Some(f) if f.retryable == Some(true) => parts.push(format!("fails with {} (retryable)", f.error.as_str())),
         Some(f) => parts.push(format!("fails with {}", f.error.as_str())),
+        None if op == Operation::Execute => parts.push("answers unsupported".to_string()),
         None => parts.push("answers".to_string()),
     }
     parts.join(", then ")
@@ -50,9 +52,12 @@ fn describe_behaviour(b: &Behaviour) -> String {
 /// The config as the provider reads it, in words.
 fn describe_config(config: &Config) -> String {
     let operations: Vec<String> =
-        config.operations.iter().map(|(op, b)| format!("{}: {}", op.as_str(), describe_behaviour(b))).collect();
-    let operations =
-        if operations.is_empty() { "every operation answers at once".to_string() } else { operations.join("; ") };
+        config.operations.iter().map(|(op, b)| format!("{}: {}", op.as_str(), describe_behaviour(*op, b))).collect();
+    let operations = if operations.is_empty() {
+        "every operation answers at once (execute: unsupported, there is no sandbox)".to_string()
+    } else {
+        operations.join("; ")
+    };
     format!("lease TTL {} s; {operations}", config.lease_ttl_seconds)
 }
 

@@ -32,7 +32,7 @@ pub mod v0_2_0 {
     });
 }
 
-/// Contract 0.3.0, the newest: the host's own types (`kube-error`, options) come from here.
+/// Contract 0.3.0 (frozen): no `claim` backend, no `claimed-sandbox` in the placement.
 pub mod v0_3_0 {
     wasmtime::component::bindgen!({
         path: "../../wit/since_v0.3.0",
@@ -45,4 +45,17 @@ pub mod v0_3_0 {
     });
 }
 
-pub use v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types};
+/// Contract 0.4.0, the newest: the host's own types (`kube-error`, options) come from here.
+pub mod v0_4_0 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/since_v0.4.0",
+        world: "kubernetes-provider",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "paperclip:sandbox-provider/kube.watch": crate::kube_watch::WatchStream,
+        },
+    });
+}
+
+pub use v0_4_0::paperclip::sandbox_provider::{deadline, kube, log, types};

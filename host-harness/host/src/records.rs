@@ -9,9 +9,9 @@
 //! which can be read but never written as JSON and whose `Debug` hides them.
 
 pub use sandbox_contract::{
-    AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
-    ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
-    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
+    AccessRule, AccessVerb, AcquireRequest, Backend, ClaimedSandbox, ConfigProblem, DeleteOutcome, DestroyReport,
+    Diagnostic, EnvVar, ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport,
+    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
 };
 
 /// Conversions between one contract version's bindgen records and the contract types, for the
@@ -130,7 +130,8 @@ macro_rules! flat_lease_records {
         impl From<Backend> for wit::Backend {
             fn from(b: Backend) -> Self {
                 match b {
-                    Backend::Sandbox => Self::Sandbox,
+                    // Contracts before 0.4.0 have no claim case; a claim's workload is a Sandbox.
+                    Backend::Sandbox | Backend::Claim => Self::Sandbox,
                     Backend::Job => Self::Job,
                 }
             }
@@ -147,6 +148,7 @@ macro_rules! flat_lease_records {
                     pod_name: l.pod_name,
                     pod_uid: l.pod_uid,
                     pod_ip: l.pod_ip,
+                    claimed_sandbox: None,
                     expires_at: l.expires_at,
                     reusable: l.reusable,
                     metadata: l.metadata,

@@ -27,7 +27,7 @@ use crate::records::{
     ResumeOutcome, Validation,
 };
 use crate::state::{self, CallState};
-use crate::versions::{Bound, BoundPre, on_each_version, v0_3};
+use crate::versions::{Bound, BoundPre, on_each_version};
 
 /// Where the component comes from.
 #[derive(Debug, Clone)]
@@ -196,7 +196,7 @@ impl ProviderHost {
         self.call("describe", |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => ProviderInfo::from(guest.call_describe(store).await?),
-                    newest world => v0_3::describe(world, store).await?))
+                    neutral world, glue => glue::describe(world, store).await?))
             })
         })
         .await
@@ -236,10 +236,10 @@ impl ProviderHost {
                 .await?
                 .map(Lease::from)
                 .map_err(ProviderError::from),
-                newest world => {
+                neutral world, glue => {
                     let request = request.into();
                     match world.paperclip_sandbox_provider_provider().call_acquire(&mut *store, &request).await? {
-                        Ok(lease) => v0_3::lease(world, store, lease).await?,
+                        Ok(lease) => glue::lease(world, store, lease).await?,
                         Err(e) => Err(ProviderError::from(e)),
                     }
                 }))
@@ -259,10 +259,10 @@ impl ProviderHost {
                 .await?
                 .map(ResumeOutcome::from)
                 .map_err(ProviderError::from),
-                newest world => {
+                neutral world, glue => {
                     let lease = lease.into();
                     match world.paperclip_sandbox_provider_provider().call_resume_check(&mut *store, &lease).await? {
-                        Ok(outcome) => v0_3::outcome(world, store, outcome).await?,
+                        Ok(outcome) => glue::outcome(world, store, outcome).await?,
                         Err(e) => Err(ProviderError::from(e)),
                     }
                 }))
@@ -283,11 +283,11 @@ impl ProviderHost {
                 .await?
                 .map(ResumeOutcome::from)
                 .map_err(ProviderError::from),
-                newest world => {
+                neutral world, glue => {
                     let lease = lease.into();
                     let provider = world.paperclip_sandbox_provider_provider();
                     match provider.call_renew(&mut *store, &lease, expires_at).await? {
-                        Ok(outcome) => v0_3::outcome(world, store, outcome).await?,
+                        Ok(outcome) => glue::outcome(world, store, outcome).await?,
                         Err(e) => Err(ProviderError::from(e)),
                     }
                 }))
@@ -352,15 +352,27 @@ impl ProviderHost {
         self.call_within("execute", limit, move |bound, store| {
             Box::pin(async move {
                 Ok(match bound {
+                    Bound::V0_4(world) => {
+                        let request = request.into();
+                        let provider = world.paperclip_sandbox_provider_provider();
+                        provider
+                            .call_execute(store, &lease.into(), &request)
+                            .await?
+                            .map(ExecResult::from)
+                            .map_err(ProviderError::from)
+                    }
                     Bound::V0_3(world) => {
                         let request = request.into();
                         let provider = world.paperclip_sandbox_provider_provider();
-                        provider.call_execute(store, &lease.into(), &request).await?.map(ExecResult::from)
+                        provider
+                            .call_execute(store, &lease.into(), &request)
+                            .await?
+                            .map(ExecResult::from)
+                            .map_err(ProviderError::from)
                     }
-                    Bound::V0_1(_) => return Ok(Err(no_execute("0.1.0"))),
-                    Bound::V0_2(_) => return Ok(Err(no_execute("0.2.0"))),
-                }
-                .map_err(ProviderError::from))
+                    Bound::V0_1(_) => Err(no_execute("0.1.0")),
+                    Bound::V0_2(_) => Err(no_execute("0.2.0")),
+                })
             })
         })
         .await?

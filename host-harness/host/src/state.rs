@@ -9,7 +9,7 @@ use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::kube::{KubeError, ResourceType, WatchEvent, WatchOptions};
-use crate::bindings::{v0_1_0, v0_2_0, v0_3_0};
+use crate::bindings::{v0_1_0, v0_2_0, v0_3_0, v0_4_0};
 use crate::kube_host::KubeHost;
 use crate::kube_watch::WatchStream;
 use crate::limits::{CallLimiter, Limits};
@@ -110,5 +110,6 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallS
     v0_1_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     v0_2_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     v0_3_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    v0_4_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     Ok(linker)
 }

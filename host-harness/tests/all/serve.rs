@@ -118,7 +118,7 @@ async fn concurrent_leases_live_their_whole_life_through_one_serve_process() {
         served.send(json!({"id": n, "method": "acquire", "params": params})).await;
     }
     let replies = served.replies(5).await;
-    assert_eq!(replies["\"hello\""]["result"]["contract-version"], "0.3.0", "{replies:?}");
+    assert_eq!(replies["\"hello\""]["result"]["contract-version"], "0.4.0", "{replies:?}");
     assert_eq!(replies["\"hello\""]["result"]["exec-timeout-ms"], 600_000, "what a client waits for a command");
     let leases: Vec<Value> = (0..4).map(|n| replies[&n.to_string()]["result"].clone()).collect();
     for (n, lease) in leases.iter().enumerate() {

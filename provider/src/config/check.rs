@@ -1,5 +1,5 @@
 //! The rules per config field: names, quantities, env, placement, labels, the workspace
-//! volume; each problem recorded with its path.
+//! volume, the claim's pool and template; each problem recorded with its path.
 
 use std::collections::BTreeMap;
 
@@ -9,9 +9,10 @@ use super::checker::{Checker, ptr, type_name};
 use super::security::check_security;
 use super::sizes;
 use super::{
-    Backend, Config, DEFAULT_COMMAND, DEFAULT_LEASE_TTL_SECONDS, DEFAULT_READINESS_TIMEOUT_SECONDS, JOB_KEYS,
-    JobSettings, RESOURCES_KEYS, Resources, SANDBOX_KEYS, SandboxApiVersion, SandboxSettings, Security,
-    TOLERATION_KEYS, TOP_KEYS, Toleration, WORKSPACE_VOLUME_KEYS, WorkspaceVolume,
+    Backend, CLAIM_KEYS, ClaimSettings, Config, DEFAULT_COMMAND, DEFAULT_LEASE_TTL_SECONDS,
+    DEFAULT_READINESS_TIMEOUT_SECONDS, JOB_KEYS, JobSettings, POD_KEYS, RESOURCES_KEYS, Resources, SANDBOX_KEYS,
+    SandboxApiVersion, SandboxSettings, Security, TOLERATION_KEYS, TOP_KEYS, Toleration, WORKSPACE_VOLUME_KEYS,
+    WorkspaceVolume,
 };
 use sandbox_contract::quote;
 
@@ -80,6 +81,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         job: JobSettings::default(),
         sandbox: SandboxSettings::default(),
         security: Security::default(),
+        claim: ClaimSettings::default(),
     };
 
     match c.string(top, "", "namespace") {
@@ -90,8 +92,12 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         }
         None => {}
     }
-    if let Some(b) = c.one_of(top, "", "backend", &["sandbox", "job"]) {
-        config.backend = if b == "job" { Backend::Job } else { Backend::Sandbox };
+    if let Some(b) = c.one_of(top, "", "backend", &["sandbox", "job", "claim"]) {
+        config.backend = match b.as_str() {
+            "job" => Backend::Job,
+            "claim" => Backend::Claim,
+            _ => Backend::Sandbox,
+        };
     }
     if let Some(v) = c.one_of(top, "", "sandboxApiVersion", &["auto", "v1beta1", "v1alpha1"]) {
         config.sandbox_api_version = match v.as_str() {
@@ -111,7 +117,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
                 Ok(_) => config.image = image,
             },
         },
-        None if top.get("image").is_none_or(Value::is_null) => {
+        None if top.get("image").is_none_or(Value::is_null) && config.backend != Backend::Claim => {
             c.error("/image", "is required: the container image of the sandbox");
         }
         None => {}
@@ -247,6 +253,29 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     if config.sandbox.workspace_volume.is_some() && config.backend == Backend::Job {
         c.warn("/sandbox/workspaceVolume", "applies to the sandbox backend only; ignored for backend job");
     }
+    let claim_errors = c.error_count();
+    if let Some(claim) = Checker::field(top, "claim") {
+        config.claim = check_claim(&mut c, claim);
+    }
+    if config.backend == Backend::Claim {
+        for key in POD_KEYS.iter().filter(|k| Checker::field(top, k).is_some()) {
+            c.warn(
+                &ptr("", key),
+                "does not apply to backend claim: the SandboxTemplate decides the pod (image, command, resources, \
+                 security); ignored. Change the template, or remove this key",
+            );
+        }
+        if config.claim.is_empty() && c.error_count() == claim_errors {
+            c.error(
+                "/claim",
+                "is required with backend claim: set claim.warmPool (the SandboxWarmPool to adopt a ready Sandbox \
+                 from; SandboxClaim v1beta1 needs it) or claim.template (the SandboxTemplate; v1alpha1 needs it), \
+                 or both",
+            );
+        }
+    } else if !config.claim.is_empty() {
+        c.warn("/claim", "applies to backend claim only; ignored");
+    }
 
     if c.error_count() == 0 { (Some(config), c) } else { (None, c) }
 }
@@ -292,6 +321,25 @@ fn check_tolerations(c: &mut Checker, value: &Value) -> Vec<Toleration> {
         }
     }
     out
+}
+
+/// The claim's pool and template: object names (DNS-1123 subdomains).
+fn check_claim(c: &mut Checker, value: &Value) -> ClaimSettings {
+    let path = "/claim";
+    let Some(map) = c.object(value, path, CLAIM_KEYS) else {
+        return ClaimSettings::default();
+    };
+    let mut name = |key: &str, what: &str| match c.string(map, path, key) {
+        Some(name) if is_dns1123_subdomain(&name) => Some(name),
+        Some(name) => {
+            c.error(&ptr(path, key), format!("{} is not a {what} name (a DNS-1123 subdomain)", quote(&name)));
+            None
+        }
+        None => None,
+    };
+    let warm_pool = name("warmPool", "SandboxWarmPool");
+    let template = name("template", "SandboxTemplate");
+    ClaimSettings { warm_pool, template }
 }
 
 fn check_workspace_volume(c: &mut Checker, value: &Value) -> Option<WorkspaceVolume> {

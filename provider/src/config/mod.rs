@@ -5,6 +5,12 @@
 //! every problem with its exact path instead of stopping at the first: `checker` walks JSON,
 //! `check` holds the rules per field, `sizes` the size limits, `security` the hardened pod
 //! defaults, and `schema` the JSON Schema that `describe` publishes.
+//!
+//! Backend `claim` takes the pod from a `SandboxTemplate`: the keys that shape the pod
+//! ([`POD_KEYS`]) do not apply to it, are warned about when set, and are left out of its
+//! normalized config; `claim` names the warm pool and the template (at least one; which one
+//! the cluster's SandboxClaim version needs is checked at acquire and probe, where the served
+//! version is known).
 
 mod check;
 mod checker;
@@ -161,6 +167,27 @@ impl Default for Security {
     }
 }
 
+/// Backend `claim` settings: what the SandboxClaim names. The served SandboxClaim version decides
+/// which one is needed: v1beta1 claims name the warm pool (whose template makes the Sandbox),
+/// v1alpha1 claims name the template and optionally a pool (`default`: any pool of the template).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimSettings {
+    /// The `SandboxWarmPool` to adopt a ready Sandbox from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warm_pool: Option<String>,
+    /// The `SandboxTemplate` a Sandbox is made from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+impl ClaimSettings {
+    /// Whether neither is set.
+    pub fn is_empty(&self) -> bool {
+        self.warm_pool.is_none() && self.template.is_none()
+    }
+}
+
 /// A validated config with every default filled in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -191,6 +218,8 @@ pub struct Config {
     pub job: JobSettings,
     pub sandbox: SandboxSettings,
     pub security: Security,
+    #[serde(skip_serializing_if = "ClaimSettings::is_empty")]
+    pub claim: ClaimSettings,
 }
 
 /// Keys of the top-level object.
@@ -218,7 +247,28 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "job",
     "sandbox",
     "security",
+    "claim",
 ];
+/// Top-level keys that shape the pod or the workload the provider builds; backend `claim` takes
+/// both from the template, so they do not apply to it.
+pub(crate) const POD_KEYS: &[&str] = &[
+    "sandboxApiVersion",
+    "image",
+    "imagePullPolicy",
+    "command",
+    "args",
+    "workingDir",
+    "resources",
+    "nodeSelector",
+    "tolerations",
+    "runtimeClassName",
+    "serviceAccountName",
+    "imagePullSecrets",
+    "job",
+    "sandbox",
+    "security",
+];
+pub(crate) const CLAIM_KEYS: &[&str] = &["warmPool", "template"];
 pub(crate) const RESOURCES_KEYS: &[&str] = &["requests", "limits"];
 pub(crate) const TOLERATION_KEYS: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
 pub(crate) const JOB_KEYS: &[&str] = &["backoffLimit", "ttlSecondsAfterFinished"];
@@ -242,9 +292,23 @@ pub(crate) const CAPABILITIES_KEYS: &[&str] = &["drop", "add"];
 /// there are no errors.
 pub fn validate(text: &str) -> Validation {
     let (config, checker) = check::check(text);
-    let normalized_config = config.as_ref().and_then(|c| serde_json::to_string(c).ok());
+    let normalized_config = config.as_ref().and_then(normalized);
     let (errors, warnings) = checker.into_problems();
     Validation { ok: config.is_some(), warnings, errors, normalized_config }
+}
+
+/// The normalized config a host stores: every default filled in; for backend `claim`, without
+/// the keys that do not apply to it ([`POD_KEYS`]), so validating it again warns of nothing.
+fn normalized(config: &Config) -> Option<String> {
+    let mut value = serde_json::to_value(config).ok()?;
+    if config.backend == Backend::Claim
+        && let Some(map) = value.as_object_mut()
+    {
+        for key in POD_KEYS {
+            map.remove(*key);
+        }
+    }
+    serde_json::to_string(&value).ok()
 }
 
 /// Parses a config for a lifecycle call; the first problem is the error.

@@ -90,6 +90,15 @@ mod tests {
                 "automountServiceAccountToken": {"type": "boolean", "default": false}
             }
         });
+        let claim = json!({
+            "type": "object",
+            "description": "Backend claim: what the SandboxClaim names, at least one of the two. A cluster serving SandboxClaim v1beta1 (agent-sandbox v0.5 and later) needs warmPool and takes the template from the pool; one serving only v1alpha1 (v0.4) needs template, and warmPool is then optional (default: any pool of the template; none: never adopt).",
+            "anyOf": [{"required": ["warmPool"]}, {"required": ["template"]}],
+            "properties": {
+                "warmPool": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN, "description": "The SandboxWarmPool to adopt a ready Sandbox from; when none is ready, the claim makes one from the pool's template."},
+                "template": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN, "description": "The SandboxTemplate that makes the Sandbox (v1alpha1 claims)."}
+            }
+        });
         json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "Kubernetes sandbox provider config",
@@ -99,12 +108,15 @@ mod tests {
                 bytes(CONFIG_TEXT.max)
             ),
             "type": "object",
-            "required": ["namespace", "image"],
+            "required": ["namespace"],
+            "if": {"required": ["backend"], "properties": {"backend": {"const": "claim"}}},
+            "then": {"required": ["claim"]},
+            "else": {"required": ["image"]},
             "properties": {
                 "namespace": {"type": "string", "maxLength": DNS1123_LABEL_MAX_LEN, "description": "Namespace the sandboxes are created in (must exist)."},
-                "backend": {"enum": ["sandbox", "job"], "default": "sandbox", "description": "sandbox: an agent-sandbox Sandbox (agents.x-k8s.io); job: a batch/v1 Job."},
+                "backend": {"enum": ["sandbox", "job", "claim"], "default": "sandbox", "description": "sandbox: an agent-sandbox Sandbox (agents.x-k8s.io); job: a batch/v1 Job; claim: an agent-sandbox SandboxClaim (extensions.agents.x-k8s.io) on a warm pool, whose template decides the pod (the keys that shape the pod do not apply to it)."},
                 "sandboxApiVersion": {"enum": ["auto", "v1beta1", "v1alpha1"], "default": "auto", "description": "auto discovers what the cluster serves and prefers v1beta1."},
-                "image": {"type": "string", "minLength": 1, "maxLength": IMAGE_REF.max, "description": "Container image of the sandbox: a reference as the kubelet parses it ([registry[:port]/]path[:tag][@sha256:digest], lowercase path)."},
+                "image": {"type": "string", "minLength": 1, "maxLength": IMAGE_REF.max, "description": "Container image of the sandbox: a reference as the kubelet parses it ([registry[:port]/]path[:tag][@sha256:digest], lowercase path). Required unless backend is claim."},
                 "imagePullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
                 "command": command_list("Container command; default [\"sleep\", \"infinity\"] keeps the sandbox alive; [] uses the image's entrypoint."),
                 "args": command_list("Container arguments."),
@@ -122,7 +134,8 @@ mod tests {
                     "description": format!(
                         "Non-secret environment variables; the request's env wins on the same name. With HOME and the \
                          request's env at most {} variables; each NAME=value at most {}; names and values together at \
-                         most {}.",
+                         most {}. With backend claim the env (the request's secret values too) is kept in the \
+                         lease's Secret and exported into every command execute runs, not set on the template's pod.",
                         ENV_VARS.max,
                         bytes(EXEC_STRING.max),
                         bytes(crate::input_limits::PLAIN_ENV.max)
@@ -133,7 +146,7 @@ mod tests {
                 "runtimeClassName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN, "description": "RuntimeClass (gVisor, Kata) for stronger isolation."},
                 "serviceAccountName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN},
                 "imagePullSecrets": name_list("Names of Secrets in the namespace for pulling the image."),
-                "labels": label_map("Extra labels on every object (keys under sandbox.paperclip.io/ are reserved)."),
+                "labels": label_map("Extra labels on every object (keys under sandbox.paperclip.io/ are reserved); with backend claim, on the claim and the lease's Secret (the template labels the pod)."),
                 "annotations": {
                     "type": "object",
                     "propertyNames": {"maxLength": key_max},
@@ -149,7 +162,8 @@ mod tests {
                 "readinessTimeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 600, "default": DEFAULT_READINESS_TIMEOUT_SECONDS, "description": "One deadline over a whole acquire (or a resume's wait). The default 20 s stays well inside a host's default 30 s call budget, leaving room for clean-up after a failure; above 25 s, raise the host's timeout too."},
                 "job": job,
                 "sandbox": sandbox,
-                "security": security
+                "security": security,
+                "claim": claim
             }
         })
     }
@@ -189,6 +203,10 @@ mod tests {
         assert_eq!(keys("/properties/sandbox/properties/workspaceVolume/properties"), sorted(WORKSPACE_VOLUME_KEYS));
         assert_eq!(keys("/properties/security/properties"), sorted(SECURITY_KEYS));
         assert_eq!(keys("/properties/security/properties/capabilities/properties"), sorted(CAPABILITIES_KEYS));
+        assert_eq!(keys("/properties/claim/properties"), sorted(CLAIM_KEYS));
+        for key in POD_KEYS {
+            assert!(TOP_KEYS.contains(key), "{key}");
+        }
         assert!(schema["properties"]["readinessTimeoutSeconds"]["description"].as_str().unwrap().contains("30 s"));
     }
 

@@ -270,3 +270,67 @@ fn no_config_panics() {
         }
     }
 }
+
+#[test]
+fn a_claim_config_names_a_pool_or_a_template_and_needs_no_image() {
+    let v = validate(&json!({"namespace": "ns", "backend": "claim", "claim": {"warmPool": "python"}}).to_string());
+    assert!(v.ok && v.warnings.is_empty(), "{v:?}");
+    let normalized: Value = serde_json::from_str(v.normalized_config.as_deref().unwrap()).unwrap();
+    assert_eq!(normalized["backend"], "claim");
+    assert_eq!(normalized["claim"], json!({"warmPool": "python"}));
+    for key in POD_KEYS {
+        assert!(normalized.get(*key).is_none(), "{key} does not apply to a claim: {normalized}");
+    }
+    let again = validate(&normalized.to_string());
+    assert!(again.ok && again.warnings.is_empty(), "normalizing a claim config is idempotent: {again:?}");
+    assert_eq!(again.normalized_config, v.normalized_config);
+    let c = parse(&normalized.to_string()).unwrap();
+    assert_eq!((c.backend, c.claim.template.as_deref()), (Backend::Claim, None));
+}
+
+#[test]
+fn a_claim_config_without_pool_or_template_is_an_error_at_claim() {
+    for claim in [None, Some(json!({})), Some(json!({"warmPool": null}))] {
+        let mut config = json!({"namespace": "ns", "backend": "claim"});
+        if let Some(claim) = claim.clone() {
+            config["claim"] = claim;
+        }
+        let v = validate(&config.to_string());
+        assert!(!v.ok, "{claim:?}");
+        assert_eq!(paths(&v.errors), vec!["/claim"], "{claim:?}");
+        assert!(v.errors[0].message.contains("claim.warmPool") && v.errors[0].message.contains("claim.template"));
+    }
+    let bad =
+        json!({"namespace": "ns", "backend": "claim", "claim": {"warmPool": "Not_A_Name", "template": 7, "pool": "x"}});
+    let v = validate(&bad.to_string());
+    assert_eq!(paths(&v.errors), vec!["/claim/warmPool", "/claim/template"], "no second error at /claim");
+    assert_eq!(paths(&v.warnings), vec!["/claim/pool"]);
+}
+
+#[test]
+fn pod_shaping_keys_are_warned_for_a_claim_not_refused() {
+    let mut config = minimal();
+    config["backend"] = json!("claim");
+    config["claim"] = json!({"template": "py"});
+    config["command"] = json!(["bash"]);
+    config["resources"] = json!({"limits": {"cpu": "1"}});
+    config["security"] = json!({"runAsUser": 2000});
+    config["env"] = json!({"MODE": "fast"});
+    config["labels"] = json!({"team": "a"});
+    let v = validate(&config.to_string());
+    assert!(v.ok, "{v:?}");
+    assert_eq!(paths(&v.warnings), vec!["/image", "/command", "/resources", "/security"], "env and labels apply");
+    assert!(v.warnings.iter().all(|w| w.message.contains("SandboxTemplate decides the pod")));
+
+    let mut sandbox = minimal();
+    sandbox["claim"] = json!({"warmPool": "python"});
+    let v = validate(&sandbox.to_string());
+    assert!(v.ok);
+    assert_eq!(paths(&v.warnings), vec!["/claim"], "applies to backend claim only");
+    assert!(
+        validate(&json!({"namespace": "ns", "backend": "sandbox"}).to_string())
+            .errors
+            .iter()
+            .any(|e| e.path == "/image")
+    );
+}

@@ -7,7 +7,7 @@ use super::*;
 use crate::acquire::EnvVar;
 use crate::fake_kube::Verb;
 use crate::lease::Lease;
-use crate::testkit::{Env, NS, SECRET_VALUE, config, request, stored};
+use crate::testkit::{Env, NS, SECRET_VALUE, claim_config, config, request, stored};
 
 fn acquired(env: &Env, backend: &str) -> (Lease, String) {
     let config = config(backend);
@@ -157,5 +157,55 @@ fn a_lease_whose_secret_is_gone_runs_nothing() {
     let error = env.provider().execute(stored(&lease, &config), sh("echo $API_KEY")).expect_err("cannot redact");
     assert_eq!(error.kind(), "rejected", "{error}");
     assert!(error.message().contains("cannot be redacted"), "{error}");
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 0);
+}
+
+#[test]
+fn a_claim_lease_s_env_reaches_every_command_through_stdin_and_nowhere_else() {
+    let env = Env::new();
+    env.with_pool(1);
+    // The template's pod has none of it: the config's and the acquire request's env (MODE
+    // overridden to "fast", API_KEY secret) are in the lease's Secret.
+    let config = claim_config(serde_json::json!({"env": {"LEVEL": "debug", "MODE": "from-config"}}));
+    let lease = env.provider().acquire(request(&config, "acq-c")).expect("acquires");
+    let mut request = sh("echo \"$LEVEL|$MODE|$API_KEY|$EXTRA\"");
+    request.env = vec![
+        EnvVar { name: "LEVEL".into(), value: "trace".into(), secret: false },
+        EnvVar { name: "EXTRA".into(), value: "extra-secret-42".into(), secret: true },
+    ];
+    let result = env.provider().execute(stored(&lease, &config), request).expect("runs");
+    let redacted = crate::redact::REDACTED;
+    assert_eq!(
+        result.stdout,
+        format!("trace|fast|{redacted}|{redacted}\n"),
+        "the request's env wins; secrets redacted"
+    );
+    assert_eq!(result.exit_code, Some(0));
+
+    let execs = env.kube.execs();
+    assert_eq!(execs.len(), 1);
+    assert_eq!(execs[0].command, exec_wrapper::argv(), "nothing of the env in the exec command");
+    assert_eq!(execs[0].container, None, "the template names the pod's containers");
+    let stdin = String::from_utf8_lossy(execs[0].stdin.as_deref().unwrap_or_default()).into_owned();
+    let header = stdin.lines().next().unwrap_or_default();
+    assert!(header.contains(&format!("export API_KEY='{SECRET_VALUE}'")), "the lease's secret travels in the header");
+    assert!(header.contains("export MODE='fast'") && header.contains("export LEVEL='trace'"), "{header}");
+    assert!(!header.contains("LEVEL='debug'"), "an overridden lease value is not exported: {header}");
+
+    let claim = env.kube.object("sandboxclaims", NS, "pc-acq-c").expect("the claim");
+    assert!(!claim.to_string().contains(SECRET_VALUE) && claim["spec"].get("env").is_none(), "{claim}");
+    assert!(!env.log_text().contains(SECRET_VALUE), "{}", env.log_text());
+}
+
+#[test]
+fn a_claim_lease_whose_secret_holds_a_foreign_entry_runs_nothing() {
+    let env = Env::new();
+    env.with_pool(1);
+    let config = claim_config(serde_json::json!({}));
+    let lease = env.provider().acquire(request(&config, "acq-d")).expect("acquires");
+    env.kube.modify("secrets", NS, "pc-acq-d-env", |s| s["data"]["LD_PRELOAD"] = serde_json::json!("eA=="));
+    let error = env.provider().execute(stored(&lease, &config), sh("true")).expect_err("refused");
+    assert_eq!(error.kind(), "rejected", "{error}");
+    assert!(error.message().contains("LD_PRELOAD"), "{error}");
     assert_eq!(env.kube.count(Verb::Exec, "pods"), 0);
 }

@@ -44,12 +44,13 @@ pub enum Operation {
     Renew,
     Release,
     Destroy,
+    Execute,
 }
 
 impl Operation {
     /// Every operation a config can set, in the contract's order.
-    pub const ALL: [Self; 6] =
-        [Self::Probe, Self::Acquire, Self::ResumeCheck, Self::Renew, Self::Release, Self::Destroy];
+    pub const ALL: [Self; 7] =
+        [Self::Probe, Self::Acquire, Self::ResumeCheck, Self::Renew, Self::Release, Self::Destroy, Self::Execute];
 
     /// The WIT name, which is also the config key.
     pub fn as_str(self) -> &'static str {
@@ -60,6 +61,7 @@ impl Operation {
             Self::Renew => "renew",
             Self::Release => "release",
             Self::Destroy => "destroy",
+            Self::Execute => "execute",
         }
     }
 }
@@ -101,13 +103,14 @@ pub enum ErrorCase {
     ImagePull,
     Rejected,
     Timeout,
+    Unsupported,
     Unavailable,
     Internal,
 }
 
 impl ErrorCase {
     /// Every case, in the contract's order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::InvalidConfig,
         Self::Forbidden,
         Self::Denied,
@@ -116,6 +119,7 @@ impl ErrorCase {
         Self::ImagePull,
         Self::Rejected,
         Self::Timeout,
+        Self::Unsupported,
         Self::Unavailable,
         Self::Internal,
     ];
@@ -131,6 +135,7 @@ impl ErrorCase {
             Self::ImagePull => "image-pull",
             Self::Rejected => "rejected",
             Self::Timeout => "timeout",
+            Self::Unsupported => "unsupported",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
         }
@@ -167,6 +172,7 @@ impl Failure {
             ErrorCase::ImagePull => ProviderError::ImagePull(detail),
             ErrorCase::Rejected => ProviderError::Rejected(detail),
             ErrorCase::Timeout => ProviderError::Timeout(detail),
+            ErrorCase::Unsupported => ProviderError::Unsupported(detail),
             ErrorCase::Unavailable => ProviderError::Unavailable(detail),
             ErrorCase::Internal => ProviderError::Internal(detail),
         }

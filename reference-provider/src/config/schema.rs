@@ -79,7 +79,8 @@ pub fn schema() -> Value {
             "operations": {
                 "type": "object",
                 "description": "Per operation (WIT names), what it does before it answers; operations left out answer at \
-                                once.",
+                                once. execute answers unsupported unless it fails as configured: there is no sandbox \
+                                to run a command in.",
                 "properties": operations
             }
         }

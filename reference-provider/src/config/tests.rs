@@ -30,7 +30,8 @@ fn each_operation_normalizes_with_its_defaults_filled_in() {
         "destroy": {"delayMillis": 0},
         "acquire": {"fail": {"error": "image-pull"}},
         "resume-check": {"stall": {"until": "before-deadline"}},
-        "renew": {"fail": {"error": "invalid-config", "message": "bad"}}
+        "renew": {"fail": {"error": "invalid-config", "message": "bad"}},
+        "execute": {"stall": {"until": "past-deadline", "marginMillis": 50}}
     }}));
     assert!(v.ok, "{v:?}");
     let normalized: Value = serde_json::from_str(v.normalized_config.as_deref().unwrap()).unwrap();
@@ -42,7 +43,8 @@ fn each_operation_normalizes_with_its_defaults_filled_in() {
                 configured failure, not a real one"}},
             "resume-check": {"stall": {"until": "before-deadline", "marginMillis": 200}},
             "renew": {"fail": {"error": "invalid-config", "message": "bad"}},
-            "destroy": {"delayMillis": 0}
+            "destroy": {"delayMillis": 0},
+            "execute": {"stall": {"until": "past-deadline", "marginMillis": 50}}
         }})
     );
     let again = validate(v.normalized_config.as_deref().unwrap(), None);
@@ -75,7 +77,7 @@ fn every_problem_is_reported_at_its_path() {
             (
                 "/operations/acquire/fail/error",
                 "must be one of invalid-config, forbidden, denied, conflict, capacity, \
-                image-pull, rejected, timeout, unavailable, internal, not \"oops\""
+                image-pull, rejected, timeout, unsupported, unavailable, internal, not \"oops\""
             ),
             ("/operations/acquire/fail/retryable", "must be true or false, not a string"),
             ("/operations/resume-check", "must be an object, not an array"),
@@ -84,7 +86,7 @@ fn every_problem_is_reported_at_its_path() {
             (
                 "/operations/release/fail/error",
                 "is required: the provider-error case, one of invalid-config, forbidden, \
-                denied, conflict, capacity, image-pull, rejected, timeout, unavailable, internal"
+                denied, conflict, capacity, image-pull, rejected, timeout, unsupported, unavailable, internal"
             ),
             ("/operations/release/fail/message", "is empty; leave it out for the default message"),
             (
@@ -108,7 +110,7 @@ fn unknown_keys_are_warnings_naming_the_known_ones() {
             (
                 "/operations/aquire",
                 "unknown key, ignored; the known keys here are probe, acquire, resume-check, renew, \
-                release, destroy"
+                release, destroy, execute"
             ),
             ("/operations/renew/delay", "unknown key, ignored; the known keys here are delayMillis, stall, fail"),
             ("/operations/renew/fail/retry", "unknown key, ignored; the known keys here are error, retryable, message"),

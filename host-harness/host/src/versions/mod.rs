@@ -8,8 +8,10 @@
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;
 pub(crate) mod v0_3;
+pub(crate) mod v0_4;
 
-use crate::bindings::{v0_1_0, v0_2_0, v0_3_0};
+use crate::bindings::{v0_1_0, v0_2_0, v0_3_0, v0_4_0};
+use crate::records::{Backend, ClaimedSandbox, Lease, ProviderError};
 use crate::state::CallState;
 
 /// A linked component, bound to the contract version it was built against.
@@ -17,6 +19,7 @@ pub(crate) enum BoundPre {
     V0_1(v0_1_0::KubernetesProviderPre<CallState>),
     V0_2(v0_2_0::KubernetesProviderPre<CallState>),
     V0_3(v0_3_0::KubernetesProviderPre<CallState>),
+    V0_4(v0_4_0::KubernetesProviderPre<CallState>),
 }
 
 /// An instantiated component of one call.
@@ -24,22 +27,27 @@ pub(crate) enum Bound {
     V0_1(v0_1_0::KubernetesProvider),
     V0_2(v0_2_0::KubernetesProvider),
     V0_3(v0_3_0::KubernetesProvider),
+    V0_4(v0_4_0::KubernetesProvider),
 }
 
 impl BoundPre {
     /// Binds a pre-instantiated component to the newest contract version it exports.
     pub(crate) fn new(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
-        let newest = match v0_3_0::KubernetesProviderPre::new(pre.clone()) {
+        let newest = match v0_4_0::KubernetesProviderPre::new(pre.clone()) {
+            Ok(bound) => return Ok(Self::V0_4(bound)),
+            Err(e) => e,
+        };
+        let v0_3 = match v0_3_0::KubernetesProviderPre::new(pre.clone()) {
             Ok(bound) => return Ok(Self::V0_3(bound)),
             Err(e) => e,
         };
-        let middle = match v0_2_0::KubernetesProviderPre::new(pre.clone()) {
+        let v0_2 = match v0_2_0::KubernetesProviderPre::new(pre.clone()) {
             Ok(bound) => return Ok(Self::V0_2(bound)),
             Err(e) => e,
         };
-        v0_1_0::KubernetesProviderPre::new(pre)
-            .map(Self::V0_1)
-            .map_err(|oldest| format!("not contract 0.3.0 ({newest:?}), 0.2.0 ({middle:?}) nor 0.1.0 ({oldest:?})"))
+        v0_1_0::KubernetesProviderPre::new(pre).map(Self::V0_1).map_err(|oldest| {
+            format!("not contract 0.4.0 ({newest:?}), 0.3.0 ({v0_3:?}), 0.2.0 ({v0_2:?}) nor 0.1.0 ({oldest:?})")
+        })
     }
 
     /// The contract version, for reports.
@@ -48,6 +56,7 @@ impl BoundPre {
             Self::V0_1(_) => "0.1.0",
             Self::V0_2(_) => "0.2.0",
             Self::V0_3(_) => "0.3.0",
+            Self::V0_4(_) => "0.4.0",
         }
     }
 
@@ -57,6 +66,7 @@ impl BoundPre {
             Self::V0_1(pre) => pre.engine(),
             Self::V0_2(pre) => pre.engine(),
             Self::V0_3(pre) => pre.engine(),
+            Self::V0_4(pre) => pre.engine(),
         }
     }
 
@@ -66,22 +76,24 @@ impl BoundPre {
             Self::V0_1(pre) => Bound::V0_1(pre.instantiate_async(store).await?),
             Self::V0_2(pre) => Bound::V0_2(pre.instantiate_async(store).await?),
             Self::V0_3(pre) => Bound::V0_3(pre.instantiate_async(store).await?),
+            Self::V0_4(pre) => Bound::V0_4(pre.instantiate_async(store).await?),
         })
     }
 }
 
 /// Runs the same export call on whichever version is bound: `$guest` is that version's
 /// `provider` interface, and `.into()` conversions resolve to that version's types. The second
-/// form gives the newest version its own expression (`$world` is its instance), for calls
-/// whose results it converts with a further call (a lease's placement).
+/// form gives the versions with a neutral lease (0.3.0 on) their own expression, for calls whose
+/// results it converts with a further call (a lease's placement): `$world` is the instance and
+/// `$glue` that version's module here (`glue::lease`).
 macro_rules! on_each_version {
     ($bound:expr, $guest:ident => $call:expr) => {
-        $crate::versions::on_each_version!($bound, $guest => $call, newest world => {
+        $crate::versions::on_each_version!($bound, $guest => $call, neutral world, _glue => {
             let $guest = world.paperclip_sandbox_provider_provider();
             $call
         })
     };
-    ($bound:expr, $guest:ident => $call:expr, newest $world:ident => $newest:expr) => {
+    ($bound:expr, $guest:ident => $call:expr, neutral $world:ident, $glue:ident => $neutral:expr) => {
         match $bound {
             $crate::versions::Bound::V0_1(world) => {
                 let $guest = world.paperclip_sandbox_provider_provider();
@@ -91,7 +103,16 @@ macro_rules! on_each_version {
                 let $guest = world.paperclip_sandbox_provider_provider();
                 $call
             }
-            $crate::versions::Bound::V0_3($world) => $newest,
+            $crate::versions::Bound::V0_3($world) => {
+                #[allow(unused_imports)]
+                use $crate::versions::v0_3 as $glue;
+                $neutral
+            }
+            $crate::versions::Bound::V0_4($world) => {
+                #[allow(unused_imports)]
+                use $crate::versions::v0_4 as $glue;
+                $neutral
+            }
         }
     };
 }
@@ -261,3 +282,132 @@ macro_rules! older_kube {
     };
 }
 pub(crate) use older_kube;
+
+/// A lease's placement as a version with a neutral lease reports it, in the host's terms.
+pub(crate) struct Placed {
+    pub(crate) backend: Backend,
+    pub(crate) namespace: String,
+    pub(crate) api_version: String,
+    pub(crate) workload_uid: String,
+    pub(crate) pod_name: Option<String>,
+    pub(crate) pod_uid: Option<String>,
+    pub(crate) pod_ip: Option<String>,
+    pub(crate) sandbox: Option<ClaimedSandbox>,
+}
+
+/// The lease a host stores: the neutral lease with the placement the provider reported for it.
+/// A lease without one cannot be shown, checked or cleaned up by the host: the provider's error.
+pub(crate) fn placed_lease(
+    provider_lease_id: String,
+    expires_at: Option<i64>,
+    reusable: bool,
+    metadata: String,
+    placed: Option<Placed>,
+) -> Result<Lease, ProviderError> {
+    let Some(p) = placed else {
+        return Err(ProviderError::internal(format!(
+            "the provider returned lease {} without saying where it runs (kubernetes.placement-of gave none); \
+             this is a bug in the provider",
+            sandbox_contract::quote(&provider_lease_id)
+        )));
+    };
+    Ok(Lease {
+        provider_lease_id,
+        backend: p.backend,
+        namespace: p.namespace,
+        api_version: p.api_version,
+        workload_uid: p.workload_uid,
+        pod_name: p.pod_name,
+        pod_uid: p.pod_uid,
+        pod_ip: p.pod_ip,
+        claimed_sandbox: p.sandbox,
+        expires_at,
+        reusable,
+        metadata,
+    })
+}
+
+/// The calls of a version with a neutral lease that read its `kubernetes` export: the
+/// description with its backends, and a lease (or resume outcome) with its placement. Expanded
+/// where `KubernetesProvider`, `wit`, `backend` and `placed` name that version's.
+macro_rules! neutral_lease_glue {
+    () => {
+        /// The provider's description, with the backends its `kubernetes` export names.
+        pub(crate) async fn describe(
+            world: &KubernetesProvider,
+            store: &mut Store<CallState>,
+        ) -> wasmtime::Result<ProviderInfo> {
+            let i = world.paperclip_sandbox_provider_provider().call_describe(&mut *store).await?;
+            let backends = world.paperclip_sandbox_provider_kubernetes().call_backends(&mut *store).await?;
+            Ok(ProviderInfo {
+                driver_key: i.driver_key,
+                display_name: i.display_name,
+                version: i.version,
+                config_schema: i.config_schema,
+                reusable_leases: i.reusable_leases,
+                backends: backends.into_iter().map(backend).collect(),
+                access: i.access.into_iter().map(Into::into).collect(),
+            })
+        }
+
+        /// A lease the provider returned, with the placement it reports for it (asked in the
+        /// same instance as the export that returned the lease).
+        pub(crate) async fn lease(
+            world: &KubernetesProvider,
+            store: &mut Store<CallState>,
+            l: wit::Lease,
+        ) -> wasmtime::Result<Result<Lease, ProviderError>> {
+            let placement = world.paperclip_sandbox_provider_kubernetes().call_placement_of(&mut *store, &l).await?;
+            Ok($crate::versions::placed_lease(
+                l.provider_lease_id,
+                l.expires_at,
+                l.reusable,
+                l.metadata,
+                placement.map(placed),
+            ))
+        }
+
+        /// A `resume-outcome` with its lease's placement.
+        pub(crate) async fn outcome(
+            world: &KubernetesProvider,
+            store: &mut Store<CallState>,
+            o: wit::ResumeOutcome,
+        ) -> wasmtime::Result<Result<ResumeOutcome, ProviderError>> {
+            Ok(match o {
+                wit::ResumeOutcome::Resumable(l) => lease(world, store, l).await?.map(ResumeOutcome::Resumable),
+                wit::ResumeOutcome::Expired(reason) => Ok(ResumeOutcome::Expired(reason)),
+            })
+        }
+    };
+}
+pub(crate) use neutral_lease_glue;
+
+/// `old_error` for a version whose `kube-error` has every current case (0.2.0 on): the same
+/// case, field for field. Expanded where `kube` names the version's and `current` the host's.
+macro_rules! same_kube_errors {
+    () => {
+        /// A current error as this version names it: the same cases.
+        fn old_error(error: current::KubeError) -> kube::KubeError {
+            use current::KubeError as E;
+            match error {
+                E::NotFound(m) => kube::KubeError::NotFound(m),
+                E::AlreadyExists(m) => kube::KubeError::AlreadyExists(m),
+                E::Conflict(m) => kube::KubeError::Conflict(m),
+                E::Gone(m) => kube::KubeError::Gone(m),
+                E::Invalid(m) => kube::KubeError::Invalid(m),
+                E::Forbidden(m) => kube::KubeError::Forbidden(m),
+                E::Denied(m) => kube::KubeError::Denied(m),
+                E::NotOwned(m) => kube::KubeError::NotOwned(m),
+                E::Unauthorized(m) => kube::KubeError::Unauthorized(m),
+                E::Timeout(m) => kube::KubeError::Timeout(m),
+                E::Unavailable(d) => kube::KubeError::Unavailable(kube::UnavailableDetail {
+                    message: d.message,
+                    retry_after_seconds: d.retry_after_seconds,
+                }),
+                E::Transport(m) => kube::KubeError::Transport(m),
+                E::Other(d) => kube::KubeError::Other(kube::OtherDetail { code: d.code, message: d.message }),
+            }
+        }
+    };
+}
+pub(crate) use same_kube_errors;

@@ -10,34 +10,13 @@ use crate::records::{
     ResumeOutcome, Severity, Validation, access_records, flat_lease_records, provider_errors, shared_records,
 };
 use crate::state::CallState;
-use crate::versions::older_kube;
+use crate::versions::{older_kube, same_kube_errors};
 
 shared_records!();
 flat_lease_records!();
 access_records!();
 
-/// A current error as 0.2.0 names it: the same cases.
-fn old_error(error: current::KubeError) -> kube::KubeError {
-    use current::KubeError as E;
-    match error {
-        E::NotFound(m) => kube::KubeError::NotFound(m),
-        E::AlreadyExists(m) => kube::KubeError::AlreadyExists(m),
-        E::Conflict(m) => kube::KubeError::Conflict(m),
-        E::Gone(m) => kube::KubeError::Gone(m),
-        E::Invalid(m) => kube::KubeError::Invalid(m),
-        E::Forbidden(m) => kube::KubeError::Forbidden(m),
-        E::Denied(m) => kube::KubeError::Denied(m),
-        E::NotOwned(m) => kube::KubeError::NotOwned(m),
-        E::Unauthorized(m) => kube::KubeError::Unauthorized(m),
-        E::Timeout(m) => kube::KubeError::Timeout(m),
-        E::Unavailable(d) => kube::KubeError::Unavailable(kube::UnavailableDetail {
-            message: d.message,
-            retry_after_seconds: d.retry_after_seconds,
-        }),
-        E::Transport(m) => kube::KubeError::Transport(m),
-        E::Other(d) => kube::KubeError::Other(kube::OtherDetail { code: d.code, message: d.message }),
-    }
-}
+same_kube_errors!();
 
 older_kube!({
     async fn check_namespace(&mut self, namespace: String) -> wasmtime::Result<Result<(), String>> {

@@ -1,4 +1,4 @@
-//! Contract 0.3.0, the newest: the host's imports forward to the host implementation unchanged.
+//! Contract 0.4.0, the newest: the host's imports forward to the host implementation unchanged.
 //! Its lease is neutral; the Kubernetes placement the host stores beside it comes from the
 //! component's `kubernetes.placement-of`, called in the same instance as the export that
 //! returned the lease.
@@ -11,17 +11,19 @@ use wasmtime::component::Resource;
 use crate::bindings::kube::{
     DeleteOptions, ExecOptions, ExecOutput, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions,
 };
-use crate::bindings::v0_3_0::KubernetesProvider;
-use crate::bindings::v0_3_0::exports::paperclip::sandbox_provider::kubernetes;
-use crate::bindings::v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::bindings::v0_4_0::KubernetesProvider;
+use crate::bindings::v0_4_0::exports::paperclip::sandbox_provider::kubernetes;
+use crate::bindings::v0_4_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
 use crate::kube_watch::WatchStream;
 use crate::log_host;
 use crate::records::{
-    AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
-    ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
-    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, provider_errors, shared_records,
+    AccessRule, AccessVerb, AcquireRequest, Backend, ClaimedSandbox, ConfigProblem, DeleteOutcome, DestroyReport,
+    Diagnostic, EnvVar, ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport,
+    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, provider_errors,
+    shared_records,
 };
 use crate::state::CallState;
+use crate::versions::{Placed, neutral_lease_glue};
 
 shared_records!();
 access_records!(Exec);
@@ -191,43 +193,12 @@ fn backend(b: kubernetes::Backend) -> Backend {
     match b {
         kubernetes::Backend::Sandbox => Backend::Sandbox,
         kubernetes::Backend::Job => Backend::Job,
+        kubernetes::Backend::Claim => Backend::Claim,
     }
 }
 
-/// The provider's description, with the backends its `kubernetes` export names.
-pub(crate) async fn describe(
-    world: &KubernetesProvider,
-    store: &mut Store<CallState>,
-) -> wasmtime::Result<ProviderInfo> {
-    let i = world.paperclip_sandbox_provider_provider().call_describe(&mut *store).await?;
-    let backends = world.paperclip_sandbox_provider_kubernetes().call_backends(&mut *store).await?;
-    Ok(ProviderInfo {
-        driver_key: i.driver_key,
-        display_name: i.display_name,
-        version: i.version,
-        config_schema: i.config_schema,
-        reusable_leases: i.reusable_leases,
-        backends: backends.into_iter().map(backend).collect(),
-        access: i.access.into_iter().map(Into::into).collect(),
-    })
-}
-
-/// A lease the provider returned, with the placement it reports for it. A lease without one
-/// cannot be shown, checked or cleaned up by the host: the provider's error, not the host's.
-pub(crate) async fn lease(
-    world: &KubernetesProvider,
-    store: &mut Store<CallState>,
-    l: wit::Lease,
-) -> wasmtime::Result<Result<Lease, ProviderError>> {
-    let Some(p) = world.paperclip_sandbox_provider_kubernetes().call_placement_of(&mut *store, &l).await? else {
-        return Ok(Err(ProviderError::internal(format!(
-            "the provider returned lease {} without saying where it runs (kubernetes.placement-of gave none); \
-             this is a bug in the provider",
-            sandbox_contract::quote(&l.provider_lease_id)
-        ))));
-    };
-    Ok(Ok(Lease {
-        provider_lease_id: l.provider_lease_id,
+fn placed(p: kubernetes::Placement) -> Placed {
+    Placed {
         backend: backend(p.backend),
         namespace: p.namespace,
         api_version: p.api_version,
@@ -235,20 +206,13 @@ pub(crate) async fn lease(
         pod_name: p.pod_name,
         pod_uid: p.pod_uid,
         pod_ip: p.pod_ip,
-        expires_at: l.expires_at,
-        reusable: l.reusable,
-        metadata: l.metadata,
-    }))
+        sandbox: p.sandbox.map(|s| ClaimedSandbox {
+            api_version: s.api_version,
+            name: s.name,
+            uid: s.uid,
+            warm: s.warm,
+        }),
+    }
 }
 
-/// A `resume-outcome` with its lease's placement.
-pub(crate) async fn outcome(
-    world: &KubernetesProvider,
-    store: &mut Store<CallState>,
-    o: wit::ResumeOutcome,
-) -> wasmtime::Result<Result<ResumeOutcome, ProviderError>> {
-    Ok(match o {
-        wit::ResumeOutcome::Resumable(l) => lease(world, store, l).await?.map(ResumeOutcome::Resumable),
-        wit::ResumeOutcome::Expired(reason) => Ok(ResumeOutcome::Expired(reason)),
-    })
-}
+neutral_lease_glue!();

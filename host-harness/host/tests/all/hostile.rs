@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::ApiResource;
-use provider_host::records::{AcquireRequest, ProbeResult, ProviderError};
+use provider_host::records::{AcquireRequest, ExecRequest, LeaseRef, ProbeResult, ProviderError};
 use provider_host::{ComponentSource, HostError, HostOptions, Limits, Policy, ProviderHost};
 use serde_json::json;
 
@@ -40,6 +40,30 @@ async fn load(c: &EmbeddedCluster, limits: Limits) -> ProviderHost {
     ProviderHost::load(ComponentSource::File(fixture()), client_for(c, PROVIDER_USER).await, options)
         .await
         .expect("the fixture loads")
+}
+
+/// A component of contract 0.2.0 has no `execute`: the host answers `unsupported` itself,
+/// naming the component's contract and what to do, and the next call is served. The fixture is
+/// the 0.2.0 component these tests have (and the reference provider moved to 0.3.0); this needs
+/// no cluster.
+#[tokio::test]
+async fn a_provider_of_contract_0_2_0_has_no_execute_and_the_host_says_so() {
+    let options = HostOptions { policy: Policy::kubernetes_default([NS]), limits: Limits::default(), cache_dir: None };
+    let host = ProviderHost::load_without_cluster(ComponentSource::File(fixture()), options).await.expect("loads");
+    assert_eq!(host.contract_version(), "0.2.0");
+    // The fixture makes no lease; any lease will do, since the guest has nothing to call.
+    let lease = serde_json::from_value(json!({"provider-lease-id": "k8s:job:default:pc-exec-1", "backend": "job",
+        "namespace": NS, "api-version": "batch/v1", "workload-uid": "u-1", "metadata": "{}"}))
+    .expect("lease");
+    let request: ExecRequest = serde_json::from_value(json!({"command": "true"})).expect("request");
+    match host.execute(LeaseRef { lease, config: r#"{"mode":"quiet"}"#.into() }, request).await {
+        Err(HostError::Provider(ProviderError::Unsupported(d))) => {
+            assert!(d.message.contains("contract 0.2.0") && d.message.contains("0.3.0"), "{}", d.message);
+            assert!(!d.retryable);
+        }
+        other => panic!("expected unsupported, got {other:?}"),
+    }
+    still_serving(&host).await;
 }
 
 /// The fixture's answers in a probe result: attempt -> `case: message`.

@@ -1,13 +1,15 @@
-//! The reference provider (`reference-provider/`) in the host, unchanged: a component of the
-//! `sandbox-provider` world, which imports no `kube`, loads with and without a cluster, runs
-//! every call of a lease's life, answers a configured failure typed, and is ended by the host's
-//! deadline when its config makes it stall past it.
+//! The reference provider (`reference-provider/`) in the host, unchanged: a component of
+//! contract 0.3.0 (world `kubernetes-provider`, whose `kube` import it never uses), so every run
+//! of these tests goes through the host's 0.3 glue (`versions/v0_3.rs`). It loads with and
+//! without a cluster, runs every call of a lease's life, its leases come back with the
+//! placement its `kubernetes` export reports, `execute` is its own `unsupported`, a configured
+//! failure comes back typed, and the host's deadline ends it when its config makes it stall past.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use provider_host::records::{
-    AcquireRequest, DeleteOutcome, ExecRequest, LeaseRef, ProviderError, ResumeOutcome, Severity,
+    AcquireRequest, Backend, DeleteOutcome, ExecRequest, Lease, LeaseRef, ProviderError, ResumeOutcome, Severity,
 };
 use provider_host::{ComponentSource, HostError, HostOptions, Limits, Policy, ProviderHost};
 use serde_json::{Value, json};
@@ -67,7 +69,7 @@ fn request(config: &str, acquisition_id: &str) -> AcquireRequest {
 #[tokio::test]
 async fn it_loads_without_a_cluster_and_is_granted_nothing() {
     let host = ProviderHost::load_without_cluster(component(), options(Limits::default())).await.expect("loads");
-    assert_eq!(host.contract_version(), "0.2.0");
+    assert_eq!(host.contract_version(), "0.3.0");
     let grants = host.grants();
     assert_eq!(grants.declared.as_deref(), Some(&[][..]), "it declares no access");
     assert!(grants.effective.resources.is_empty() && grants.refused.is_empty(), "{grants:?}");
@@ -117,20 +119,119 @@ async fn a_whole_lease_life_runs_through_the_host() {
     assert_eq!(host.calls_started(), 9, "one instance per call, describe at load included");
 }
 
+/// The placement of every reference lease, as the `kubernetes` export reports it: no workload.
+fn assert_placed_nowhere(lease: &Lease) {
+    assert_eq!(lease.backend, Backend::Sandbox, "{lease:?}");
+    assert_eq!((lease.namespace.as_str(), lease.api_version.as_str(), lease.workload_uid.as_str()), ("", "", ""));
+    assert_eq!((&lease.pod_name, &lease.pod_uid, &lease.pod_ip), (&None, &None, &None));
+    assert_eq!(lease.claimed_sandbox, None);
+}
+
+fn exec_request() -> ExecRequest {
+    serde_json::from_value(json!({"command": "sh", "args": ["-c", "echo $TOKEN"],
+        "env": [{"name": "TOKEN", "value": "exec-secret-5", "secret": true}]}))
+    .expect("request")
+}
+
+/// Contract 0.3.0 end to end through the host's 0.3 glue: the neutral lease comes back from
+/// acquire, resume-check and renew with the placement `kubernetes.placement-of` reports, and the
+/// lease the host stores reads as a 0.2.0 component's did (no placement added to the metadata);
+/// destroy takes it back; `execute` reaches the component, whose own answer (`unsupported`, or
+/// what its config asks for) comes back, not the host's answer for a contract without execute.
 #[tokio::test]
-async fn a_provider_of_contract_0_2_0_has_no_execute_and_the_host_says_so() {
+async fn the_0_3_0_glue_carries_a_lease_with_its_placement_and_executes_answer() {
     let host = load(Limits::default()).await;
-    assert_eq!(host.contract_version(), "0.2.0");
-    let config = normalized(&host, json!({})).await;
-    let lease = host.acquire(request(&config, "exec-1")).await.expect("acquire");
-    let request: ExecRequest = serde_json::from_value(json!({"command": "true"})).expect("request");
-    match host.execute(LeaseRef { lease, config }, request).await {
+    assert_eq!(host.contract_version(), "0.3.0");
+    let config = normalized(&host, json!({"leaseTtlSeconds": 600})).await;
+    let lease = host.acquire(request(&config, "glue-1")).await.expect("acquire");
+    assert_placed_nowhere(&lease);
+    let expires_at = lease.expires_at.expect("an expiry");
+    let stored_json = serde_json::to_value(&lease).expect("the lease is JSON");
+    assert_eq!(
+        stored_json,
+        json!({"provider-lease-id": "reference:glue-1", "backend": "sandbox", "namespace": "", "api-version": "",
+            "workload-uid": "", "pod-name": null, "pod-uid": null, "pod-ip": null, "expires-at": expires_at,
+            "reusable": false, "metadata": lease.metadata}),
+        "the lease JSON a host keeps, as under contract 0.2.0"
+    );
+    let metadata: Value = serde_json::from_str(&lease.metadata).expect("the metadata is JSON");
+    let mut keys: Vec<&str> = metadata.as_object().expect("an object").keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["acquired-at", "agent-id", "expires-at", "format", "lease-id", "lease-ttl-seconds", "reusable", "run-id"],
+        "the provider's own state, no placement: {metadata}"
+    );
+
+    let stored = LeaseRef { lease: lease.clone(), config: config.clone() };
+    match host.resume_check(stored.clone()).await.expect("resume-check") {
+        ResumeOutcome::Resumable(l) => assert_eq!(l, lease, "placed again, the same lease"),
+        other => panic!("{other:?}"),
+    }
+    let wanted = now_millis() + 300_000;
+    let renewed = match host.renew(stored.clone(), wanted).await.expect("renew") {
+        ResumeOutcome::Resumable(l) => l,
+        other => panic!("{other:?}"),
+    };
+    assert_placed_nowhere(&renewed);
+    assert_eq!((renewed.provider_lease_id.as_str(), renewed.expires_at), ("reference:glue-1", Some(wanted)));
+    let stored = LeaseRef { lease: renewed, config: config.clone() };
+
+    match host.execute(stored.clone(), exec_request()).await {
         Err(HostError::Provider(ProviderError::Unsupported(d))) => {
-            assert!(d.message.contains("contract 0.2.0") && d.message.contains("0.3.0"), "{}", d.message);
-            assert!(!d.retryable);
+            assert!(d.message.contains("runs no sandbox"), "the provider's own answer: {}", d.message);
+            assert!(!d.message.contains("built against contract"), "not the host's: {}", d.message);
+            assert!(!d.message.contains("exec-secret-5") && !d.retryable, "{d:?}");
         }
         other => panic!("expected unsupported, got {other:?}"),
     }
+    let failing = normalized(
+        &host,
+        json!({"operations": {"execute": {"fail": {"error": "unavailable", "retryable": true, "message": "away"}}}}),
+    )
+    .await;
+    match host.execute(LeaseRef { config: failing, ..stored.clone() }, exec_request()).await {
+        Err(HostError::Provider(ProviderError::Unavailable(d))) => {
+            assert_eq!((d.message.as_str(), d.retryable), ("away", true))
+        }
+        other => panic!("expected the configured unavailable, got {other:?}"),
+    }
+
+    let report = host.destroy(stored).await.expect("destroy");
+    assert_eq!(report.objects.len(), 1, "{report:?}");
+    assert_eq!(
+        (report.objects[0].name.as_str(), &report.objects[0].outcome),
+        ("reference:glue-1", &DeleteOutcome::Deleted)
+    );
+}
+
+/// An execute's deadline is the call timeout plus the command's (the host's `exec-timeout-ms`
+/// bound, or the request's): the `deadline` import says so inside the call, so a stall before
+/// it answers after the plain call timeout has passed, and a stall past it is ended there.
+#[tokio::test]
+async fn an_executes_deadline_is_the_call_timeout_plus_the_commands() {
+    let host = load(Limits { call_timeout_ms: 1_000, ..Limits::default() }).await;
+    let config = normalized(&host, json!({})).await;
+    let lease = host.acquire(request(&config, "exec-deadline-1")).await.expect("acquire");
+    let command = ExecRequest { timeout_ms: Some(600), ..exec_request() };
+
+    let before = normalized(
+        &host,
+        json!({"operations": {"execute": {"stall": {"until": "before-deadline", "marginMillis": 300}}}}),
+    )
+    .await;
+    let started = Instant::now();
+    let answer = host.execute(LeaseRef { lease: lease.clone(), config: before }, command.clone()).await;
+    let took = started.elapsed();
+    assert!(matches!(answer, Err(HostError::Provider(ProviderError::Unsupported(_)))), "{answer:?}");
+    assert!(took >= Duration::from_millis(1_200) && took < Duration::from_millis(1_600), "past 1000 ms: {took:?}");
+
+    let past = normalized(&host, json!({"operations": {"execute": {"stall": {"until": "past-deadline"}}}})).await;
+    let started = Instant::now();
+    let answer = host.execute(LeaseRef { lease, config: past }, command).await;
+    let took = started.elapsed();
+    assert!(matches!(answer, Err(HostError::Timeout { call: "execute", limit_ms: 1_600 })), "{answer:?}");
+    assert!(took >= Duration::from_millis(1_600) && took < Duration::from_millis(2_600), "{took:?}");
 }
 
 #[tokio::test]

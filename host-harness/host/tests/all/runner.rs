@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use provider_host::compile_cache::{self, CacheOutcome};
+use provider_host::records::{ExecRequest, LeaseRef, ProviderError};
 use provider_host::{ComponentSource, HostEngine, HostError, HostOptions, Limits, Policy, ProviderHost};
 
 const SPIN: &str = "(loop $spin (br $spin)) unreachable";
@@ -81,6 +82,25 @@ async fn a_valid_call_returns_the_mirrored_record() {
     still_serving(&host).await;
     assert_eq!(host.calls_started(), 2);
     assert_eq!(host.cache_outcome(), &CacheOutcome::Compiled);
+}
+
+/// The fake provider is a contract 0.1.0 component, which has no `execute`: the host answers
+/// `unsupported` itself, naming the contract, and the component stays served.
+#[tokio::test]
+async fn a_provider_of_contract_0_1_0_has_no_execute_and_the_host_says_so() {
+    let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
+    assert_eq!(host.contract_version(), "0.1.0");
+    let lease = serde_json::from_value(serde_json::json!({"provider-lease-id": "fake:1", "backend": "job",
+        "namespace": "default", "api-version": "batch/v1", "workload-uid": "u-1", "metadata": "{}"}))
+    .expect("lease");
+    let request: ExecRequest = serde_json::from_value(serde_json::json!({"command": "true"})).expect("request");
+    match host.execute(LeaseRef { lease, config: "{}".into() }, request).await {
+        Err(HostError::Provider(ProviderError::Unsupported(d))) => {
+            assert!(d.message.contains("contract 0.1.0") && d.message.contains("0.3.0"), "{}", d.message);
+        }
+        other => panic!("expected unsupported, got {other:?}"),
+    }
+    still_serving(&host).await;
 }
 
 #[tokio::test]

@@ -94,7 +94,7 @@ async fn replies_come_as_calls_finish_and_a_lease_lives_its_whole_life() {
     assert_eq!(fast, [json!("d"), json!("h")], "describe and hello overtake the slow acquire");
     let hello = if first["id"] == "h" { first } else { second };
     assert_eq!(hello["result"]["protocol"], 1);
-    assert_eq!(hello["result"]["contract-version"], "0.2.0");
+    assert_eq!(hello["result"]["contract-version"], "0.3.0");
     // What a client needs to stay inside the server's limits, so no line is refused unanswered.
     assert_eq!(hello["result"]["max-line-bytes"], 1 << 20);
     assert_eq!(

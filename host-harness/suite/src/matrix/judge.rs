@@ -114,6 +114,7 @@ mod tests {
             pod_name: Some("pc-c1-1".into()),
             pod_uid: None,
             pod_ip: None,
+            claimed_sandbox: None,
             expires_at: None,
             reusable: false,
             metadata: "{}".into(),

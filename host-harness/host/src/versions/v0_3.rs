@@ -1,0 +1,136 @@
+//! Contract 0.3.0 (frozen): the same host implementation behind 0.3.0's interfaces, which
+//! 0.4.0 extended without changing a case: every value converts one to one. 0.3.0's
+//! `kubernetes.backend` has no `claim` and its placement no `claimed-sandbox`.
+
+use wasmtime::Store;
+
+use crate::bindings::kube as current;
+use crate::bindings::v0_3_0::KubernetesProvider;
+use crate::bindings::v0_3_0::exports::paperclip::sandbox_provider::kubernetes;
+use crate::bindings::v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::records::{
+    AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
+    ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
+    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, provider_errors, shared_records,
+};
+use crate::state::CallState;
+use crate::versions::{Placed, neutral_lease_glue, older_kube, same_kube_errors};
+
+shared_records!();
+access_records!(Exec);
+provider_errors!(
+    Forbidden,
+    Denied,
+    Conflict,
+    Capacity,
+    ImagePull,
+    Rejected,
+    Timeout,
+    Unsupported,
+    Unavailable,
+    Internal
+);
+same_kube_errors!();
+
+older_kube!({
+    async fn check_namespace(&mut self, namespace: String) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.kube.check_namespace(&namespace))
+    }
+
+    async fn exec(
+        &mut self,
+        namespace: String,
+        pod: String,
+        o: kube::ExecOptions,
+    ) -> wasmtime::Result<Result<kube::ExecOutput, kube::KubeError>> {
+        let options = current::ExecOptions {
+            container: o.container,
+            command: o.command,
+            stdin: o.stdin,
+            timeout_ms: o.timeout_ms,
+            max_output_bytes: o.max_output_bytes,
+        };
+        let output = self.kube.exec(&namespace, &pod, options).await.map_err(old_error)?;
+        Ok(Ok(kube::ExecOutput {
+            exit_code: output.exit_code,
+            timed_out: output.timed_out,
+            stdout: output.stdout,
+            stderr: output.stderr,
+            stdout_truncated: output.stdout_truncated,
+            stderr_truncated: output.stderr_truncated,
+        }))
+    }
+});
+
+impl wit::Host for CallState {}
+
+impl deadline::Host for CallState {
+    async fn remaining_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.millis_left())
+    }
+
+    async fn call_timeout_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.timeout_millis())
+    }
+}
+
+/// The neutral lease: what the host stores beside it is the provider's to report.
+impl From<Lease> for wit::Lease {
+    fn from(l: Lease) -> Self {
+        Self {
+            provider_lease_id: l.provider_lease_id,
+            expires_at: l.expires_at,
+            reusable: l.reusable,
+            metadata: l.metadata,
+        }
+    }
+}
+
+impl From<ExecRequest> for wit::ExecRequest {
+    fn from(r: ExecRequest) -> Self {
+        Self {
+            command: r.command,
+            args: r.args,
+            cwd: r.cwd,
+            env: r.env.into_iter().map(Into::into).collect(),
+            stdin: r.stdin,
+            timeout_ms: r.timeout_ms,
+        }
+    }
+}
+
+impl From<wit::ExecResult> for ExecResult {
+    fn from(r: wit::ExecResult) -> Self {
+        Self {
+            exit_code: r.exit_code,
+            signal: r.signal,
+            timed_out: r.timed_out,
+            stdout: r.stdout,
+            stderr: r.stderr,
+            stdout_truncated: r.stdout_truncated,
+            stderr_truncated: r.stderr_truncated,
+        }
+    }
+}
+
+fn backend(b: kubernetes::Backend) -> Backend {
+    match b {
+        kubernetes::Backend::Sandbox => Backend::Sandbox,
+        kubernetes::Backend::Job => Backend::Job,
+    }
+}
+
+fn placed(p: kubernetes::Placement) -> Placed {
+    Placed {
+        backend: backend(p.backend),
+        namespace: p.namespace,
+        api_version: p.api_version,
+        workload_uid: p.workload_uid,
+        pod_name: p.pod_name,
+        pod_uid: p.pod_uid,
+        pod_ip: p.pod_ip,
+        sandbox: None,
+    }
+}
+
+neutral_lease_glue!();
