@@ -44,8 +44,8 @@ fn granted(role: &Value) -> BTreeSet<(String, String)> {
 }
 
 /// Makes the provider take its slower paths too: the Sandbox turns Ready a little after its
-/// pod (so the provider watches the Sandbox), and that watch is cut with 410 once (so it
-/// re-lists).
+/// pod (so the provider watches the Sandbox), and that watch, and the first watch of a claim,
+/// are cut with 410 once (so it re-lists).
 fn slow_paths(h: &Harness, user: &str) {
     let faults = h.cluster.faults();
     faults.add(Rule {
@@ -61,24 +61,31 @@ fn slow_paths(h: &Harness, user: &str) {
         times: None,
         probability: None,
     });
-    faults.add(Rule {
-        matches: Match {
-            verb: Some("watch".into()),
-            resource: Some("sandboxes".into()),
-            user: Some(user.into()),
-            ..Default::default()
-        },
-        action: Action::EndWatch { code: Some(410), after_events: 0 },
-        after: 0,
-        times: Some(1),
-        probability: None,
-    });
+    // The probe's access check opens a claim watch before the acquire's: cut both.
+    for (resource, times) in [("sandboxes", 1), ("sandboxclaims", 2)] {
+        faults.add(Rule {
+            matches: Match {
+                verb: Some("watch".into()),
+                resource: Some(resource.into()),
+                user: Some(user.into()),
+                ..Default::default()
+            },
+            action: Action::EndWatch { code: Some(410), after_events: 0 },
+            after: 0,
+            times: Some(times),
+            probability: None,
+        });
+    }
 }
 
-/// Every operation on both backends, a retried (adopting) acquire, and a reusable lease.
+/// The warm pool the claim backend's lifecycle claims from, set up as an operator would.
+const POOL: &str = "least-pool";
+
+/// Every operation on every backend, a retried (adopting) acquire, and a reusable lease.
 async fn lifecycles(host: &ProviderHost) {
-    for backend in ["sandbox", "job"] {
-        let cfg = config(backend, json!({}));
+    let claim = json!({"claim": {"warmPool": POOL, "template": POOL}});
+    for (backend, extra) in [("sandbox", json!({})), ("job", json!({})), ("claim", claim)] {
+        let cfg = config(backend, extra);
         assert!(host.probe(&cfg).await.expect("probe").ok);
         assert!(host.validate_config(&cfg).await.expect("validate-config").ok);
         let lease = host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("acquire");
@@ -114,6 +121,14 @@ async fn the_generated_role_is_exactly_what_the_host_and_provider_use() {
     let user = format!("system:serviceaccount:{NAMESPACE}:{ACCOUNT}");
     let host = load_host(&h.cluster.kubeconfig_for_token(&user, &token).expect("kubeconfig")).await;
     slow_paths(&h, &user);
+    let pool = contract_suite::warm_pool::PoolSpec {
+        namespace: NAMESPACE.into(),
+        name: POOL.into(),
+        template: POOL.into(),
+        replicas: 1,
+        image: "busybox:1.36".into(),
+    };
+    contract_suite::warm_pool::apply(&h.admin, &pool).await.expect("the warm pool");
 
     let mark = h.cluster.requests().mark();
     lifecycles(&host).await;

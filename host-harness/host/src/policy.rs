@@ -68,18 +68,25 @@ fn default_owner_id() -> String {
 }
 
 /// What an operator grants a Kubernetes sandbox provider when its policy file lists no
-/// resources: Sandboxes (both served versions) fully, Jobs without list or watch, pods
+/// resources: Sandboxes and SandboxClaims (both served versions of each) fully, Jobs without list or watch, pods
 /// read-only plus commands in them (`exec`, the point of `execute`; on owned pods only, as
 /// every read), per-lease Secrets without list or watch (so they cannot be enumerated), delete
 /// of the workspace claims of reusable leases, and the allowed namespaces' own objects
 /// (probe checks they exist). The host narrows it further to what the component declares.
 pub fn default_rules() -> Vec<AccessRule> {
     use AccessVerb::*;
+    use sandbox_contract::k8s::agent_sandbox;
     vec![
         AccessRule::new(
             "agents.x-k8s.io",
             &["v1beta1", "v1alpha1"],
             "sandboxes",
+            &[Get, Create, Patch, Delete, List, Watch, Discovery],
+        ),
+        AccessRule::new(
+            agent_sandbox::EXTENSIONS_GROUP,
+            &agent_sandbox::EXTENSIONS_VERSIONS,
+            agent_sandbox::CLAIMS,
             &[Get, Create, Patch, Delete, List, Watch, Discovery],
         ),
         AccessRule::new("batch", &["v1"], "jobs", &[Get, Create, Patch, Delete]),

@@ -158,6 +158,8 @@ mod tests {
             &json!([
                 {"apiGroups": ["agents.x-k8s.io"], "resources": ["sandboxes"],
                  "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
+                {"apiGroups": ["extensions.agents.x-k8s.io"], "resources": ["sandboxclaims"],
+                 "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
                 {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "patch", "delete"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
                 {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
