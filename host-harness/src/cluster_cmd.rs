@@ -24,7 +24,7 @@ pub struct ClusterArgs {
     #[arg(long, default_value = "both")]
     sandbox_versions: SandboxVersions,
     /// Controllers to run in-process.
-    #[arg(long, value_delimiter = ',', default_value = "sandbox,job,kubelet,gc")]
+    #[arg(long, value_delimiter = ',', default_value = "sandbox,job,kubelet,gc,template,warmpool,claim")]
     controllers: Vec<ControllerKind>,
     /// Run cluster time this many times faster than real time.
     #[arg(long, default_value_t = 1.0)]

@@ -1,11 +1,14 @@
 //! `sandbox-host demo`: the Kubernetes provider's full lease lifecycle on each backend, on the
-//! embedded cluster (or a real one), with each step's outcome, wall time and API calls; then the
-//! reference provider in the same host, with no cluster at all: providers swap.
+//! embedded cluster (or a real one), with each step's outcome, wall time and API calls; the
+//! claim backend twice, on a warm pool with Ready members and on an empty one, so a warm and a
+//! cold acquire show side by side; then the reference provider in the same host, with no
+//! cluster at all: providers swap.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use contract_suite::warm_pool::{self, PoolSpec};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
@@ -16,6 +19,14 @@ use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 use serde_json::json;
 
 const NAMESPACE: &str = "sandbox-demo";
+
+/// The demo's template, its warm pool (with Ready members) and its empty pool (every claim on
+/// it starts cold).
+const TEMPLATE: &str = "demo";
+const WARM_POOL: &str = "demo-warm";
+const EMPTY_POOL: &str = "demo-empty";
+/// The warm pool's size.
+const WARM_MEMBERS: u32 = 2;
 
 struct Row {
     backend: &'static str,
@@ -112,7 +123,7 @@ pub async fn run(
         Some(c) => println!("embedded cluster at {} (sandbox versions: {versions:?})", c.url()),
         None => println!("cluster from kubeconfig: Kubernetes {}", admin.apiserver_version().await?.git_version),
     }
-    let namespaces: Api<Namespace> = Api::all(admin);
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
     if namespaces.get_opt(NAMESPACE).await?.is_none() {
         namespaces
             .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?)
@@ -129,7 +140,21 @@ pub async fn run(
     println!("\n  {:<8} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
     let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
     for backend in ["sandbox", "job"] {
-        lifecycle(&mut demo, backend).await;
+        lifecycle(&mut demo, backend, json!({"backend": backend, "image": "busybox:1.36"})).await;
+    }
+    pools(&admin).await?;
+    for (label, pool) in [("claim/cold", EMPTY_POOL), ("claim/warm", WARM_POOL)] {
+        lifecycle(&mut demo, label, json!({"backend": "claim", "claim": {"warmPool": pool, "template": TEMPLATE}}))
+            .await;
+    }
+    let acquire = |label: &str| demo.rows.iter().find(|r| r.backend == label && r.step == "acquire" && r.ok);
+    if let (Some(cold), Some(warm)) = (acquire("claim/cold"), acquire("claim/warm")) {
+        println!(
+            "\n  a claim on a warm pool was ready in {:.1} ms, a cold one in {:.1} ms ({:.0}x faster)",
+            warm.wall.as_secs_f64() * 1000.0,
+            cold.wall.as_secs_f64() * 1000.0,
+            cold.wall.as_secs_f64() / warm.wall.as_secs_f64().max(1e-6)
+        );
     }
     if reference.exists() {
         let options = HostOptions { cache_dir: Some("target/provider-cache".into()), ..Default::default() };
@@ -157,16 +182,39 @@ pub async fn run(
     Ok(())
 }
 
-async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str) {
-    let config = json!({
-        "namespace": NAMESPACE, "backend": backend, "image": "busybox:1.36", "command": ["sleep", "infinity"],
-        "leaseTtlSeconds": 14_400,
-    })
-    .to_string();
+/// The demo's warm pool (waited for until its members are Ready) and its empty pool, as an
+/// operator sets them up (`sandbox-host pool create`).
+async fn pools(admin: &kube::Client) -> anyhow::Result<()> {
+    for (name, replicas) in [(WARM_POOL, WARM_MEMBERS), (EMPTY_POOL, 0)] {
+        let spec = PoolSpec {
+            namespace: NAMESPACE.into(),
+            name: name.into(),
+            template: TEMPLATE.into(),
+            replicas,
+            image: "busybox:1.36".into(),
+        };
+        warm_pool::apply(admin, &spec).await?;
+    }
+    let status = warm_pool::wait_ready(admin, NAMESPACE, WARM_POOL, WARM_MEMBERS, Duration::from_secs(120)).await?;
+    println!(
+        "\n  warm pool {WARM_POOL}: {}/{} Ready; pool {EMPTY_POOL}: none (its claims start cold)",
+        status.ready, status.desired
+    );
+    Ok(())
+}
+
+/// One lease's life on the backend that `settings` (merged into the demo's config) chooses.
+async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str, settings: serde_json::Value) {
+    let mut config = json!({"namespace": NAMESPACE, "command": ["sleep", "infinity"], "leaseTtlSeconds": 14_400});
+    if let (Some(config), Some(settings)) = (config.as_object_mut(), settings.as_object()) {
+        config.extend(settings.clone());
+    }
+    let config = config.to_string();
+    let tag = backend.replace('/', "-");
     let request = AcquireRequest {
         config: config.clone(),
-        run_id: format!("demo-run-{backend}"),
-        acquisition_id: format!("demo-{backend}-1"),
+        run_id: format!("demo-run-{tag}"),
+        acquisition_id: format!("demo-{tag}-1"),
         agent_id: Some("demo-agent".into()),
         requested_expires_at: Some(jiff::Timestamp::now().as_millisecond() + 3_600_000),
         env: vec![

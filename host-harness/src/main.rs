@@ -7,6 +7,7 @@ mod contract_cmd;
 mod demo;
 mod exec_cmd;
 mod policy_cmd;
+mod pool_cmd;
 mod provider_cmd;
 mod serve_cmd;
 mod untrusted_kubeconfig;
@@ -33,7 +34,7 @@ enum Command {
         #[arg(long)]
         kubeconfig: PathBuf,
         /// Controllers to run.
-        #[arg(long, value_delimiter = ',', default_value = "sandbox,job,kubelet,gc")]
+        #[arg(long, value_delimiter = ',', default_value = "sandbox,job,kubelet,gc,template,warmpool,claim")]
         controllers: Vec<ControllerKind>,
         /// Run cluster time this many times faster than real time (delays and deadlines).
         #[arg(long, default_value_t = 1.0)]
@@ -45,6 +46,9 @@ enum Command {
     Requests(admin_cmd::RequestsArgs),
     /// Move a running embedded cluster's clock forward.
     AdvanceClock(admin_cmd::AdvanceArgs),
+    /// Set up, inspect or remove a warm pool (a SandboxTemplate and a SandboxWarmPool) for the
+    /// claim backend.
+    Pool(pool_cmd::PoolArgs),
     /// The provider's full lease lifecycle on each backend, step by step, on the embedded
     /// cluster (or a real one with --kubeconfig).
     Demo {
@@ -185,6 +189,7 @@ fn main() -> anyhow::Result<()> {
             Command::Fault(args) => done(admin_cmd::fault(args).await),
             Command::Requests(args) => done(admin_cmd::requests(args).await),
             Command::AdvanceClock(args) => done(admin_cmd::advance(args).await),
+            Command::Pool(args) => done(pool_cmd::run(args).await),
             Command::Demo { component, reference_component, kubeconfig, sandbox_versions } => {
                 done(demo::run(&component, &reference_component, kubeconfig.as_deref(), sandbox_versions).await)
             }

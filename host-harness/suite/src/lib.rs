@@ -14,6 +14,7 @@ pub mod context;
 pub mod matrix;
 pub mod report;
 mod scenarios;
+pub mod warm_pool;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -54,18 +55,66 @@ pub struct SuiteOptions {
     pub limits: Limits,
 }
 
+/// The warm pool (and its template) the default `claim` config claims from; the suite sets it
+/// up when it does not exist ([`warm_pool::apply`]).
+pub const CONTRACT_POOL: &str = "contract-pool";
+
+/// Members the suite's warm pool keeps: enough for the scenarios that hold several leases at
+/// once to get warm ones, few enough that a drained pool sends the rest down the cold path.
+const CONTRACT_POOL_MEMBERS: u32 = 3;
+
 /// The configs to hold a component to when none are given: for the Kubernetes provider one per
-/// backend in `namespace`, for any other the empty config.
+/// backend in `namespace` (the claim backend on [`CONTRACT_POOL`]), for any other the empty
+/// config.
 pub fn default_configs(driver: &str, namespace: &str) -> Vec<String> {
     match driver {
-        "kubernetes" => ["sandbox", "job"]
-            .iter()
-            .map(|backend| {
-                serde_json::json!({"namespace": namespace, "backend": backend, "image": "busybox:1.36"}).to_string()
-            })
-            .collect(),
+        "kubernetes" => {
+            let mut configs: Vec<String> = ["sandbox", "job"]
+                .iter()
+                .map(|backend| {
+                    serde_json::json!({"namespace": namespace, "backend": backend, "image": "busybox:1.36"}).to_string()
+                })
+                .collect();
+            configs.push(
+                serde_json::json!({
+                    "namespace": namespace, "backend": "claim",
+                    "claim": {"warmPool": CONTRACT_POOL, "template": CONTRACT_POOL},
+                })
+                .to_string(),
+            );
+            configs
+        }
         _ => vec!["{}".to_string()],
     }
+}
+
+/// Sets up the warm pool each `claim` config names, when the cluster has none of that name, and
+/// waits for its members; a config that names no pool, or a pool that exists, is left alone.
+async fn ensure_pools(admin: &kube::Client, configs: &[String], namespace: &str) -> anyhow::Result<()> {
+    for config in configs {
+        let Ok(config) = serde_json::from_str::<serde_json::Value>(config) else {
+            continue;
+        };
+        let (Some("claim"), Some(pool)) =
+            (config["backend"].as_str(), config.pointer("/claim/warmPool").and_then(|p| p.as_str()))
+        else {
+            continue;
+        };
+        if warm_pool::status(admin, namespace, pool).await?.is_some() {
+            continue;
+        }
+        let template = config.pointer("/claim/template").and_then(|t| t.as_str()).unwrap_or(pool);
+        let spec = warm_pool::PoolSpec {
+            namespace: namespace.to_string(),
+            name: pool.to_string(),
+            template: template.to_string(),
+            replicas: CONTRACT_POOL_MEMBERS,
+            image: "busybox:1.36".to_string(),
+        };
+        warm_pool::apply(admin, &spec).await?;
+        warm_pool::wait_ready(admin, namespace, pool, CONTRACT_POOL_MEMBERS, Duration::from_secs(60)).await?;
+    }
+    Ok(())
 }
 
 /// The names of every scenario, in the order they run.
@@ -127,7 +176,9 @@ impl<'a> World<'a> {
         let uses_cluster = !probe.grants().effective.resources.is_empty();
         let admin = if uses_cluster {
             cluster.ensure_namespace(&options.namespace).await?;
-            Some(cluster.admin().await?)
+            let admin = cluster.admin().await?;
+            ensure_pools(&admin, &options.configs, &options.namespace).await.context("set up the warm pools")?;
+            Some(admin)
         } else {
             None
         };

@@ -1,0 +1,94 @@
+//! `sandbox-host pool create|status|delete`: set up, inspect and remove a warm pool (a
+//! `SandboxTemplate` and a `SandboxWarmPool` of it) with the kubeconfig's own credentials, as an
+//! operator would, so the `claim` backend has something to claim from.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use contract_suite::warm_pool::{self, PoolSpec};
+
+/// `sandbox-host pool ...`
+#[derive(Args)]
+pub struct PoolArgs {
+    /// Kubeconfig of the cluster (the embedded one's, as written by `sandbox-host cluster`, by
+    /// default).
+    #[arg(long, default_value = "target/cluster/kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Namespace of the pool, its template and its Sandboxes.
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    /// The pool's name.
+    #[arg(long)]
+    name: String,
+    #[command(subcommand)]
+    command: PoolCommand,
+}
+
+#[derive(Subcommand)]
+enum PoolCommand {
+    /// Create the template and the pool, or update them (a new --replicas scales the pool).
+    Create {
+        /// The template's name (default: the pool's).
+        #[arg(long)]
+        template: Option<String>,
+        /// How many Ready Sandboxes the pool keeps.
+        #[arg(long, default_value_t = 3)]
+        replicas: u32,
+        /// The sandbox image.
+        #[arg(long, default_value = "busybox:1.36")]
+        image: String,
+        /// Wait until every member is Ready, at most this many seconds (0: do not wait).
+        #[arg(long, default_value_t = 120)]
+        wait_seconds: u64,
+    },
+    /// How many members the pool has, and how many are Ready.
+    Status,
+    /// Delete the pool (its unclaimed members go with it; claimed ones stay their claims').
+    Delete {
+        /// Delete this template too.
+        #[arg(long)]
+        template: Option<String>,
+    },
+}
+
+/// Runs a `pool` command.
+pub async fn run(args: PoolArgs) -> anyhow::Result<()> {
+    let yaml =
+        std::fs::read_to_string(&args.kubeconfig).with_context(|| format!("read {}", args.kubeconfig.display()))?;
+    let client = embedded_cluster::tls::client_from_kubeconfig(&yaml).await?;
+    let (namespace, name) = (args.namespace.as_str(), args.name.as_str());
+    match args.command {
+        PoolCommand::Create { template, replicas, image, wait_seconds } => {
+            let spec = PoolSpec {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                template: template.unwrap_or_else(|| name.to_string()),
+                replicas,
+                image,
+            };
+            warm_pool::apply(&client, &spec).await?;
+            println!("SandboxTemplate {namespace}/{} and SandboxWarmPool {namespace}/{name} applied", spec.template);
+            if wait_seconds > 0 {
+                let status =
+                    warm_pool::wait_ready(&client, namespace, name, replicas, Duration::from_secs(wait_seconds))
+                        .await?;
+                println!("{}", line(name, &status));
+            }
+        }
+        PoolCommand::Status => match warm_pool::status(&client, namespace, name).await? {
+            Some(status) => println!("{}", line(name, &status)),
+            None => anyhow::bail!("no SandboxWarmPool {namespace}/{name}"),
+        },
+        PoolCommand::Delete { template } => {
+            warm_pool::delete(&client, namespace, name, template.as_deref()).await?;
+            println!("SandboxWarmPool {namespace}/{name} deleted");
+        }
+    }
+    Ok(())
+}
+
+fn line(name: &str, s: &warm_pool::PoolStatus) -> String {
+    format!("pool {name}: {}/{} Ready ({} members) from template {}", s.ready, s.desired, s.members, s.template)
+}
