@@ -1,7 +1,8 @@
-//! The contract suite against the built provider: every scenario on both backends and on both
+//! The contract suite against the built provider: every scenario on every backend and on both
 //! Sandbox API versions (a v1beta1-only cluster, as agent-sandbox v1.0 serves, and a
-//! v1alpha1-only one, as v0.4 did), the whole fault matrix on both backends, and the leak
-//! audit's own proof that it catches a leak.
+//! v1alpha1-only one, as v0.4 did: the claim backend then claims through extensions v1alpha1),
+//! the whole fault matrix on every backend, and the leak audit's own proof that it catches a
+//! leak.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,9 +24,13 @@ async fn suite(versions: SandboxVersions, backends: &[&str]) -> Report {
     let cluster = EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() })
         .await
         .expect("start the embedded cluster");
+    let defaults = contract_suite::default_configs("kubernetes", NAMESPACE);
     let configs = backends
         .iter()
-        .map(|b| json!({"namespace": NAMESPACE, "backend": b, "image": "busybox:1.36"}).to_string())
+        .map(|b| {
+            let backend = json!(b).to_string();
+            defaults.iter().find(|c| c.contains(&format!("\"backend\":{backend}"))).cloned().expect("a default config")
+        })
         .collect();
     contract_suite::run(&Cluster::Embedded(&cluster), &options(component_path(), configs), &mut |_| {})
         .await
@@ -51,20 +56,20 @@ fn assert_passed(report: &Report, scenarios_per_config: usize, configs: usize) {
 }
 
 #[tokio::test]
-async fn both_backends_keep_the_contract() {
-    let report = suite(SandboxVersions::Both, &["sandbox", "job"]).await;
-    assert_passed(&report, contract_suite::scenario_names().len(), 2);
+async fn every_backend_keeps_the_contract() {
+    let report = suite(SandboxVersions::Both, &["sandbox", "job", "claim"]).await;
+    assert_passed(&report, contract_suite::scenario_names().len(), 3);
 }
 
 #[tokio::test]
-async fn sandboxes_keep_the_contract_on_each_api_version() {
+async fn sandboxes_and_claims_keep_the_contract_on_each_api_version() {
     for versions in [SandboxVersions::V1beta1Only, SandboxVersions::V1alpha1Only] {
-        let report = suite(versions, &["sandbox"]).await;
-        assert_passed(&report, contract_suite::scenario_names().len(), 1);
+        let report = suite(versions, &["sandbox", "claim"]).await;
+        assert_passed(&report, contract_suite::scenario_names().len(), 2);
     }
 }
 
-/// Every request of every operation, failed once in every way, on both backends: every cell
+/// Every request of every operation, failed once in every way, on every backend: every cell
 /// keeps the contract. The tables print (with `--nocapture`) as `sandbox-host contract` shows them.
 #[tokio::test]
 async fn every_cell_of_the_fault_matrix_keeps_the_contract() {
@@ -83,7 +88,7 @@ async fn every_cell_of_the_fault_matrix_keeps_the_contract() {
     // Only a request that depends on timing may go untested, and it says so.
     let skipped: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Skip).collect();
     assert!(skipped.iter().all(|r| r.why.contains("made on some runs only")), "{skipped:#?}");
-    assert_eq!(tables.iter().map(|t| t.backend.as_str()).collect::<Vec<_>>(), ["sandbox", "job"]);
+    assert_eq!(tables.iter().map(|t| t.backend.as_str()).collect::<Vec<_>>(), ["sandbox", "job", "claim"]);
     for table in &tables {
         for operation in Operation::ALL {
             let rows: Vec<_> =

@@ -122,8 +122,9 @@ impl Observer {
         self.seen().into_iter().filter(|s| !s.guarded).map(|s| s.what).collect()
     }
 
-    /// What is left of the scenario: objects with its owner label, and pods or claims owned by
-    /// anything it created.
+    /// What is left of the scenario: objects with its owner label, Sandboxes owned by anything
+    /// it created (a claim's Sandbox, adopted from a warm pool, carries no owner label), and pods
+    /// or volume claims owned by either.
     pub async fn leftovers(&self) -> Result<Vec<String>, String> {
         let mut left = Vec::new();
         for resource in &self.types {
@@ -133,7 +134,19 @@ impl Observer {
                 listed.items.iter().map(|o| format!("{} {}", resource.kind, o.metadata.name.as_deref().unwrap_or("?"))),
             );
         }
-        let uids: BTreeSet<String> = self.seen().into_iter().map(|s| s.uid).collect();
+        let mut uids: BTreeSet<String> = self.seen().into_iter().map(|s| s.uid).collect();
+        if let Some(sandboxes) = self.types.iter().find(|t| t.plural == "sandboxes") {
+            let api: Api<DynamicObject> = Api::namespaced_with(self.admin.clone(), &self.namespace, sandboxes);
+            let mut claimed = Vec::new();
+            for sandbox in api.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items {
+                let refs = sandbox.metadata.owner_references.iter().flatten();
+                if refs.clone().any(|r| r.kind == "SandboxClaim" && uids.contains(&r.uid)) {
+                    left.push(format!("Sandbox {} (of a claim)", sandbox.metadata.name.as_deref().unwrap_or("?")));
+                    claimed.extend(sandbox.metadata.uid.clone());
+                }
+            }
+            uids.extend(claimed);
+        }
         let owned_by_seen = |refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
             refs.into_iter().flatten().any(|r| uids.contains(&r.uid))
         };

@@ -41,6 +41,23 @@ fn fingerprint(o: &DynamicObject) -> serde_json::Value {
     ])
 }
 
+/// The object's fingerprint once its controllers are done with it (a claim's controller
+/// adopts a Sandbox for the foreign claim too, and writes to it): unchanged for a while, or
+/// whatever it is after a few seconds.
+async fn settled(api: &Api<DynamicObject>, name: &str) -> Result<serde_json::Value, Stop> {
+    let quiet = std::time::Duration::from_millis(300);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut last = fingerprint(&api.get(name).await.map_err(|e| e.to_string())?);
+    loop {
+        tokio::time::sleep(quiet).await;
+        let now = fingerprint(&api.get(name).await.map_err(|e| e.to_string())?);
+        if now == last || tokio::time::Instant::now() >= deadline {
+            return Ok(now);
+        }
+        last = now;
+    }
+}
+
 async fn foreign_object(ctx: &Ctx<'_>) -> Outcome {
     let lease = ctx.acquire(ctx.request(&ctx.acquisition_id())).await.map_err(|e| failed("acquire", e))?;
     let workload = ctx.workload(&lease).await?.ok_or("the lease's workload is not in the cluster".to_string())?;
@@ -52,9 +69,8 @@ async fn foreign_object(ctx: &Ctx<'_>) -> Outcome {
         ensure!(tokio::time::Instant::now() < deadline, "destroy left {name} in place");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let theirs =
-        api.create(&PostParams::default(), &recreation(&workload.object, false)).await.map_err(|e| e.to_string())?;
-    let before = fingerprint(&theirs);
+    api.create(&PostParams::default(), &recreation(&workload.object, false)).await.map_err(|e| e.to_string())?;
+    let before = settled(&api, &name).await?;
     every_operation(ctx, &ctx.stored(&lease)).await?;
     let after = api.get(&name).await.map_err(|e| format!("the foreign object is gone: {e}"))?;
     ensure!(fingerprint(&after) == before, "the foreign object under the lease's name was changed");

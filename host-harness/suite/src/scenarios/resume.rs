@@ -115,6 +115,10 @@ pub(crate) fn recreation(original: &DynamicObject, labelled: bool) -> DynamicObj
     if let Some(data) = copy.data.as_object_mut() {
         data.remove("status");
     }
+    // A claim's controller wrote which Sandbox it adopted.
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(sandbox_contract::k8s::agent_sandbox::ASSIGNED_SANDBOX_ANNOTATION);
+    }
     // A Job's controller wrote its selector and the matching template labels.
     if let Some(spec) = copy.data.get_mut("spec").and_then(|s| s.as_object_mut()) {
         spec.remove("selector");
