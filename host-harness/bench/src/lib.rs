@@ -1,6 +1,6 @@
 //! `make bench`: one run measures the components (size, compile, cached load), per-call costs
 //! (instantiate, WASM / native per operation and per lifecycle), readiness detection (watch
-//! against polls), API requests per operation, load at several concurrencies with a leak audit,
+//! against polls), API requests per operation, warm-pool claims against cold starts, load at several concurrencies with a leak audit,
 //! faults under load, and a CLI call's cold start; prints one table per section and writes them
 //! all to `BENCHMARKS.md` with the command, the machine's core count and the date. Figures from
 //! one run are compared with each other (ratios), never with another machine's.
@@ -22,6 +22,7 @@ pub mod readiness;
 pub mod requests;
 pub mod stats;
 pub mod table;
+pub mod warm_pool;
 pub mod world;
 
 use std::path::PathBuf;
@@ -30,7 +31,8 @@ use std::time::Instant;
 use table::Table;
 
 /// The sections, in the order they run and print.
-pub const SECTIONS: [&str; 7] = ["components", "per-call", "readiness", "requests", "load", "faults", "cold-start"];
+pub const SECTIONS: [&str; 8] =
+    ["components", "per-call", "readiness", "requests", "warm-pool", "load", "faults", "cold-start"];
 
 /// What a run measures and where it writes.
 #[derive(Debug, Clone)]
@@ -117,6 +119,10 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
     if options.wants("requests") {
         let started = Instant::now();
         done(vec![requests::measure(&runtime)?], started);
+    }
+    if options.wants("warm-pool") {
+        let started = Instant::now();
+        done(vec![runtime.block_on(warm_pool::measure(warm_pool::Sizes::new(options.quick)))?], started);
     }
     let load_options =
         load_tables::LoadOptions { lifecycles: options.lifecycles, concurrency: options.concurrency.clone() };
