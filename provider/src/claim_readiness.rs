@@ -24,7 +24,7 @@ use crate::log::Log;
 use crate::object;
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::retry::{GaveUp, retry};
-use crate::workload_state::{Cause, Failure, PodInfo, WorkloadKind};
+use crate::workload_state::{Cause, Failure, PodInfo, WorkloadKind, wait_failure};
 
 /// The claim being waited for.
 pub struct ClaimTarget<'a> {
@@ -48,40 +48,19 @@ impl ClaimTarget<'_> {
     }
 
     fn deleted(&self) -> Failure {
-        Failure::new(
-            Cause::Deleted,
-            format!(
-                "{} was deleted while waiting for it (its expiry passed, or someone deleted it); acquire a new sandbox.",
-                self.describe()
-            ),
-        )
+        wait_failure::deleted(&self.describe())
     }
 
     fn terminating(&self) -> Failure {
-        Failure::new(Cause::Terminating, format!("{} is being deleted; acquire a new sandbox.", self.describe()))
+        wait_failure::terminating(&self.describe())
     }
 
     fn taken(&self) -> Failure {
-        Failure::new(
-            Cause::Replaced,
-            format!(
-                "{} was replaced by an object this installation did not create, so the lease's sandbox is gone; \
-                 destroy this lease and acquire a new sandbox.",
-                self.describe()
-            ),
-        )
+        wait_failure::taken(&self.describe())
     }
 
     fn replaced(&self, found: &str) -> Failure {
-        Failure::new(
-            Cause::Replaced,
-            format!(
-                "{} was replaced: the claim under that name now has uid {found}, the lease's has uid {}. Its sandbox \
-                 is not this lease's; destroy this lease and acquire a new sandbox.",
-                self.describe(),
-                self.uid
-            ),
-        )
+        wait_failure::replaced(&self.describe(), "the claim", found, self.uid, "Its sandbox is not this lease's")
     }
 }
 

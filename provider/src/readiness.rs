@@ -23,7 +23,7 @@ use crate::object;
 use crate::retry::{GaveUp, retry};
 use crate::workload_state::{
     Cause, Failure, JOB_NAME_LABEL, JobState, POD_NAME_ANNOTATION, PodInfo, PodState, SANDBOX_NAME_HASH_LABEL,
-    SandboxState, WorkloadKind, job_state, pod_state, sandbox_state,
+    SandboxState, WorkloadKind, job_state, pod_state, sandbox_state, wait_failure,
 };
 use sandbox_contract::k8s::agent_sandbox::name_hash;
 
@@ -51,39 +51,24 @@ impl Target<'_> {
     }
 
     fn deleted(&self) -> Failure {
-        Failure::new(
-            Cause::Deleted,
-            format!(
-                "{} was deleted while waiting for it (its expiry passed, or someone deleted it); acquire a new sandbox.",
-                self.describe()
-            ),
-        )
+        wait_failure::deleted(&self.describe())
     }
 
     fn terminating(&self) -> Failure {
-        Failure::new(Cause::Terminating, format!("{} is being deleted; acquire a new sandbox.", self.describe()))
+        wait_failure::terminating(&self.describe())
     }
 
     fn taken(&self) -> Failure {
-        Failure::new(
-            Cause::Replaced,
-            format!(
-                "{} was replaced by an object this installation did not create, so the lease's sandbox is gone; \
-                 destroy this lease and acquire a new sandbox.",
-                self.describe()
-            ),
-        )
+        wait_failure::taken(&self.describe())
     }
 
     fn replaced(&self, found: &str) -> Failure {
-        Failure::new(
-            Cause::Replaced,
-            format!(
-                "{} was replaced: the object under that name now has uid {found}, the lease's has uid {}. Its disk \
-                 and processes are not this lease's; destroy this lease and acquire a new sandbox.",
-                self.describe(),
-                self.uid
-            ),
+        wait_failure::replaced(
+            &self.describe(),
+            "the object",
+            found,
+            self.uid,
+            "Its disk and processes are not this lease's",
         )
     }
 }

@@ -572,3 +572,48 @@ mod tests {
         assert!(matches!(job_state(&job(json!([{"type": "Complete", "status": "True"}]))), JobState::Failed(_)));
     }
 }
+
+/// What a wait that found its workload gone, going or replaced reports; `what` is the workload
+/// as messages name it (`Sandbox ns/name`, `SandboxClaim ns/name`). Acquire turns these into
+/// its own errors (another attempt's clean-up, a retry converges), resume-check into `expired`.
+pub(crate) mod wait_failure {
+    use super::{Cause, Failure};
+
+    /// Deleted while waited for.
+    pub(crate) fn deleted(what: &str) -> Failure {
+        Failure::new(
+            Cause::Deleted,
+            format!(
+                "{what} was deleted while waiting for it (its expiry passed, or someone deleted it); acquire a new sandbox."
+            ),
+        )
+    }
+
+    /// Being deleted.
+    pub(crate) fn terminating(what: &str) -> Failure {
+        Failure::new(Cause::Terminating, format!("{what} is being deleted; acquire a new sandbox."))
+    }
+
+    /// Replaced by an object the host does not let this installation see.
+    pub(crate) fn taken(what: &str) -> Failure {
+        Failure::new(
+            Cause::Replaced,
+            format!(
+                "{what} was replaced by an object this installation did not create, so the lease's sandbox is gone; \
+                 destroy this lease and acquire a new sandbox."
+            ),
+        )
+    }
+
+    /// Replaced by another object under the name: `object` names it (`the object`, `the claim`),
+    /// `lost` says what the lease lost with it.
+    pub(crate) fn replaced(what: &str, object: &str, found: &str, had: &str, lost: &str) -> Failure {
+        Failure::new(
+            Cause::Replaced,
+            format!(
+                "{what} was replaced: {object} under that name now has uid {found}, the lease's has uid {had}. {lost}; \
+                 destroy this lease and acquire a new sandbox."
+            ),
+        )
+    }
+}
