@@ -248,29 +248,7 @@ mod tests {
     use crate::config::Backend;
     use crate::destroy::DeleteOutcome;
     use crate::fake_kube::Verb;
-    use crate::lease::LeaseRef;
-    use crate::testkit::{Env, NS, POOL, claim_config, request, stored};
-
-    /// A lease a host might hand back after losing everything but the id.
-    fn bare(id: &str) -> LeaseRef {
-        LeaseRef {
-            lease: Lease {
-                provider_lease_id: id.to_string(),
-                backend: Backend::Claim,
-                namespace: String::new(),
-                api_version: "garbage".into(),
-                workload_uid: String::new(),
-                pod_name: None,
-                pod_uid: None,
-                pod_ip: None,
-                claimed_sandbox: None,
-                expires_at: None,
-                reusable: false,
-                metadata: "{{{ not json".into(),
-            },
-            config: "also garbage".into(),
-        }
-    }
+    use crate::testkit::{Env, NS, POOL, bare_lease, claim_config, request, stored};
 
     fn outcomes(report: &DestroyReport) -> Vec<(String, DeleteOutcome)> {
         report.objects.iter().map(|o| (format!("{}/{}", o.kind, o.name), o.outcome.clone())).collect()
@@ -284,7 +262,7 @@ mod tests {
             let provider = env.provider();
             let lease = provider.acquire(request(&claim_config(json!({})), "d-1")).unwrap();
             let sandbox = LeaseMetadata::parse_lenient(&lease.metadata).sandbox.unwrap().name;
-            let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+            let report = provider.destroy(bare_lease(Backend::Claim, &lease.provider_lease_id)).unwrap();
             assert_eq!(
                 outcomes(&report),
                 vec![
@@ -296,7 +274,7 @@ mod tests {
             );
             assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
             assert_eq!(env.kube.pool_members(NS, POOL).len(), replicas as usize, "the pool's own are left alone");
-            let again = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+            let again = provider.destroy(bare_lease(Backend::Claim, &lease.provider_lease_id)).unwrap();
             assert!(again.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{again:?}");
             assert_eq!(again.objects.len(), 3);
         }
@@ -313,7 +291,7 @@ mod tests {
             c["status"] = json!({});
             c["metadata"]["annotations"] = json!({});
         });
-        let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        let report = provider.destroy(bare_lease(Backend::Claim, &lease.provider_lease_id)).unwrap();
         assert_eq!(report.objects[2].name, sandbox, "a warm Sandbox is not named like its claim");
         assert_eq!(report.objects[2].outcome, DeleteOutcome::Deleted);
         assert_eq!(env.kube.count(Verb::List, "sandboxes"), 1);

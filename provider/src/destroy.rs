@@ -217,29 +217,7 @@ mod tests {
 
     use super::*;
     use crate::fake_kube::Verb;
-    use crate::lease::Lease;
-    use crate::testkit::{Env, NS, config, request, stored};
-
-    /// A lease a host might hand back after losing everything but the id.
-    fn bare(id: &str) -> LeaseRef {
-        LeaseRef {
-            lease: Lease {
-                provider_lease_id: id.to_string(),
-                backend: Backend::Job,
-                namespace: String::new(),
-                api_version: "garbage".into(),
-                workload_uid: String::new(),
-                pod_name: None,
-                pod_uid: None,
-                pod_ip: None,
-                claimed_sandbox: None,
-                expires_at: None,
-                reusable: false,
-                metadata: "{{{ not json".into(),
-            },
-            config: "also garbage".into(),
-        }
-    }
+    use crate::testkit::{Env, NS, bare_lease, config, request, stored};
 
     fn outcomes(report: &DestroyReport) -> Vec<(String, DeleteOutcome)> {
         report.objects.iter().map(|o| (format!("{}/{}", o.kind, o.name), o.outcome.clone())).collect()
@@ -251,7 +229,7 @@ mod tests {
             let env = Env::new();
             let provider = env.provider();
             let lease = provider.acquire(request(&config(backend), "d-1")).unwrap();
-            let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+            let report = provider.destroy(bare_lease(Backend::Job, &lease.provider_lease_id)).unwrap();
             assert_eq!(
                 outcomes(&report),
                 vec![
@@ -260,7 +238,7 @@ mod tests {
                 ]
             );
             assert!(env.kube.names_in(NS).is_empty(), "{backend}: {:?}", env.kube.names_in(NS));
-            let again = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+            let again = provider.destroy(bare_lease(Backend::Job, &lease.provider_lease_id)).unwrap();
             assert!(again.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{again:?}");
         }
     }
@@ -270,7 +248,7 @@ mod tests {
         let env = Env::new();
         let provider = env.provider();
         let lease = provider.acquire(request(&config("job"), "d-2")).unwrap();
-        provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        provider.destroy(bare_lease(Backend::Job, &lease.provider_lease_id)).unwrap();
         assert!(env.kube.object("pods", NS, lease.pod_name.as_deref().unwrap()).is_none(), "pods collected");
     }
 
@@ -318,12 +296,12 @@ mod tests {
         let provider = env.provider();
         let lease = provider.acquire(request(&config("sandbox"), "d-4")).unwrap();
         env.kube.serve_sandbox_versions(&["v1alpha1"]);
-        let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        let report = provider.destroy(bare_lease(Backend::Job, &lease.provider_lease_id)).unwrap();
         assert_eq!(report.objects[1].outcome, DeleteOutcome::Deleted);
 
         let lease = provider.acquire(request(&config("sandbox"), "d-5")).unwrap();
         env.kube.fail(Verb::ServedVersions, "agents.x-k8s.io", 1, KubeError::Transport("reset".into()));
-        let report = provider.destroy(bare(&lease.provider_lease_id)).unwrap();
+        let report = provider.destroy(bare_lease(Backend::Job, &lease.provider_lease_id)).unwrap();
         assert_eq!(report.objects[1].outcome, DeleteOutcome::Deleted, "tried the known versions");
         assert!(env.kube.names_in(NS).is_empty());
     }
@@ -334,7 +312,7 @@ mod tests {
         let pvcs = crate::api_versions::pvcs();
         env.kube.put(&crate::api_versions::secrets(), NS, json!({"metadata": {"name": "pc-d-6-env"}}));
         env.kube.put(&pvcs, NS, json!({"metadata": {"name": "workspace-pc-d-6"}}));
-        let report = env.provider().destroy(bare("k8s:sandbox:sandboxes:pc-d-6:pvc")).unwrap();
+        let report = env.provider().destroy(bare_lease(Backend::Job, "k8s:sandbox:sandboxes:pc-d-6:pvc")).unwrap();
         assert_eq!(
             outcomes(&report),
             vec![
@@ -370,7 +348,7 @@ mod tests {
     #[test]
     fn a_foreign_lease_id_is_refused() {
         let env = Env::new();
-        let err = env.provider().destroy(bare("docker:123")).unwrap_err();
+        let err = env.provider().destroy(bare_lease(Backend::Job, "docker:123")).unwrap_err();
         assert_eq!(err.kind(), "rejected");
         assert!(err.message().contains("not made by the Kubernetes provider"), "{err}");
     }

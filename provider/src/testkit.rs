@@ -141,3 +141,25 @@ pub fn assert_no_secret(env: &Env, text: &str) {
     assert!(!text.contains(SECRET_VALUE), "secret leaked into: {text}");
     assert!(!env.log_text().contains(SECRET_VALUE), "secret leaked into the log: {}", env.log_text());
 }
+
+/// A lease a host might hand back after losing everything but the id (`backend` as it says,
+/// garbage or nothing elsewhere, and a config that does not parse).
+pub fn bare_lease(backend: crate::config::Backend, id: &str) -> LeaseRef {
+    LeaseRef {
+        lease: Lease {
+            provider_lease_id: id.to_string(),
+            backend,
+            namespace: String::new(),
+            api_version: "garbage".into(),
+            workload_uid: String::new(),
+            pod_name: None,
+            pod_uid: None,
+            pod_ip: None,
+            claimed_sandbox: None,
+            expires_at: None,
+            reusable: false,
+            metadata: "{{{ not json".into(),
+        },
+        config: "also garbage".into(),
+    }
+}
