@@ -115,6 +115,53 @@ macro_rules! shared_records {
 }
 pub(crate) use shared_records;
 
+/// The records of contracts 0.3.0 on, whose lease is neutral and which have `execute`: the
+/// lease as the component sees it (its placement is the host's, from `placement-of`), and the
+/// command and its result.
+macro_rules! neutral_records {
+    () => {
+        /// The neutral lease: what the host stores beside it is the provider's to report.
+        impl From<Lease> for wit::Lease {
+            fn from(l: Lease) -> Self {
+                Self {
+                    provider_lease_id: l.provider_lease_id,
+                    expires_at: l.expires_at,
+                    reusable: l.reusable,
+                    metadata: l.metadata,
+                }
+            }
+        }
+
+        impl From<ExecRequest> for wit::ExecRequest {
+            fn from(r: ExecRequest) -> Self {
+                Self {
+                    command: r.command,
+                    args: r.args,
+                    cwd: r.cwd,
+                    env: r.env.into_iter().map(Into::into).collect(),
+                    stdin: r.stdin,
+                    timeout_ms: r.timeout_ms,
+                }
+            }
+        }
+
+        impl From<wit::ExecResult> for ExecResult {
+            fn from(r: wit::ExecResult) -> Self {
+                Self {
+                    exit_code: r.exit_code,
+                    signal: r.signal,
+                    timed_out: r.timed_out,
+                    stdout: r.stdout,
+                    stderr: r.stderr,
+                    stdout_truncated: r.stdout_truncated,
+                    stderr_truncated: r.stderr_truncated,
+                }
+            }
+        }
+    };
+}
+pub(crate) use neutral_records;
+
 /// The lease of contracts 0.1.0 and 0.2.0, whose record holds the Kubernetes placement itself.
 macro_rules! flat_lease_records {
     () => {

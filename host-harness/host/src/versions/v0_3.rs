@@ -11,7 +11,8 @@ use crate::bindings::v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, 
 use crate::records::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
     ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
-    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, provider_errors, shared_records,
+    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, neutral_records, provider_errors,
+    shared_records,
 };
 use crate::state::CallState;
 use crate::versions::{Placed, neutral_lease_glue, older_kube, same_kube_errors};
@@ -74,44 +75,7 @@ impl deadline::Host for CallState {
     }
 }
 
-/// The neutral lease: what the host stores beside it is the provider's to report.
-impl From<Lease> for wit::Lease {
-    fn from(l: Lease) -> Self {
-        Self {
-            provider_lease_id: l.provider_lease_id,
-            expires_at: l.expires_at,
-            reusable: l.reusable,
-            metadata: l.metadata,
-        }
-    }
-}
-
-impl From<ExecRequest> for wit::ExecRequest {
-    fn from(r: ExecRequest) -> Self {
-        Self {
-            command: r.command,
-            args: r.args,
-            cwd: r.cwd,
-            env: r.env.into_iter().map(Into::into).collect(),
-            stdin: r.stdin,
-            timeout_ms: r.timeout_ms,
-        }
-    }
-}
-
-impl From<wit::ExecResult> for ExecResult {
-    fn from(r: wit::ExecResult) -> Self {
-        Self {
-            exit_code: r.exit_code,
-            signal: r.signal,
-            timed_out: r.timed_out,
-            stdout: r.stdout,
-            stderr: r.stderr,
-            stdout_truncated: r.stdout_truncated,
-            stderr_truncated: r.stderr_truncated,
-        }
-    }
-}
+neutral_records!();
 
 fn backend(b: kubernetes::Backend) -> Backend {
     match b {

@@ -19,8 +19,8 @@ use crate::log_host;
 use crate::records::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ClaimedSandbox, ConfigProblem, DeleteOutcome, DestroyReport,
     Diagnostic, EnvVar, ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport,
-    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, provider_errors,
-    shared_records,
+    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, neutral_records,
+    provider_errors, shared_records,
 };
 use crate::state::CallState;
 use crate::versions::{Placed, neutral_lease_glue};
@@ -150,44 +150,7 @@ impl kube::HostWatch for CallState {
     }
 }
 
-/// The neutral lease: what the host stores beside it is the provider's to report.
-impl From<Lease> for wit::Lease {
-    fn from(l: Lease) -> Self {
-        Self {
-            provider_lease_id: l.provider_lease_id,
-            expires_at: l.expires_at,
-            reusable: l.reusable,
-            metadata: l.metadata,
-        }
-    }
-}
-
-impl From<ExecRequest> for wit::ExecRequest {
-    fn from(r: ExecRequest) -> Self {
-        Self {
-            command: r.command,
-            args: r.args,
-            cwd: r.cwd,
-            env: r.env.into_iter().map(Into::into).collect(),
-            stdin: r.stdin,
-            timeout_ms: r.timeout_ms,
-        }
-    }
-}
-
-impl From<wit::ExecResult> for ExecResult {
-    fn from(r: wit::ExecResult) -> Self {
-        Self {
-            exit_code: r.exit_code,
-            signal: r.signal,
-            timed_out: r.timed_out,
-            stdout: r.stdout,
-            stderr: r.stderr,
-            stdout_truncated: r.stdout_truncated,
-            stderr_truncated: r.stderr_truncated,
-        }
-    }
-}
+neutral_records!();
 
 fn backend(b: kubernetes::Backend) -> Backend {
     match b {
