@@ -70,7 +70,7 @@ impl Demo<'_> {
             Err(e) => (false, format!("error: {e}"), None),
         };
         println!(
-            "  {:<8} {:<22} {:>9.1} ms {:>6}  {}{}",
+            "  {:<10} {:<22} {:>9.1} ms {:>6}  {}{}",
             backend,
             step,
             wall.as_secs_f64() * 1000.0,
@@ -137,7 +137,7 @@ pub async fn run(
     let loaded = Instant::now();
     let host = ProviderHost::load(ComponentSource::File(component.to_path_buf()), client, options).await?;
     println!("provider loaded in {:.1} ms ({:?})", loaded.elapsed().as_secs_f64() * 1000.0, host.cache_outcome());
-    println!("\n  {:<8} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
+    println!("\n  {:<10} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
     let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
     for backend in ["sandbox", "job"] {
         lifecycle(&mut demo, backend, json!({"backend": backend, "image": "busybox:1.36"})).await;
