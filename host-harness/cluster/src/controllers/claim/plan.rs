@@ -83,9 +83,10 @@ pub enum Step {
     },
     /// Write this status (the claim has its Sandbox, or cannot get one).
     Status(Box<ClaimStatus>),
-    /// The adoption annotation names a Sandbox that is gone or another's: remove it, look again.
+    /// The adoption annotation names a Sandbox that is gone, another's, or one this claim may
+    /// not adopt: remove it, look again.
     ClearAssignment,
-    /// The annotation names a member still in its pool: finish moving exactly that one.
+    /// The annotation names a member this claim could adopt: finish moving exactly that one.
     Finish(Box<Candidate>),
     /// Adopt the first of these that can be moved.
     Adopt(Vec<Candidate>),
@@ -193,9 +194,15 @@ fn active(observed: &Observed, spec: &Spec, apis: &Apis) -> Step {
         match &observed.assigned {
             Some(sandbox) if sandbox.controlled_by(&claim.uid) => return status_step(tracked(claim, sandbox, now)),
             Some(member) if in_pool(member) => {
-                let Some(template) = &observed.template else {
+                let Some(template) = observed.template.as_ref().filter(|_| resolvable(observed, spec)) else {
                     return not_found(observed, spec);
                 };
+                // The annotation is the claim's, which its clients can write: finish only with a
+                // member this claim could have picked itself (its pool and template, Ready with
+                // an IP, not stale, not another claim's), else drop it and pick again.
+                if !adoptable(observed, spec, template, member) {
+                    return Step::ClearAssignment;
+                }
                 return match adoption_patch(claim, spec, member, template, apis) {
                     Ok(patch) => Step::Finish(Box::new(Candidate { member: member.clone(), patch })),
                     Err(refusal) => refused(claim, &refusal, now),
@@ -242,6 +249,15 @@ fn active(observed: &Observed, spec: &Spec, apis: &Apis) -> Step {
         Ok(sandbox) => Step::Create(sandbox),
         Err(refusal) => refused(claim, &refusal, now),
     }
+}
+
+/// Whether `member` passes the rules [`candidates`] picks by, for this claim.
+fn adoptable(observed: &Observed, spec: &Spec, template: &Template, member: &SandboxView) -> bool {
+    !spec.needs_cold_start()
+        && candidates(&spec.source, template, &observed.pools, std::slice::from_ref(member), &observed.reserved)
+            .ready
+            .iter()
+            .any(|m| m.uid == member.uid)
 }
 
 /// Whether the claim's pool (v1beta1) exists.

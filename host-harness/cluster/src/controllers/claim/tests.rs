@@ -329,6 +329,53 @@ fn a_recorded_adoption_is_finished_never_replaced_by_another_member() {
 }
 
 #[test]
+fn an_annotation_naming_a_member_the_claim_may_not_pick_is_dropped_not_finished() {
+    // The claim's annotation is writable by whoever can patch the claim: a member of another
+    // pool, another template, a stale or unready one, or one another claim holds, is not adopted.
+    let mut other_pool = pool();
+    other_pool.name = "other".into();
+    other_pool.uid = "opu".into();
+    let mut foreign = member("other-a", "opu", 1, true, &template("busybox").blueprint_hash());
+    foreign.labels.insert(WARM_POOL_LABEL.into(), name_hash("other"));
+    let mut o = observed(claim(json!({})), vec![ready_member("pool-a", 2), foreign.clone()], at(5));
+    o.pools.push(other_pool);
+    o.claim.annotations.insert(ASSIGNED_SANDBOX_ANNOTATION.into(), "other-a".into());
+    o.assigned = Some(foreign);
+    assert_eq!(step(&o), Step::ClearAssignment, "another pool's member: the annotation goes");
+    // Once it is gone the claim picks from its own pool.
+    o.claim.annotations.clear();
+    o.assigned = None;
+    let Step::Adopt(candidates) = step(&o) else { panic!("adopt") };
+    assert_eq!(candidates.iter().map(|c| c.member.name.as_str()).collect::<Vec<_>>(), ["pool-a"]);
+
+    let annotated = |member: SandboxView| {
+        let mut o = observed(claim(json!({})), vec![member.clone()], at(5));
+        o.claim.annotations.insert(ASSIGNED_SANDBOX_ANNOTATION.into(), member.name.clone());
+        o.assigned = Some(member);
+        o
+    };
+    let unready = member("pool-starting", "pu", 1, false, &template("busybox").blueprint_hash());
+    assert_eq!(step(&annotated(unready)), Step::ClearAssignment, "not Ready");
+    let mut no_ip = ready_member("pool-noip", 1);
+    no_ip.status.pod_ips = None;
+    assert_eq!(step(&annotated(no_ip)), Step::ClearAssignment, "no pod IP");
+    let mut other_template = ready_member("pool-t", 1);
+    other_template.labels.insert(TEMPLATE_REF_HASH_LABEL.into(), name_hash("another-template"));
+    assert_eq!(step(&annotated(other_template)), Step::ClearAssignment, "another template's");
+    let mut o = annotated(member("pool-old", "pu", 1, true, "oldhash"));
+    o.pools[0].recreate = true;
+    assert_eq!(step(&o), Step::ClearAssignment, "stale under Recreate");
+    let mut o = annotated(ready_member("pool-held", 1));
+    o.reserved.insert("pool-held-uid".into());
+    assert_eq!(step(&o), Step::ClearAssignment, "another claim is adopting it");
+    let mut o = annotated(ready_member("pool-env", 1));
+    o.claim = claim(json!({"env": [{"name": "A", "value": "1"}]}));
+    o.claim.annotations.insert(ASSIGNED_SANDBOX_ANNOTATION.into(), "pool-env".into());
+    assert_eq!(step(&o), Step::ClearAssignment, "a claim that must start cold adopts nothing");
+    assert!(matches!(step(&annotated(ready_member("pool-ok", 1))), Step::Finish(c) if c.member.name == "pool-ok"));
+}
+
+#[test]
 fn a_sandbox_that_disappeared_is_reported_missing_before_it_is_replaced() {
     let mut o = observed(claim(json!({})), Vec::new(), at(5));
     o.claim.status.sandbox = SandboxRef { name: "pool-a".into(), pod_ips: vec!["10.0.0.1".into()] };

@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 
+use kube::api::Preconditions;
 use sandbox_contract::k8s::agent_sandbox::{
     LAUNCH_TYPE_LABEL, LAUNCH_WARM, TEMPLATE_REF_ANNOTATION, TEMPLATE_REF_HASH_LABEL, WARM_POOL_KIND, WARM_POOL_LABEL,
 };
@@ -37,13 +38,16 @@ pub enum Why {
     Excess,
 }
 
-/// A member to delete (with its uid as precondition).
+/// A member to delete (with its uid and resourceVersion as preconditions).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Doomed {
     /// Sandbox name.
     pub name: String,
     /// Sandbox uid.
     pub uid: String,
+    /// The resourceVersion it was planned on: a claim adopting it in the meantime moves it, and
+    /// the delete is then refused instead of taking the claim's Sandbox.
+    pub resource_version: String,
     /// Why.
     pub why: Why,
 }
@@ -118,7 +122,23 @@ pub fn plan(observed: &Observed) -> Plan {
 }
 
 fn doomed(sandbox: &SandboxView, why: Why) -> Doomed {
-    Doomed { name: sandbox.name.clone(), uid: sandbox.uid.clone(), why }
+    Doomed {
+        name: sandbox.name.clone(),
+        uid: sandbox.uid.clone(),
+        resource_version: sandbox.resource_version.clone(),
+        why,
+    }
+}
+
+impl Doomed {
+    /// The delete's preconditions: exactly the object planned on, at the version planned on
+    /// (a 409 leaves it alone; the next pass plans again).
+    pub fn preconditions(&self) -> Preconditions {
+        Preconditions {
+            uid: Some(self.uid.clone()),
+            resource_version: Some(self.resource_version.clone()).filter(|v| !v.is_empty()),
+        }
+    }
 }
 
 fn count(n: usize) -> i64 {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::StreamExt;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::reflector::Store;
@@ -220,13 +220,16 @@ async fn execute(context: &Context, observed: &Observed, plan: &Plan) -> anyhow:
         let api = api.clone();
         async move {
             info!(pool = %pool.name, namespace = %pool.namespace, sandbox = %doomed.name, why = ?doomed.why, "deleting member");
-            let params = DeleteParams {
-                preconditions: Some(Preconditions { uid: Some(doomed.uid.clone()), resource_version: None }),
-                ..DeleteParams::default()
-            };
+            let params = DeleteParams { preconditions: Some(doomed.preconditions()), ..DeleteParams::default() };
             match api.delete(&doomed.name, &params).await {
                 Ok(_) => Ok(()),
-                Err(error) if is_not_found(&error) || caches::is_conflict(&error) => Ok(()),
+                // 409: replaced, or changed since the fresh list (a claim may be adopting it):
+                // left alone, the next pass plans on what it is now.
+                Err(error) if caches::is_conflict(&error) => {
+                    debug!(pool = %pool.name, sandbox = %doomed.name, "member changed since planned; not deleting it");
+                    Ok(())
+                }
+                Err(error) if is_not_found(&error) => Ok(()),
                 Err(error) => Err(error).with_context(|| format!("deleting member {}", doomed.name)),
             }
         }

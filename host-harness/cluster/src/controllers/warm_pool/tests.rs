@@ -155,6 +155,36 @@ fn scaling_down_deletes_not_ready_members_first_then_the_newest() {
 }
 
 #[test]
+fn deletes_are_locked_on_the_members_planned_resource_version() {
+    // A claim adopting a member between the pool's list and its delete moves the member's
+    // resourceVersion: the delete must then be refused (409), not take the claim's Sandbox.
+    let t = template("busybox");
+    let hash = t.blueprint_hash();
+    let mut excess = member("excess", "pu", 5, true, &hash);
+    excess.resource_version = "41".into();
+    let mut stale = member("stale", "pu", 1, true, "oldhash");
+    stale.resource_version = "42".into();
+    let mut recreate = pool(0);
+    recreate.recreate = true;
+    let decided = plan(&observed(recreate, Some(t), vec![excess, stale]));
+    let locks: Vec<_> = decided
+        .delete
+        .iter()
+        .map(|d| {
+            let p = d.preconditions();
+            (d.name.as_str(), p.uid, p.resource_version)
+        })
+        .collect();
+    assert_eq!(
+        locks,
+        [
+            ("stale", Some("stale-uid".to_string()), Some("42".to_string())),
+            ("excess", Some("excess-uid".to_string()), Some("41".to_string())),
+        ]
+    );
+}
+
+#[test]
 fn recreate_replaces_members_of_an_older_template_and_on_replenish_keeps_them() {
     let old = template("busybox:old");
     let new = template("busybox:new");
