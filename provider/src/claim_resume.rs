@@ -6,15 +6,18 @@
 //! failure is never `expired`): the claim gone (404), replaced (another uid), being deleted, or
 //! Ready False with `ClaimExpired`, `SandboxExpired` or `SandboxMissing` is `expired`, as is a
 //! Sandbox that is gone, not the claim's, or replaced by another (the claim controller makes a
-//! new, empty one when its Sandbox is deleted), and a pod that failed or exited. Otherwise the
-//! Sandbox and its pod are resolved as acquire does (`claim_readiness`), within the config's
-//! readiness timeout; a pod replaced under the same Sandbox is reported as for a Sandbox lease.
+//! new, empty one when its Sandbox is deleted; a claim naming another Sandbox than the lease
+//! recorded is one), and a pod that failed or exited. Renew reads the claim the same way
+//! (`sandbox_lost`). Otherwise the Sandbox and its pod are resolved as acquire does
+//! (`claim_readiness`), within the config's readiness timeout; a pod replaced under the same
+//! Sandbox is reported as for a Sandbox lease.
 
 use sandbox_contract::k8s::agent_sandbox::{READY, claim_reason};
+use serde_json::Value;
 
 use crate::api_versions;
 use crate::claim_readiness::{ClaimTarget, wait_claimed};
-use crate::claim_state::{ClaimState, claim_state};
+use crate::claim_state::{ClaimState, claim_state, sandbox_name};
 use crate::clock::{Clock, Deadline};
 use crate::errors::ProviderError;
 use crate::kube_api::{Kube, KubeError};
@@ -26,6 +29,37 @@ use crate::readiness::WaitError;
 use crate::resume::{ResumeOutcome, note_replaced_pod};
 use crate::retry::{GaveUp, retry};
 use crate::workload_state::expiry_of;
+
+/// The name of the Sandbox a claim lease got, as the lease recorded it (its typed field, else
+/// its metadata); none for a lease that lost both.
+pub(crate) fn recorded_sandbox_name(lease: &Lease) -> Option<String> {
+    lease
+        .claimed_sandbox
+        .as_ref()
+        .map(|s| s.name.clone())
+        .or_else(|| LeaseMetadata::parse_lenient(&lease.metadata).sandbox.map(|s| s.name))
+        .filter(|n| !n.is_empty())
+}
+
+/// Why the claim `what` no longer holds the lease's Sandbox, when it does not: it says Ready
+/// False `SandboxMissing` (the Sandbox was deleted; the controller would make a new, empty
+/// one), or it names another Sandbox than `recorded` (the lease's, when known). Shared by
+/// resume-check and renew, which must agree.
+pub(crate) fn sandbox_lost(claim: &Value, what: &str, recorded: Option<&str>) -> Option<String> {
+    if condition(claim, READY).is_some_and(|c| c.reason == claim_reason::SANDBOX_MISSING && !c.is_true()) {
+        return Some(format!(
+            "{what} says its Sandbox is missing (SandboxMissing): the lease's sandbox was lost (its Sandbox was \
+             deleted, and a new one would start empty). Destroy this lease and acquire a new sandbox."
+        ));
+    }
+    match (sandbox_name(claim), recorded) {
+        (Some(found), Some(recorded)) if found != recorded => Some(format!(
+            "{what} now names Sandbox {found} instead of the lease's {recorded}: the lease's sandbox was lost (it \
+             was replaced). Its disk is gone with it; destroy this lease and acquire a new sandbox."
+        )),
+        _ => None,
+    }
+}
 
 /// Checks a claim lease (see the module docs); `deadline` bounds the wait, `wait_seconds` is
 /// the config's readiness timeout, for the message.
@@ -77,15 +111,10 @@ pub(crate) fn resume_check<K: Kube>(
         }
         ClaimState::Failed(f) if f.ends_sandbox() => return Ok(ResumeOutcome::Expired(f.message)),
         ClaimState::Failed(f) => return Err(f.into_error()),
-        ClaimState::Starting(_)
-            if condition(&claim, READY).is_some_and(|c| c.reason == claim_reason::SANDBOX_MISSING) =>
-        {
-            return Ok(ResumeOutcome::Expired(format!(
-                "{what} says its Sandbox is missing (SandboxMissing): the lease's Sandbox was deleted, and a new one \
-                 would start empty. Destroy this lease and acquire a new sandbox."
-            )));
-        }
         ClaimState::Ready { .. } | ClaimState::Starting(_) => {}
+    }
+    if let Some(why) = sandbox_lost(&claim, &what, recorded_sandbox_name(lease).as_deref()) {
+        return Ok(ResumeOutcome::Expired(why));
     }
 
     let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);

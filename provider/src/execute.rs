@@ -13,8 +13,10 @@
 //!    request's env overriding it; the values travel in the stdin header like the request's.
 //! 4. The command runs through [`exec_wrapper`]: nothing of the request in the exec URL, a
 //!    watchdog in the pod that kills it at its timeout, the host's stream closed a little later.
-//!    It runs in the sandbox container, or for a claim lease in the pod's default container (the
-//!    template names its containers).
+//!    It runs in the sandbox container, or for a claim lease (whose template names the pod's
+//!    containers, and the API server picks none) in the container `claim_container` picks: the
+//!    one the pod's `kubectl.kubernetes.io/default-container` annotation names, else `sandbox`,
+//!    else the only one; a pod with several and no hint runs nothing.
 //! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
 //!    stream, and scrubbed of every secret value.
 //!
@@ -25,6 +27,7 @@
 use std::time::Duration;
 
 use sandbox_contract::quote;
+use serde_json::Value;
 
 pub use sandbox_contract::{ExecRequest, ExecResult};
 
@@ -39,6 +42,7 @@ use crate::kube_api::{ExecOptions, Kube, KubeError};
 use crate::lease::{LeaseMetadata, LeaseRef};
 use crate::log::{Level, Log};
 use crate::naming::{CONTAINER_NAME, LeaseId};
+use crate::object;
 use crate::redact::Redactor;
 use crate::resume::{ResumeOutcome, resume_check};
 use crate::secret::{self, LeaseEnv};
@@ -95,9 +99,12 @@ pub fn execute<K: Kube>(
     let invocation =
         Invocation { command: &request.command, args: &request.args, cwd: request.cwd.as_deref(), env, timeout };
     // A claim lease's pod is the template's: its containers are not named by this provider.
-    let container = (id.backend != Backend::Claim).then(|| CONTAINER_NAME.to_string());
+    let container = match id.backend {
+        Backend::Claim => claim_container(kube, &id.namespace, &pod)?,
+        Backend::Sandbox | Backend::Job => CONTAINER_NAME.to_string(),
+    };
     let options = ExecOptions {
-        container,
+        container: Some(container),
         command: exec_wrapper::argv(),
         stdin: Some(exec_wrapper::stdin(&invocation, request.stdin.as_deref())),
         timeout: timeout + HOST_GRACE,
@@ -134,6 +141,43 @@ pub fn execute<K: Kube>(
     let millis = elapsed.as_millis().to_string();
     log.emit(Level::Info, "command ended", &[("pod", &pod), ("exit-code", &exit), ("millis", &millis)]);
     Ok(result)
+}
+
+/// The pod annotation that names the container `kubectl exec` and `kubectl logs` use.
+pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-container";
+
+/// The container of a claim lease's pod `namespace/pod` to run commands in (the API server has
+/// no default): read from the pod, see [`pick_container`].
+fn claim_container<K: Kube>(kube: &K, namespace: &str, pod: &str) -> Result<String, ProviderError> {
+    match kube.get(&api_versions::pods(), Some(namespace), pod) {
+        Ok(found) => pick_container(&found, &format!("pod {namespace}/{pod}")),
+        Err(KubeError::NotFound(_)) => Err(ProviderError::unavailable(format!(
+            "pod {namespace}/{pod} went away before the command started (its workload replaces it); retry the command"
+        ))),
+        Err(e) => Err(ProviderError::from_kube(&e, &format!("get pod {namespace}/{pod} (to pick its container)"))),
+    }
+}
+
+/// The container of `pod` (`what` names it) that the annotation [`DEFAULT_CONTAINER_ANNOTATION`]
+/// names when it is one of the pod's, else the one named [`CONTAINER_NAME`], else the only one;
+/// several without a hint are refused.
+fn pick_container(pod: &Value, what: &str) -> Result<String, ProviderError> {
+    let names: Vec<&str> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    let annotated = object::annotation(pod, DEFAULT_CONTAINER_ANNOTATION).filter(|a| names.contains(a));
+    let chosen = annotated.or_else(|| names.iter().copied().find(|n| *n == CONTAINER_NAME));
+    match (chosen, names.as_slice()) {
+        (Some(name), _) | (None, &[name]) => Ok(name.to_string()),
+        (None, []) => Err(ProviderError::rejected(format!("{what} has no containers to run the command in."))),
+        (None, several) => Err(ProviderError::rejected(format!(
+            "{what} has several containers ({}) and none is marked for commands, so nothing was run. Name one in \
+             the template's pod annotation {DEFAULT_CONTAINER_ANNOTATION} (or name it {CONTAINER_NAME}).",
+            several.iter().map(|n| quote(n).to_string()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
 }
 
 /// Refuses a request the wrapper could not pass on exactly, or a process could not start with.

@@ -2,13 +2,15 @@
 //! `lifecycle.shutdownTime`, Job `activeDeadlineSeconds`, which counts from the Job's
 //! `status.startTime`). The new expiry is
 //! capped at now + lease TTL like at acquire. A workload that is gone (404), finished or replaced
-//! is an answer (`expired`, with the reason), not an error, as for resume-check; any other
+//! is an answer (`expired`, with the reason), not an error, as for resume-check (for a claim,
+//! also one whose Sandbox is missing or is not the one the lease recorded); any other
 //! failure, 410 included, means "could not renew".
 
 use serde_json::Value;
 
 use crate::api_versions;
 use crate::claim_manifest;
+use crate::claim_resume;
 use crate::claim_state::{ClaimState, claim_state};
 use crate::clock::Clock;
 use crate::config::{self, Backend};
@@ -82,7 +84,14 @@ fn live_workload<K: Kube>(
         Backend::Claim => match claim_state(&workload) {
             ClaimState::Deleting => Some("is being deleted".to_string()),
             ClaimState::Failed(f) if f.ends_sandbox() => Some(format!("has ended ({})", f.message)),
-            _ => None,
+            // As resume-check reads it: a claim whose Sandbox is gone or another is not renewed.
+            _ => {
+                let recorded = claim_resume::recorded_sandbox_name(lease);
+                if let Some(why) = claim_resume::sandbox_lost(&workload, what, recorded.as_deref()) {
+                    return Err(Stop::Expired(format!("cannot renew: {why}")));
+                }
+                None
+            }
         },
     };
     match ended {
@@ -184,7 +193,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::fake_kube::Verb;
+    use crate::fake_kube::{FakeClock, FakeKube, MemoryLog, Verb};
     use crate::testkit::{Env, NOW, NS, config, request, stored};
 
     fn resumable(outcome: ResumeOutcome) -> Lease {
@@ -255,6 +264,58 @@ mod tests {
         });
         let why = expired_reason(provider.renew(lease, NOW + 100_000).unwrap());
         assert!(why.contains("has ended") && why.contains("the lease expired"), "{why}");
+    }
+
+    /// A claim lease on a warm pool, and the name of the Sandbox it recorded.
+    fn claimed(env: &Env, id: &str) -> (crate::Provider<FakeKube, FakeClock, MemoryLog>, LeaseRef, String) {
+        env.with_pool(2);
+        let provider = env.provider();
+        let config = crate::testkit::claim_config(json!({}));
+        let lease = stored(&provider.acquire(request(&config, id)).unwrap(), &config);
+        let sandbox = lease.lease.claimed_sandbox.clone().expect("a claim lease records its Sandbox").name;
+        (provider, lease, sandbox)
+    }
+
+    fn shutdown_time(env: &Env, claim: &str) -> Value {
+        env.kube.object("sandboxclaims", NS, claim).unwrap()["spec"]["lifecycle"]["shutdownTime"].clone()
+    }
+
+    #[test]
+    fn a_claim_whose_sandbox_was_deleted_is_expired_not_renewed() {
+        let env = Env::new();
+        let (provider, lease, sandbox) = claimed(&env, "n-7");
+        env.kube.remove("sandboxes", NS, &sandbox);
+        // What the claim controller says until it makes another, empty Sandbox.
+        env.kube.modify("sandboxclaims", NS, "pc-n-7", |c| {
+            c["status"]["conditions"] = json!([{"type": "Ready", "status": "False", "reason": "SandboxMissing",
+                                                "message": "sandbox not found", "observedGeneration": 1}]);
+        });
+        let before = shutdown_time(&env, "pc-n-7");
+        let why = expired_reason(provider.renew(lease.clone(), NOW + 100_000).unwrap());
+        assert!(why.contains("sandbox was lost") && why.contains("acquire a new sandbox"), "{why}");
+        assert_eq!(shutdown_time(&env, "pc-n-7"), before, "nothing patched");
+        assert_eq!(env.kube.count(Verb::Patch, "sandboxclaims"), 0);
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Expired(_)), "resume-check agrees");
+    }
+
+    #[test]
+    fn a_claim_that_names_another_sandbox_is_expired_not_renewed() {
+        let env = Env::new();
+        let (provider, lease, sandbox) = claimed(&env, "n-8");
+        env.kube.remove("sandboxes", NS, &sandbox);
+        // The claim controller gives the claim another Sandbox, which becomes Ready.
+        env.clock.advance(Duration::from_secs(2));
+        env.kube.settle();
+        let claim = env.kube.object("sandboxclaims", NS, "pc-n-8").unwrap();
+        let now_named = claim["status"]["sandbox"]["name"].as_str().unwrap().to_string();
+        assert_ne!(now_named, sandbox);
+        assert_eq!(claim_state(&claim), ClaimState::Ready { sandbox: now_named.clone() });
+        let before = shutdown_time(&env, "pc-n-8");
+        let why = expired_reason(provider.renew(lease.clone(), env.clock.now_millis() + 100_000).unwrap());
+        assert!(why.contains("sandbox was lost") && why.contains("acquire a new sandbox"), "{why}");
+        assert!(why.contains(&now_named) && why.contains(&sandbox), "{why}");
+        assert_eq!(shutdown_time(&env, "pc-n-8"), before, "nothing patched");
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Expired(_)), "resume-check agrees");
     }
 
     #[test]

@@ -185,7 +185,7 @@ fn a_claim_lease_s_env_reaches_every_command_through_stdin_and_nowhere_else() {
     let execs = env.kube.execs();
     assert_eq!(execs.len(), 1);
     assert_eq!(execs[0].command, exec_wrapper::argv(), "nothing of the env in the exec command");
-    assert_eq!(execs[0].container, None, "the template names the pod's containers");
+    assert_eq!(execs[0].container.as_deref(), Some("main"), "the template's only container");
     let stdin = String::from_utf8_lossy(execs[0].stdin.as_deref().unwrap_or_default()).into_owned();
     let header = stdin.lines().next().unwrap_or_default();
     assert!(header.contains(&format!("export API_KEY='{SECRET_VALUE}'")), "the lease's secret travels in the header");
@@ -208,4 +208,65 @@ fn a_claim_lease_whose_secret_holds_a_foreign_entry_runs_nothing() {
     assert_eq!(error.kind(), "rejected", "{error}");
     assert!(error.message().contains("LD_PRELOAD"), "{error}");
     assert_eq!(env.kube.count(Verb::Exec, "pods"), 0);
+}
+
+/// A claim lease whose pod has the containers `names` and, when given, the default-container
+/// annotation `annotated`.
+fn claim_pod_with(env: &Env, id: &str, names: &[&str], annotated: Option<&str>) -> (Lease, String) {
+    env.with_pool(1);
+    let config = claim_config(serde_json::json!({}));
+    let lease = env.provider().acquire(request(&config, id)).expect("acquires");
+    let pod = lease.pod_name.clone().expect("a pod");
+    env.kube.modify("pods", NS, &pod, |p| {
+        p["spec"]["containers"] =
+            names.iter().map(|n| serde_json::json!({"name": n, "image": "busybox:1.36"})).collect();
+        if let Some(a) = annotated {
+            p["metadata"]["annotations"][DEFAULT_CONTAINER_ANNOTATION] = serde_json::json!(a);
+        }
+    });
+    (lease, config)
+}
+
+fn ran_in(env: &Env, lease: &Lease, config: &str) -> Option<String> {
+    env.provider().execute(stored(lease, config), sh("echo ok")).expect("runs");
+    let execs = env.kube.execs();
+    assert_eq!(execs.len(), 1);
+    execs[0].container.clone()
+}
+
+#[test]
+fn a_claim_lease_runs_in_the_container_the_pod_s_annotation_names() {
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-e", &["sandbox", "agent"], Some("agent"));
+    assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("agent"), "the annotation wins over the name");
+
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-e", &["sidecar", "sandbox"], Some("no-such-container"));
+    assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("sandbox"), "an annotation naming none is ignored");
+}
+
+#[test]
+fn a_claim_lease_runs_in_the_sandbox_container_of_several() {
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-f", &["sidecar", "sandbox", "proxy"], None);
+    assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("sandbox"));
+}
+
+#[test]
+fn a_claim_lease_runs_in_the_pod_s_only_container_whatever_its_name() {
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-g", &["python"], None);
+    assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("python"));
+}
+
+#[test]
+fn a_claim_lease_whose_pod_has_several_containers_and_no_hint_runs_nothing() {
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-h", &["main", "sidecar"], None);
+    let error = env.provider().execute(stored(&lease, &config), sh("true")).expect_err("refused");
+    assert_eq!(error.kind(), "rejected", "{error}");
+    let message = error.message();
+    assert!(message.contains("several containers") && message.contains("\"main\", \"sidecar\""), "{message}");
+    assert!(message.contains(DEFAULT_CONTAINER_ANNOTATION) && message.contains("template"), "{message}");
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 0, "nothing exec'd");
 }
