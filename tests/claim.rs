@@ -215,3 +215,21 @@ async fn a_burst_as_large_as_the_pool_is_all_warm_and_a_larger_one_falls_back_to
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_host_refuses_a_claim_on_a_pool_its_policy_does_not_name() {
+    use provider_host::{ComponentSource, HostOptions, Policy, ProviderHost};
+    let h = Harness::start(SandboxVersions::Both).await;
+    pool(&h, POOL, 1).await;
+    let kubeconfig = h.cluster.kubeconfig(embedded_cluster::PROVIDER_USER).expect("kubeconfig");
+    let config = embedded_cluster::tls::config_from_kubeconfig(&kubeconfig).await.expect("config");
+    let client = provider_host::client_from_config(config).expect("client");
+    // The default policy names no pool; this one names another.
+    let policy = Policy { warm_pools: vec!["team-b-pool".into()], ..Policy::kubernetes_default([NAMESPACE]) };
+    let options = HostOptions { policy, ..Default::default() };
+    let host = ProviderHost::load(ComponentSource::File(component_path()), client, options).await.expect("load");
+    let mark = h.cluster.requests().mark();
+    let error = host.acquire(request(&claim_config(POOL), "refused-1")).await.expect_err("refused");
+    assert!(error.to_string().contains("warm-pools"), "{error}");
+    assert_eq!(h.provider_writes_since(mark), Vec::<String>::new(), "nothing was written");
+}

@@ -130,7 +130,11 @@ pub async fn run(
             .await?;
     }
     let options = HostOptions {
-        policy: Policy::kubernetes_default([NAMESPACE]),
+        policy: Policy {
+            warm_pools: vec![WARM_POOL.into(), EMPTY_POOL.into()],
+            claim_templates: vec![TEMPLATE.into()],
+            ..Policy::kubernetes_default([NAMESPACE])
+        },
         cache_dir: Some("target/provider-cache".into()),
         ..Default::default()
     };

@@ -33,6 +33,18 @@ pub struct PolicyArgs {
     /// of one deployment must share it, and no other installation on the cluster may use it.
     #[arg(long, env = "SANDBOX_HOST_OWNER_ID")]
     pub owner_id: Option<String>,
+    /// A warm pool a SandboxClaim may name (repeatable, `*` for any); adds to the policy file's.
+    #[arg(long = "warm-pool", value_name = "POOL", env = "SANDBOX_HOST_WARM_POOLS", value_delimiter = ',')]
+    pub warm_pools: Vec<String>,
+    /// A template a v1alpha1 SandboxClaim may name (repeatable, `*` for any); adds to the policy
+    /// file's.
+    #[arg(
+        long = "claim-template",
+        value_name = "TEMPLATE",
+        env = "SANDBOX_HOST_CLAIM_TEMPLATES",
+        value_delimiter = ','
+    )]
+    pub claim_templates: Vec<String>,
 }
 
 impl PolicyArgs {
@@ -49,6 +61,8 @@ impl PolicyArgs {
         if let Some(owner) = &self.owner_id {
             policy.owner_id = owner.clone();
         }
+        policy.warm_pools.extend(self.warm_pools.iter().cloned());
+        policy.claim_templates.extend(self.claim_templates.iter().cloned());
         Ok(policy)
     }
 }

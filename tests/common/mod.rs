@@ -82,7 +82,13 @@ pub async fn load_host_with(kubeconfig: &str, limits: Limits) -> ProviderHost {
     let config = embedded_cluster::tls::config_from_kubeconfig(kubeconfig).await.expect("provider config");
     let client = provider_host::client_from_config(config).expect("provider client");
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests");
-    let options = HostOptions { policy: Policy::kubernetes_default([NAMESPACE]), limits, cache_dir: Some(cache) };
+    // The scenarios' warm pools are the test's own: any may be claimed.
+    let policy = Policy {
+        warm_pools: vec!["*".into()],
+        claim_templates: vec!["*".into()],
+        ..Policy::kubernetes_default([NAMESPACE])
+    };
+    let options = HostOptions { policy, limits, cache_dir: Some(cache) };
     ProviderHost::load(ComponentSource::File(component_path()), client, options).await.expect("load the provider")
 }
 

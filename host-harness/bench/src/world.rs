@@ -68,7 +68,12 @@ pub fn cache_dir() -> PathBuf {
 
 /// The provider loaded as a host would, under the default policy for the namespace.
 pub async fn load(cluster: &EmbeddedCluster, component: &Path, limits: Limits) -> anyhow::Result<ProviderHost> {
-    let options = HostOptions { policy: Policy::kubernetes_default([NAMESPACE]), limits, cache_dir: Some(cache_dir()) };
+    let policy = Policy {
+        warm_pools: vec!["*".into()],
+        claim_templates: vec!["*".into()],
+        ..Policy::kubernetes_default([NAMESPACE])
+    };
+    let options = HostOptions { policy, limits, cache_dir: Some(cache_dir()) };
     Ok(ProviderHost::load(ComponentSource::File(component.to_path_buf()), host_client(cluster).await?, options).await?)
 }
 

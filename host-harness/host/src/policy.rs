@@ -61,6 +61,16 @@ pub struct Policy {
     /// every pod spec must set `automountServiceAccountToken: false`.
     #[serde(default)]
     pub allow_service_account_tokens: bool,
+    /// Warm pools a SandboxClaim may name (`spec.warmPoolRef.name`, or a v1alpha1 claim's
+    /// `spec.warmpool`); `*` allows any. A claim's pod is its pool's template, which the host
+    /// cannot check as it checks a pod spec a provider sends: the operator vouches for each pool
+    /// by naming it. None by default.
+    #[serde(default)]
+    pub warm_pools: Vec<String>,
+    /// Templates a v1alpha1 SandboxClaim may name (`spec.sandboxTemplateRef.name`); `*` allows
+    /// any. None by default.
+    #[serde(default)]
+    pub claim_templates: Vec<String>,
 }
 
 fn default_owner_id() -> String {
@@ -139,7 +149,19 @@ impl Policy {
             pod_secrets: Vec::new(),
             pod_service_accounts: Vec::new(),
             allow_service_account_tokens: false,
+            warm_pools: Vec::new(),
+            claim_templates: Vec::new(),
         }
+    }
+
+    /// Whether a claim may name the warm pool `name`.
+    pub fn allows_warm_pool(&self, name: &str) -> bool {
+        self.warm_pools.iter().any(|p| p == ANY_NAMESPACE || p == name)
+    }
+
+    /// Whether a v1alpha1 claim may name the template `name`.
+    pub fn allows_claim_template(&self, name: &str) -> bool {
+        self.claim_templates.iter().any(|t| t == ANY_NAMESPACE || t == name)
     }
 
     /// Refuses a policy that cannot be enforced as written (a bad owner id, an empty rule, a

@@ -17,9 +17,13 @@
 //!   and refers only to Secrets this installation owns, that do not exist yet (the lease's own,
 //!   created next), or that the policy names (`pod-secrets`, such as an image pull secret).
 //! - A Job does not choose its own selector (`manualSelector`).
+//! - A SandboxClaim names only warm pools (and, in v1alpha1, templates) the policy names
+//!   (`warm-pools`, `claim-templates`): its pod is the template's, which the operator vouches
+//!   for; and it asks for no `volumeClaimTemplates` (a claim's PVC could clone foreign data).
 //! - Every `ownerReference` names an object this installation owns, by its uid.
-//! - A patch names none of these fields at all: what a provider patches after create (an
-//!   expiry, a suspension, a Secret's values) needs none of them.
+//! - A patch names none of these fields at all, nor what a claim is served from or which
+//!   Sandbox its controller adopts: what a provider patches after create (an expiry, a
+//!   suspension, a Secret's values) needs none of them.
 
 use serde_json::Value;
 
@@ -27,7 +31,8 @@ use crate::bindings::kube::{KubeError, PatchType, ResourceType};
 use crate::kube_host::KubeHost;
 use crate::kube_url;
 use crate::ownership::{self, ControllerRef, Link, Owner};
-use crate::policy::quoted;
+use crate::policy::{Policy, quoted};
+use sandbox_contract::k8s::agent_sandbox;
 
 /// Annotations the ServiceAccount token controller acts on.
 const SERVICE_ACCOUNT_ANNOTATIONS: &str = "kubernetes.io/service-account.";
@@ -48,6 +53,11 @@ const GUARDED_FIELDS: &[&str] = &[
     "selector",
     "ownerReferences",
     "type",
+    "warmPoolRef",
+    "warmpool",
+    "sandboxTemplateRef",
+    "volumeClaimTemplates",
+    sandbox_contract::k8s::agent_sandbox::ASSIGNED_SANDBOX_ANNOTATION,
 ];
 
 /// Why a body was refused, for the provider.
@@ -172,6 +182,39 @@ pub(crate) fn check_patch(patch_type: PatchType, body: &Value) -> Result<(), Ref
     Ok(())
 }
 
+/// A claim's refusal when it names a pool or template the policy does not, or asks for volumes.
+fn check_claim(policy: &Policy, body: &Value) -> Result<(), Refusal> {
+    let spec = body.get("spec");
+    let text = |key: &str| spec.and_then(|s| s.pointer(key)).and_then(Value::as_str);
+    if spec.and_then(|s| s.get("volumeClaimTemplates")).is_some() {
+        return Err("a SandboxClaim may not ask for volumeClaimTemplates".to_string());
+    }
+    let annotations = body.pointer("/metadata/annotations").and_then(Value::as_object);
+    if annotations.is_some_and(|a| a.contains_key(agent_sandbox::ASSIGNED_SANDBOX_ANNOTATION)) {
+        return Err(format!(
+            "a SandboxClaim may not name the Sandbox to adopt ({}): its controller chooses",
+            agent_sandbox::ASSIGNED_SANDBOX_ANNOTATION
+        ));
+    }
+    let pools = [text("/warmPoolRef/name"), text("/warmpool").filter(|p| !matches!(*p, "none" | "default"))];
+    for pool in pools.into_iter().flatten() {
+        if !policy.allows_warm_pool(pool) {
+            return Err(format!(
+                "the policy does not name warm pool {} in `warm-pools` (a claim's pod is its pool's template, which \
+                 the operator vouches for by naming the pool)",
+                quoted(pool)
+            ));
+        }
+    }
+    if let Some(template) = text("/sandboxTemplateRef/name").filter(|t| !policy.allows_claim_template(t)) {
+        return Err(format!(
+            "the policy does not name template {} in `claim-templates` (the operator vouches for the pod a claim gets)",
+            quoted(template)
+        ));
+    }
+    Ok(())
+}
+
 impl KubeHost {
     /// Refuses a create body that would reach beyond what the installation owns (see the module
     /// docs); `Ok` means it may be sent as it is (with the owner label stamped).
@@ -193,6 +236,9 @@ impl KubeHost {
                 Check::Refused(why) => refuse(why),
                 Check::Failed(e) => e,
             })?;
+        }
+        if rt.group == agent_sandbox::EXTENSIONS_GROUP && rt.plural == agent_sandbox::CLAIMS {
+            check_claim(&self.policy, body).map_err(refuse)?;
         }
         for spec in pod_specs(body) {
             self.check_pod_spec(spec, namespace).await.map_err(|e| match e {
@@ -333,6 +379,38 @@ mod tests {
         assert!(token);
         let nested = json!({"spec": {"template": {"spec": spec.clone()}}, "other": [{"podTemplate": {"spec": spec}}]});
         assert_eq!(pod_specs(&nested).len(), 2, "a Job's template and a Sandbox's podTemplate alike");
+    }
+
+    #[test]
+    fn claims_name_only_the_pools_and_templates_the_policy_names() {
+        let mut policy = Policy::kubernetes_default(["a"]);
+        let beta = json!({"spec": {"warmPoolRef": {"name": "python"}}});
+        let alpha = json!({"spec": {"sandboxTemplateRef": {"name": "py-tpl"}, "warmpool": "default"}});
+        assert!(check_claim(&policy, &beta).is_err_and(|e| e.contains("warm-pools")), "none by default");
+        assert!(check_claim(&policy, &alpha).is_err_and(|e| e.contains("claim-templates")));
+        policy.warm_pools = vec!["python".into()];
+        policy.claim_templates = vec!["py-tpl".into()];
+        assert_eq!(check_claim(&policy, &beta), Ok(()));
+        assert_eq!(check_claim(&policy, &alpha), Ok(()));
+        let other = json!({"spec": {"warmPoolRef": {"name": "team-b"}}});
+        assert!(check_claim(&policy, &other).is_err());
+        let named = json!({"spec": {"sandboxTemplateRef": {"name": "py-tpl"}, "warmpool": "team-b"}});
+        assert!(check_claim(&policy, &named).is_err(), "a v1alpha1 claim's named pool is checked too");
+        let volumes = json!({"spec": {"warmPoolRef": {"name": "python"}, "volumeClaimTemplates": []}});
+        assert!(check_claim(&policy, &volumes).is_err());
+        let chosen = json!({"metadata": {"annotations": {"agents.x-k8s.io/sandbox-name": "python-x"}},
+                            "spec": {"warmPoolRef": {"name": "python"}}});
+        assert!(check_claim(&policy, &chosen).is_err(), "the controller chooses the Sandbox");
+        policy.warm_pools = vec!["*".into()];
+        assert_eq!(check_claim(&policy, &other), Ok(()));
+        for patch in [
+            json!({"spec": {"warmPoolRef": {"name": "x"}}}),
+            json!({"spec": {"warmpool": "x"}}),
+            json!({"metadata": {"annotations": {"agents.x-k8s.io/sandbox-name": "x"}}}),
+        ] {
+            assert!(check_patch(PatchType::Merge, &patch).is_err(), "{patch}");
+        }
+        assert_eq!(check_patch(PatchType::Merge, &json!({"spec": {"lifecycle": {"shutdownTime": "t"}}})), Ok(()));
     }
 
     #[test]
