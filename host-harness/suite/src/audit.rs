@@ -31,13 +31,17 @@ pub struct Seen {
 }
 
 /// The expiry the cluster enforces on an object of a kind the suite knows: a Sandbox deleted at
-/// its `shutdownTime`, a Job ended at its `activeDeadlineSeconds`, a SandboxClaim's lifecycle.
+/// its `shutdownTime`, a Job ended at its `activeDeadlineSeconds`, a SandboxClaim deleted at its
+/// lifecycle's `shutdownTime` (with `Retain`, the default, the claim would outlive it).
 pub fn has_expiry(kind: &str, object: &Value) -> bool {
     let set = |pointer: &str| object.pointer(pointer).is_some_and(|v| !v.is_null() && v != "");
     match kind {
         "Sandbox" => set("/spec/shutdownTime") && object.pointer("/spec/shutdownPolicy") == Some(&"Delete".into()),
         "Job" => object.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64).is_some_and(|s| s > 0),
-        "SandboxClaim" => set("/spec/lifecycle/shutdownTime"),
+        "SandboxClaim" => {
+            let policy = object.pointer("/spec/lifecycle/shutdownPolicy").and_then(Value::as_str);
+            set("/spec/lifecycle/shutdownTime") && matches!(policy, Some("Delete" | "DeleteForeground"))
+        }
         _ => false,
     }
 }
@@ -204,6 +208,10 @@ mod tests {
         assert!(has_expiry("Job", &json!({"spec": {"activeDeadlineSeconds": 60}})));
         assert!(!has_expiry("Job", &json!({"spec": {}})));
         assert!(!has_expiry("Secret", &json!({})));
+        let claim = |policy: &str| json!({"spec": {"lifecycle": {"shutdownTime": "2030-01-01T00:00:00Z", "shutdownPolicy": policy}}});
+        assert!(has_expiry("SandboxClaim", &claim("Delete")));
+        assert!(has_expiry("SandboxClaim", &claim("DeleteForeground")));
+        assert!(!has_expiry("SandboxClaim", &claim("Retain")), "a retained claim outlives its expiry");
         assert!(guarded("Secret", &json!({"metadata": {"ownerReferences": [{"uid": "u"}]}})));
         assert!(!guarded("Secret", &json!({"metadata": {"ownerReferences": []}})));
     }
