@@ -174,7 +174,7 @@ pub async fn measure(sizes: Sizes) -> anyhow::Result<Table> {
         &warm_times,
         format!("{warm_hits}/{}", sizes.rounds),
         0,
-        format!("pool of {}, not replenished between rounds", sizes.rounds),
+        format!("a pool of {}: a member for every round, whatever the refill", sizes.rounds),
     );
     row(
         &mut table,
