@@ -358,6 +358,12 @@ impl fmt::Display for Policy {
             listed(&self.pod_service_accounts),
             if self.allow_service_account_tokens { "allowed" } else { "never" }
         )?;
+        writeln!(
+            f,
+            "claims may name warm pools: {}; templates: {}",
+            listed(&self.warm_pools),
+            listed(&self.claim_templates)
+        )?;
         for rule in &self.resources {
             writeln!(f, "  {}", describe_rule(rule))?;
         }

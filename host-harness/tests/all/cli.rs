@@ -545,8 +545,9 @@ fn policy_show_and_rbac_print_the_effective_grant() {
         )
     };
 
-    let (code, stdout, stderr) = inspect(&["policy", "show", "--namespace", "agents"]);
+    let (code, stdout, stderr) = inspect(&["policy", "show", "--namespace", "agents", "--warm-pool", "python"]);
     assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("claims may name warm pools: python; templates: none"), "{stdout}");
     assert!(stdout.contains("(contract 0.4.0)"), "{stdout}");
     assert!(stdout.contains("namespaces  agents"), "{stdout}");
     assert!(stdout.contains("refused: nothing"), "{stdout}");
