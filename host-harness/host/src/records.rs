@@ -116,10 +116,24 @@ macro_rules! shared_records {
 pub(crate) use shared_records;
 
 /// The records of contracts 0.3.0 on, whose lease is neutral and which have `execute`: the
-/// lease as the component sees it (its placement is the host's, from `placement-of`), and the
-/// command and its result.
+/// lease as the component sees it (its placement is the host's, from `placement-of`), the
+/// command and its result, the `exec` access verb and the `unsupported` error case.
 macro_rules! neutral_records {
     () => {
+        $crate::records::access_records!(Exec);
+        $crate::records::provider_errors!(
+            Forbidden,
+            Denied,
+            Conflict,
+            Capacity,
+            ImagePull,
+            Rejected,
+            Timeout,
+            Unsupported,
+            Unavailable,
+            Internal
+        );
+
         /// The neutral lease: what the host stores beside it is the provider's to report.
         impl From<Lease> for wit::Lease {
             fn from(l: Lease) -> Self {

@@ -11,26 +11,12 @@ use crate::bindings::v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, 
 use crate::records::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
     ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
-    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, neutral_records, provider_errors,
-    shared_records,
+    ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, neutral_records, shared_records,
 };
 use crate::state::CallState;
 use crate::versions::{Placed, neutral_lease_glue, older_kube, same_kube_errors};
 
 shared_records!();
-access_records!(Exec);
-provider_errors!(
-    Forbidden,
-    Denied,
-    Conflict,
-    Capacity,
-    ImagePull,
-    Rejected,
-    Timeout,
-    Unsupported,
-    Unavailable,
-    Internal
-);
 same_kube_errors!();
 
 older_kube!({

@@ -19,26 +19,12 @@ use crate::log_host;
 use crate::records::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ClaimedSandbox, ConfigProblem, DeleteOutcome, DestroyReport,
     Diagnostic, EnvVar, ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport,
-    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, access_records, neutral_records,
-    provider_errors, shared_records,
+    ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, neutral_records, shared_records,
 };
 use crate::state::CallState;
 use crate::versions::{Placed, neutral_lease_glue};
 
 shared_records!();
-access_records!(Exec);
-provider_errors!(
-    Forbidden,
-    Denied,
-    Conflict,
-    Capacity,
-    ImagePull,
-    Rejected,
-    Timeout,
-    Unsupported,
-    Unavailable,
-    Internal
-);
 
 impl wit::Host for CallState {}
 
