@@ -21,6 +21,27 @@ pub use sandbox_contract::k8s::agent_sandbox::{EXTENSIONS_GROUP, name_hash};
 pub const TEMPLATE_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-template-hash";
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::DynamicObject;
+
+/// The name, namespace and uid of an extension object (`kind` for the error): a controller
+/// cannot act on one without them.
+pub fn identity(obj: &DynamicObject, kind: &str) -> anyhow::Result<(String, String, String)> {
+    let meta = &obj.metadata;
+    let name = meta.name.clone().ok_or_else(|| anyhow::anyhow!("{kind} without metadata.name"))?;
+    let namespace = meta.namespace.clone().ok_or_else(|| anyhow::anyhow!("{kind} {name} without a namespace"))?;
+    let uid = meta.uid.clone().ok_or_else(|| anyhow::anyhow!("{kind} {namespace}/{name} without a uid"))?;
+    Ok((name, namespace, uid))
+}
+
+/// The object's `status` as `T`; empty (the default) when absent, null or not of that shape,
+/// as right after a create.
+pub fn status<T: serde::de::DeserializeOwned + Default>(obj: &DynamicObject) -> T {
+    obj.data
+        .get("status")
+        .filter(|s| !s.is_null())
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+        .unwrap_or_default()
+}
 
 /// A controller reference (`controller: true`, `blockOwnerDeletion: true`), so garbage
 /// collection removes the dependent with its owner and foreground deletion waits for it.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clock::parse_time;
+use crate::controllers::extensions;
 use crate::controllers::sandbox::model::Condition;
 
 /// Where a claim's Sandbox comes from.
@@ -186,16 +187,8 @@ impl Claim {
     /// identity the controller needs; a bad spec is kept as an error value to report.
     pub fn from_dynamic(obj: &DynamicObject, alpha: bool) -> anyhow::Result<Self> {
         let meta = &obj.metadata;
-        let name = meta.name.clone().ok_or_else(|| anyhow::anyhow!("SandboxClaim without metadata.name"))?;
-        let namespace =
-            meta.namespace.clone().ok_or_else(|| anyhow::anyhow!("SandboxClaim {name} without a namespace"))?;
-        let uid = meta.uid.clone().ok_or_else(|| anyhow::anyhow!("SandboxClaim {namespace}/{name} without a uid"))?;
-        let status = obj
-            .data
-            .get("status")
-            .filter(|s| !s.is_null())
-            .and_then(|s| serde_json::from_value(s.clone()).ok())
-            .unwrap_or_default();
+        let (name, namespace, uid) = extensions::identity(obj, "SandboxClaim")?;
+        let status = extensions::status(obj);
         Ok(Self {
             name,
             namespace,

@@ -5,6 +5,8 @@ use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::controllers::extensions;
+
 /// One warm pool.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Pool {
@@ -51,19 +53,10 @@ impl Pool {
     /// Reads a pool; fails only without the identity the controller needs.
     pub fn from_dynamic(obj: &DynamicObject) -> anyhow::Result<Self> {
         let meta = &obj.metadata;
-        let name = meta.name.clone().ok_or_else(|| anyhow::anyhow!("SandboxWarmPool without metadata.name"))?;
-        let namespace =
-            meta.namespace.clone().ok_or_else(|| anyhow::anyhow!("SandboxWarmPool {name} without a namespace"))?;
-        let uid =
-            meta.uid.clone().ok_or_else(|| anyhow::anyhow!("SandboxWarmPool {namespace}/{name} without a uid"))?;
+        let (name, namespace, uid) = extensions::identity(obj, "SandboxWarmPool")?;
         let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
         let replicas = spec.get("replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
-        let status = obj
-            .data
-            .get("status")
-            .filter(|s| !s.is_null())
-            .and_then(|s| serde_json::from_value(s.clone()).ok())
-            .unwrap_or_default();
+        let status = extensions::status(obj);
         Ok(Self {
             name,
             namespace,
