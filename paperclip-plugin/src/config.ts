@@ -36,6 +36,10 @@ export interface HostSettings {
   binary: string;
   component: string;
   namespaces: string[];
+  /** The warm pools a SandboxClaim may name (`*`: any); none by default. */
+  warmPools: string[];
+  /** The templates a v1alpha1 SandboxClaim may name (`*`: any); none by default. */
+  claimTemplates: string[];
   ownerId?: string;
   cacheDir: string;
   limitsFile?: string;
@@ -112,17 +116,22 @@ export function hostSettings(instance: unknown, kubeconfig: string | undefined):
         "is required: the operator has not let environments use the worker's own credentials (allowAmbientCredentials in the plugin's config)",
     });
   }
-  let namespaces = ["default"];
-  if (Array.isArray(config.allowedNamespaces) && config.allowedNamespaces.every((n) => typeof n === "string")) {
-    if (config.allowedNamespaces.length > 0) namespaces = config.allowedNamespaces as string[];
-  } else if (config.allowedNamespaces !== undefined) {
-    problems.push({ path: "/instance/allowedNamespaces", message: "must be a list of namespace names" });
-  }
+  const names = (key: string, what: string): string[] | undefined => {
+    const value = config[key];
+    if (value === undefined || value === null) return undefined;
+    if (Array.isArray(value) && value.every((n) => typeof n === "string" && n !== "")) return value as string[];
+    problems.push({ path: `/instance/${key}`, message: `must be a list of ${what} names` });
+    return undefined;
+  };
+  const allowed = names("allowedNamespaces", "namespace");
+  const namespaces = allowed !== undefined && allowed.length > 0 ? allowed : ["default"];
   const settings: HostSettings = {
     binary: text("sandboxHostBinary") ?? process.env.SANDBOX_HOST_BIN ?? "sandbox-host",
     component:
       text("component") ?? process.env.SANDBOX_HOST_COMPONENT ?? join(PACKAGE_ROOT, "component", "kubernetes_provider.wasm"),
     namespaces,
+    warmPools: names("allowedWarmPools", "warm pool") ?? [],
+    claimTemplates: names("allowedClaimTemplates", "template") ?? [],
     ownerId: text("ownerId"),
     // A private directory: the compiled component is native code the host runs.
     cacheDir: text("cacheDir") ?? process.env.SANDBOX_HOST_CACHE_DIR ?? join(homedir(), ".cache", "paperclip-sandbox-host"),
@@ -135,7 +144,17 @@ export function hostSettings(instance: unknown, kubeconfig: string | undefined):
 /** A key that tells equal settings apart without holding the kubeconfig itself. */
 export function settingsKey(s: HostSettings): string {
   const kubeconfig = s.kubeconfig === undefined ? null : createHash("sha256").update(s.kubeconfig).digest("hex");
-  return JSON.stringify([s.binary, s.component, s.namespaces, s.ownerId ?? null, s.cacheDir, s.limitsFile ?? null, kubeconfig]);
+  return JSON.stringify([
+    s.binary,
+    s.component,
+    s.namespaces,
+    s.warmPools,
+    s.claimTemplates,
+    s.ownerId ?? null,
+    s.cacheDir,
+    s.limitsFile ?? null,
+    kubeconfig,
+  ]);
 }
 
 /** One key of a JSON pointer, escaped (RFC 6901) and cut short. */

@@ -39,6 +39,18 @@ const manifest: PaperclipPluginManifestV1 = {
         items: { type: "string" },
         description: "The namespaces the host lets the provider use; an environment names one of them (default: [\"default\"]).",
       },
+      allowedWarmPools: {
+        type: "array",
+        items: { type: "string" },
+        description:
+          "The warm pools (SandboxWarmPool) a claim-backend environment may name; \"*\" for any. A pool's template decides the pod, so list only pools you set up (default: none).",
+      },
+      allowedClaimTemplates: {
+        type: "array",
+        items: { type: "string" },
+        description:
+          "The SandboxTemplates a claim on agent-sandbox v0.4 (extensions v1alpha1) may name; \"*\" for any (default: none).",
+      },
       ownerId: {
         type: "string",
         description: "This installation's owner id, stamped on everything it creates; share it between replicas only.",

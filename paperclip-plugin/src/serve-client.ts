@@ -303,6 +303,8 @@ export class ServeClient {
     const s = this.settings;
     const args = ["serve", `--component=${s.component}`, `--cache-dir=${s.cacheDir}`];
     for (const ns of s.namespaces) args.push(`--namespace=${ns}`);
+    for (const pool of s.warmPools) args.push(`--warm-pool=${pool}`);
+    for (const template of s.claimTemplates) args.push(`--claim-template=${template}`);
     if (s.ownerId) args.push(`--owner-id=${s.ownerId}`);
     if (s.limitsFile) args.push(`--limits=${s.limitsFile}`);
     if (kubeconfigFile !== undefined) args.push("--untrusted-kubeconfig", `--kubeconfig=${kubeconfigFile}`);

@@ -48,6 +48,15 @@ export class Cluster {
     if (code !== 0) throw new Error(`sandbox-host fault add ${args.join(" ")} exited ${code}`);
   }
 
+  /** `sandbox-host pool --name NAME ARGS` on this cluster (namespace `default`). */
+  async pool(name: string, args: string[]): Promise<void> {
+    const child = spawn(BINARY, ["pool", "--kubeconfig", this.path, "--name", name, ...args], {
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    const code = await new Promise((r) => child.once("exit", r));
+    if (code !== 0) throw new Error(`sandbox-host pool --name ${name} ${args.join(" ")} exited ${code}`);
+  }
+
   static async start(): Promise<Cluster> {
     const dir = mkdtempSync(join(tmpdir(), "paperclip-plugin-test-"));
     const path = join(dir, "kubeconfig");
