@@ -209,6 +209,14 @@ fn main() -> anyhow::Result<()> {
             }
             Command::Rbac { inspect, service_account } => done(policy_cmd::rbac(inspect, &service_account).await),
         }
-    })?;
+    });
+    let code = match code {
+        Ok(code) => code,
+        Err(e) if e.downcast_ref::<provider_cmd::UnusableKubeconfig>().is_some() => {
+            eprintln!("Error: {e:#}");
+            provider_cmd::EXIT_BAD_KUBECONFIG
+        }
+        Err(e) => return Err(e),
+    };
     std::process::exit(code)
 }

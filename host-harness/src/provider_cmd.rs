@@ -28,6 +28,14 @@ pub const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_
 pub const EXIT_EXPIRED: i32 = 3;
 /// Exit code when the provider (or the host around it) failed.
 pub const EXIT_FAILED: i32 = 1;
+/// Exit code when the kubeconfig cannot be used: a wrong setting, not a failure that
+/// starting again would cure (a client such as the Paperclip plugin reports it at its field).
+pub const EXIT_BAD_KUBECONFIG: i32 = 4;
+
+/// The kubeconfig named on the command line cannot be used; its message never quotes it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableKubeconfig(String);
 
 /// Where the provider runs and against which cluster: what every command that loads the
 /// component shares, `serve` included.
@@ -39,6 +47,11 @@ pub struct HostArgs {
     /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
     #[arg(long, conflicts_with = "embedded")]
     pub kubeconfig: Option<PathBuf>,
+    /// Run with no cluster at all, not even an inferred one: every `kube` call the provider
+    /// makes is `unavailable`. For calls that need none (`describe`, `validate-config`), so that
+    /// a host checking a config never uses ambient credentials.
+    #[arg(long, conflicts_with_all = ["embedded", "kubeconfig"])]
+    pub no_cluster: bool,
     /// The kubeconfig comes from someone trusted less than the operator (a Paperclip
     /// environment's config): refuse exec and auth-provider plugins, files it names and
     /// proxies, and never quote it in an error.
@@ -105,23 +118,30 @@ pub async fn session(target: &HostArgs) -> anyhow::Result<Session> {
         cache_dir: Some(target.cache_dir.clone()),
     };
     let source = ComponentSource::File(target.component.clone());
+    if target.no_cluster {
+        return Ok(Session { host: ProviderHost::load_without_cluster(source, options).await?, _cluster: None });
+    }
     let (config, cluster) = if target.embedded {
         let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
         (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
     } else if let Some(path) = &target.kubeconfig {
         let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
         if target.untrusted_kubeconfig {
-            untrusted_kubeconfig::check(&yaml)?;
+            untrusted_kubeconfig::check(&yaml).map_err(|refused| UnusableKubeconfig(refused.to_string()))?;
             // What kube-rs says about a kubeconfig it cannot load may quote it: say only that.
             let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|_| {
-                anyhow::anyhow!(
+                UnusableKubeconfig(
                     "the kubeconfig could not be loaded (a context, cluster or user it names is missing, or inline \
                      data is not base64); its contents are not shown: they may hold credentials"
+                        .to_string(),
                 )
             })?;
             (config, None)
         } else {
-            (embedded_cluster::tls::config_from_kubeconfig(&yaml).await?, None)
+            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|e| {
+                UnusableKubeconfig(format!("the kubeconfig {} could not be loaded: {e:#}", path.display()))
+            })?;
+            (config, None)
         }
     } else {
         match kube::Config::infer().await {

@@ -213,3 +213,44 @@ async fn an_untrusted_kubeconfig_that_runs_a_program_is_refused_before_anything_
     assert!(!marker.exists(), "the exec plugin never ran");
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// Validation needs no cluster: with `--no-cluster` the Kubernetes provider (which declares
+/// `kube` access) still loads and validates, even where a kubeconfig could be inferred, and a
+/// call that needs the cluster is refused, not sent anywhere.
+#[tokio::test]
+async fn no_cluster_validates_a_config_and_never_reaches_a_cluster() {
+    let mut serve = Served::start("no-cluster", &built("kubernetes_provider.wasm"), &["--no-cluster"]);
+    let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36", "imagee": "x"});
+    serve.send(json!({"id": 1, "method": "validate-config", "params": {"config": config}})).await;
+    serve.send(json!({"id": 2, "method": "probe", "params": {"config": config}})).await;
+    let replies = serve.replies(2).await;
+    let validation = &replies["1"]["result"];
+    assert_eq!(validation["ok"], json!(true), "{validation}");
+    assert_eq!(validation["warnings"][0]["path"], json!("/imagee"), "{validation}");
+    let probe = &replies["2"]["result"];
+    assert_eq!(probe["ok"], json!(false), "no cluster, nothing reachable: {probe}");
+    let (code, _) = serve.exit().await;
+    assert_eq!(code, Some(0));
+}
+
+/// A kubeconfig that cannot be used ends `serve` at once with its own exit code (4), which a
+/// client reports at the config's field instead of starting the process again.
+#[tokio::test]
+async fn an_unusable_kubeconfig_exits_with_its_own_code_and_quotes_nothing() {
+    let dir = std::env::temp_dir().join(format!("sandbox-host-bad-kubeconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("kubeconfig");
+    std::fs::write(&file, "token-canary-77: [not a kubeconfig").expect("write");
+    let kubeconfig = file.to_string_lossy().into_owned();
+    for extra in [&["--untrusted-kubeconfig"][..], &[][..]] {
+        let mut args = vec!["--kubeconfig", kubeconfig.as_str()];
+        args.extend_from_slice(extra);
+        let (code, stderr) = Served::start("bad-kubeconfig", &built("kubernetes_provider.wasm"), &args).exit().await;
+        assert_eq!(code, Some(4), "{extra:?}: {stderr}");
+        assert!(stderr.contains("Error: the kubeconfig"), "{extra:?}: {stderr}");
+        if !extra.is_empty() {
+            assert!(!stderr.contains("token-canary-77"), "an untrusted kubeconfig is never quoted: {stderr}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
