@@ -9,14 +9,14 @@ import { join } from "node:path";
 
 import { DRIVER_KEY } from "../src/manifest.js";
 import { PaperclipServer } from "../tests/paperclip-server.js";
-import { BINARY, COMPONENT, Cluster } from "../tests/support.js";
+import { Cluster } from "../tests/support.js";
 
 const step = (what: string, value: unknown) => console.log(`\n== ${what}\n${JSON.stringify(value, null, 2)}`);
 
 const cluster = await Cluster.start();
 const cache = mkdtempSync(join(tmpdir(), "paperclip-demo-cache-"));
 try {
-  const server = new PaperclipServer({ sandboxHostBinary: BINARY, component: COMPONENT, allowedNamespaces: ["default"], cacheDir: cache });
+  const server = new PaperclipServer({ allowedNamespaces: ["default"], cacheDir: cache });
   step("initialize: the worker's methods", await server.initialize());
   const config = { namespace: "default", image: "busybox:1.36", backend: "sandbox", kubeconfig: cluster.kubeconfig, secretEnv: { TOKEN: "demo-secret" } };
   const base = { driverKey: DRIVER_KEY, companyId: "company-1", environmentId: "env-demo", config };

@@ -29,9 +29,9 @@ export class Hosts {
     return client;
   }
 
-  /** Each process's pid and how often it was started, for health checks. */
-  processes(): { pid: number | null; starts: number }[] {
-    return [...this.clients.values()].map((c) => ({ pid: c.pid() ?? null, starts: c.starts }));
+  /** Each process's purpose, pid and how often it was started, for health checks. */
+  processes(): { purpose: HostSettings["purpose"]; pid: number | null; starts: number }[] {
+    return [...this.clients.values()].map((c) => ({ purpose: c.purpose, pid: c.pid() ?? null, starts: c.starts }));
   }
 
   /** Ends the processes idle for at least `idleMs`. */

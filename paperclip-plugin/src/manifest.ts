@@ -1,39 +1,62 @@
-// The plugin's manifest: one `sandbox_provider` environment driver, `kubernetes`, whose
+// The plugin's manifest: one `sandbox_provider` environment driver, `kubernetes-wasm`, whose
 // environments run sandboxes on a Kubernetes cluster through the provider component.
 //
-// Two configs, two owners. The plugin's instance config (`instanceConfigSchema`) is the
-// operator's: where `sandbox-host` and the component are, which namespaces the host lets the
+// Two configs, two owners. The plugin's config (`instanceConfigSchema`, kept per company by
+// Paperclip) is the operator's: which namespaces, warm pools and templates the host lets the
 // provider use, the installation's owner id. An environment's config (`configSchema`) is the
 // provider config (namespace, image, backend, resources, ...) plus the cluster's kubeconfig and
-// per-lease secret environment variables, both secret references Paperclip resolves.
+// per-lease secret environment variables, both Paperclip secret references, declared under
+// `properties` where Paperclip looks for them.
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
 import type { PaperclipPluginManifestV1 } from "@paperclipai/plugin-sdk";
 
-/** The environment driver's key, the provider's `driver-key` too. */
-export const DRIVER_KEY = "kubernetes";
+import { SECRET_ENV_SCHEMA } from "./secret-env.js";
+
+/**
+ * Which provider this package carries: `paperclipSandboxProvider` in its package.json, which
+ * `make paperclip-plugin PLUGIN_PROVIDER=...` writes. The package of another provider component
+ * (the reference provider) gets a plugin id and driver key of its own, so both install side by
+ * side and an environment swaps provider by naming the other driver.
+ */
+function variant(): { id: string; driverKey: string; displayName: string } {
+  const defaults = { id: "sandbox-provider.kubernetes", driverKey: "kubernetes-wasm", displayName: "Kubernetes (WebAssembly provider)" };
+  try {
+    const pkg = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "..", "..", "package.json"), "utf8")) as Record<string, unknown>;
+    const v = pkg.paperclipSandboxProvider as Record<string, unknown> | undefined;
+    const text = (key: keyof typeof defaults) => (typeof v?.[key] === "string" && v[key] !== "" ? (v[key] as string) : defaults[key]);
+    return { id: text("id"), driverKey: text("driverKey"), displayName: text("displayName") };
+  } catch {
+    return defaults;
+  }
+}
+
+const VARIANT = variant();
+
+/**
+ * The environment driver's key: environments name a driver by its key alone, so it must not be
+ * `kubernetes`, which Paperclip's own Kubernetes plugin declares (one would shadow the other).
+ */
+export const DRIVER_KEY = VARIANT.driverKey;
 
 const manifest: PaperclipPluginManifestV1 = {
-  id: "sandbox-provider.kubernetes",
+  id: VARIANT.id,
   apiVersion: 1,
-  version: "0.1.0",
-  displayName: "Kubernetes sandboxes",
+  version: "0.2.0",
+  displayName: `${VARIANT.displayName} sandboxes`,
   description:
-    "Sandboxes on Kubernetes (agent-sandbox Sandbox or batch/v1 Job) through a WebAssembly provider that reaches the cluster only through its host's policy.",
+    "Sandboxes on Kubernetes (agent-sandbox Sandbox, SandboxClaim on a warm pool, or batch/v1 Job) through a WebAssembly provider that reaches the cluster only through its host's policy.",
   author: "Kubernetes sandbox provider authors",
   categories: ["automation"],
   capabilities: ["environment.drivers.register", "plugin.state.read", "plugin.state.write"],
   entrypoints: { worker: "./dist/src/worker.js" },
   instanceConfigSchema: {
     type: "object",
+    description:
+      "The operator's policy for this company's environments. Checked at probe and at every run (an environment's validation has no company, so it checks the config alone).",
     properties: {
-      sandboxHostBinary: {
-        type: "string",
-        description: "Path of the sandbox-host binary (default: $SANDBOX_HOST_BIN, else sandbox-host on PATH).",
-      },
-      component: {
-        type: "string",
-        description:
-          "Path of the provider component, kubernetes_provider.wasm (default: $SANDBOX_HOST_COMPONENT, else component/kubernetes_provider.wasm in this package).",
-      },
       allowedNamespaces: {
         type: "array",
         items: { type: "string" },
@@ -55,7 +78,7 @@ const manifest: PaperclipPluginManifestV1 = {
         type: "string",
         description: "This installation's owner id, stamped on everything it creates; share it between replicas only.",
       },
-      cacheDir: { type: "string", description: "Where sandbox-host caches the compiled component." },
+      cacheDir: { type: "string", description: "Where sandbox-host caches the compiled component (default: ~/.cache/paperclip-sandbox-host)." },
       limitsFile: { type: "string", description: "A sandbox-host limits file (JSON) for every call." },
       allowAmbientCredentials: {
         type: "boolean",
@@ -69,7 +92,7 @@ const manifest: PaperclipPluginManifestV1 = {
     {
       driverKey: DRIVER_KEY,
       kind: "sandbox_provider",
-      displayName: "Kubernetes",
+      displayName: VARIANT.displayName,
       description: "A sandbox per run on a Kubernetes cluster: an agent-sandbox Sandbox, a SandboxClaim on a warm pool, or a batch/v1 Job.",
       supportsReusableLeases: true,
       sandboxCapabilities: { reusableLeases: true },
@@ -88,14 +111,11 @@ const manifest: PaperclipPluginManifestV1 = {
           kubeconfig: {
             type: "string",
             format: "secret-ref",
-            description: "kubeconfig (YAML) of the cluster; omit it to use the in-cluster service account.",
+            description: "kubeconfig (YAML) of the cluster, a Paperclip secret; omit it only where the operator allows the worker's own credentials.",
           },
-          secretEnv: {
-            type: "object",
-            additionalProperties: { type: "string", format: "secret-ref" },
-            description: "Secret environment variables of every sandbox, NAME -> secret; kept out of pod specs and leases.",
-          },
+          secretEnv: SECRET_ENV_SCHEMA,
           leaseTtlSeconds: { type: "integer", minimum: 1, default: 3600 },
+          workingDir: { type: "string", description: "The sandbox directory the agent's workspace is made in (default /workspace)." },
           resources: { type: "object", description: "Requests and limits of the sandbox container." },
           env: { type: "object", additionalProperties: { type: "string" }, description: "Plain environment variables." },
         },

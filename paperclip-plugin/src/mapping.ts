@@ -66,19 +66,34 @@ export function epochMillis(iso: string, field: string): number {
   return ms;
 }
 
+/** Where the agent's workspace is when nothing else says: the config's `workingDir`, else this. */
+export const DEFAULT_WORKSPACE = "/workspace";
+
 /**
  * A WIT lease as Paperclip stores it; `remoteCwd` (the config's `workingDir`) is where
- * Paperclip runs the agent's commands.
+ * Paperclip realizes the workspace and runs the agent's commands, and `sandboxName` names the
+ * pod Paperclip's probe reports it connected to.
  */
 export function paperclipLease(lease: WitLease, acquisition: StoredLease["acquisition"], provider: Record<string, unknown>): PluginEnvironmentLease {
   const expires = lease["expires-at"];
   const stored: StoredLease = { lease, acquisition };
-  const remoteCwd = typeof provider.workingDir === "string" ? provider.workingDir : "/workspace";
+  const remoteCwd = typeof provider.workingDir === "string" && provider.workingDir.startsWith("/") ? provider.workingDir : DEFAULT_WORKSPACE;
+  const pod = lease["pod-name"];
   return {
     providerLeaseId: lease["provider-lease-id"],
     expiresAt: typeof expires === "number" ? new Date(expires).toISOString() : null,
-    metadata: { [METADATA_KEY]: stored, remoteCwd },
+    metadata: { [METADATA_KEY]: stored, remoteCwd, ...(typeof pod === "string" && pod ? { sandboxName: pod } : {}) },
   };
+}
+
+/**
+ * The sandbox directory a workspace is realized in: the one Paperclip asks for (the lease's
+ * `remoteCwd`, handed back), else the lease's, else the config's; always absolute.
+ */
+export function workspaceDir(remotePath: string | undefined, metadata: Record<string, unknown> | undefined, provider: Record<string, unknown>): string {
+  const candidates = [remotePath, metadata?.remoteCwd, provider.workingDir];
+  const found = candidates.find((c): c is string => typeof c === "string" && c.startsWith("/") && !c.includes("\0"));
+  return found ?? DEFAULT_WORKSPACE;
 }
 
 /** The stored lease of a Paperclip lease's metadata, if it holds one. */
@@ -89,7 +104,7 @@ export function storedLease(metadata: Record<string, unknown> | undefined): Stor
 }
 
 /** The backend and namespace a Kubernetes provider lease id names (`k8s:<backend>:<namespace>:<name>`). */
-const LEASE_ID = /^k8s:(sandbox|job):([a-z0-9-]{1,63}):/;
+const LEASE_ID = /^k8s:(sandbox|job|claim):([a-z0-9-]{1,63}):/;
 
 /**
  * The WIT lease to hand back for `providerLeaseId`: the stored one when the metadata holds it

@@ -10,13 +10,15 @@ import type {
   PluginEnvironmentLease,
   PluginEnvironmentProbeParams,
   PluginEnvironmentProbeResult,
+  PluginEnvironmentRealizeWorkspaceParams,
+  PluginEnvironmentRealizeWorkspaceResult,
   PluginEnvironmentReleaseLeaseParams,
   PluginEnvironmentResumeLeaseParams,
   PluginEnvironmentValidateConfigParams,
   PluginEnvironmentValidationResult,
 } from "@paperclipai/plugin-sdk";
 
-import { type EnvironmentConfig, hostSettings, problemText, splitEnvironmentConfig } from "./config.js";
+import { type EnvironmentConfig, type Problem, hostSettings, offlineSettings, problemText, splitEnvironmentConfig } from "./config.js";
 import { Hosts } from "./hosts.js";
 import {
   type StoredLease,
@@ -31,8 +33,10 @@ import {
   paperclipLease,
   storedLease,
   witLease,
+  workspaceDir,
 } from "./mapping.js";
 import { ServeClient, ServeError } from "./serve-client.js";
+import { unknownKeys } from "./unknown-keys.js";
 
 let context: PluginContext | undefined;
 const hosts = new Hosts();
@@ -46,8 +50,11 @@ function ctx(): PluginContext {
   return context;
 }
 
-/** The operator's instance config for a company. */
-async function instanceConfig(companyId?: string): Promise<Record<string, unknown>> {
+/**
+ * The operator's config of the plugin for a company: Paperclip keeps plugin config per company
+ * and answers `config.get` only inside a call that names one.
+ */
+async function instanceConfig(companyId: string): Promise<Record<string, unknown>> {
   return ctx().config.get(companyId);
 }
 
@@ -62,15 +69,47 @@ async function generation(companyId: string, key: string): Promise<number> {
   return typeof stored === "number" && Number.isInteger(stored) && stored >= 0 ? stored : 0;
 }
 
-/** An environment config split, and the serve process for it; every problem refuses the call. */
-async function prepare(config: unknown, companyId?: string): Promise<{ env: EnvironmentConfig; host: ServeClient }> {
-  const env = splitEnvironmentConfig(config);
+/** Refuses a call with the first of `problems` (all of them in the message). */
+function refuse(problems: Problem[]): never {
+  const [first, ...rest] = problems;
+  const message = [first?.message ?? "", ...rest.map(problemText)].join("; ");
+  throw new ServeError("plugin", "invalid-config", message, false, first?.path || undefined);
+}
+
+/**
+ * How a call reads its config. `strict` (probe, acquire: the environment's stored config): every
+ * problem refuses it, unknown keys included, as validation refuses them. `lease` (resume,
+ * realize, execute): Paperclip rebuilds that config from the lease's metadata too (`agentId`,
+ * this plugin's `kubernetesSandbox`, ...), so keys the provider does not know are dropped, not
+ * refused. `cleanup` (release, destroy): as `lease`, and refused only for what it cannot do
+ * without (the cluster, the policy), so a config that went bad never keeps a sandbox alive.
+ */
+type ConfigUse = "strict" | "lease" | "cleanup";
+
+/**
+ * An environment config of a call with a company (secrets resolved by Paperclip), and the serve
+ * process for it under the company's policy (see `ConfigUse`).
+ */
+async function prepare(config: unknown, companyId: string, use: ConfigUse): Promise<{ env: EnvironmentConfig; host: ServeClient }> {
+  const env = splitEnvironmentConfig(config, true);
   const { settings, problems } = hostSettings(await instanceConfig(companyId), env.kubeconfig);
-  const all = [...env.problems, ...problems];
-  if (all.length > 0) {
-    throw new ServeError("plugin", "invalid-config", all.map(problemText).join("; "), false, all[0]?.path);
+  const needed = (p: Problem) => use !== "cleanup" || p.path === "" || p.path.startsWith("/kubeconfig");
+  const all = [...env.problems.filter(needed), ...problems];
+  if (all.length > 0) refuse(all);
+  const host = hosts.get(settings);
+  const unknown = unknownKeys(env.provider, await host.configSchema());
+  if (use === "strict" && unknown.length > 0) refuse(unknown);
+  for (const { path } of unknown) {
+    const key = path.split("/")[1];
+    if (key !== undefined && path === `/${key}`) delete env.provider[key];
   }
-  return { env, host: hosts.get(settings) };
+  return { env, host };
+}
+
+/** The text of a failed call, as a validation error: `path: message` when it has a path. */
+function failureText(e: unknown): string {
+  if (e instanceof ServeError && e.path) return problemText({ path: e.path, message: e.message });
+  return paperclipError(e).message;
 }
 
 /** Forgets a lease's acquisition: the next acquire of its run makes a new sandbox. */
@@ -90,7 +129,7 @@ async function storedLeaseCall(
   method: "release" | "destroy",
 ): Promise<{ result: unknown; lease: WitLease } | undefined> {
   if (!params.providerLeaseId) return undefined;
-  const { env, host } = await prepare(params.config, params.companyId);
+  const { env, host } = await prepare(params.config, params.companyId, "cleanup");
   const lease = witLease(params.providerLeaseId, params.leaseMetadata, env.provider);
   return { result: await host.call(method, { lease, config: env.provider }), lease };
 }
@@ -124,20 +163,23 @@ const plugin = definePlugin({
   },
 
   async onEnvironmentValidateConfig(params: PluginEnvironmentValidateConfigParams): Promise<PluginEnvironmentValidationResult> {
-    const env = splitEnvironmentConfig(params.config);
-    const { settings, problems } = hostSettings(await instanceConfig(), env.kubeconfig);
-    // Every problem is reported: the plugin's own, then the provider's.
-    const local = [...env.problems, ...problems].map(problemText);
+    // No company, unresolved secrets: an offline check (see config.ts).
+    const env = splitEnvironmentConfig(params.config, false);
+    const local = [...env.problems, ...env.storedProblems];
+    const host = hosts.get(offlineSettings(env.kubeconfig));
     let validation: { ok: boolean; errors: WitProblem[]; warnings: WitProblem[]; "normalized-config"?: string | null };
+    let unknown: Problem[];
     try {
-      validation = (await hosts.get(settings).call("validate-config", { config: env.provider })) as typeof validation;
+      validation = (await host.call("validate-config", { config: env.provider })) as typeof validation;
+      unknown = unknownKeys(env.provider, await host.configSchema());
     } catch (e) {
-      return { ok: false, errors: [...local, paperclipError(e).message] };
+      return { ok: false, errors: [...local.map(problemText), failureText(e)] };
     }
-    const ok = validation.ok && local.length === 0;
+    const errors = [...local, ...unknown, ...validation.errors];
+    const ok = validation.ok && errors.length === 0;
     const result: PluginEnvironmentValidationResult = {
       ok,
-      errors: [...local, ...validation.errors.map(problemText)],
+      errors: errors.map(problemText),
       warnings: validation.warnings.map(problemText),
     };
     const normalized = validation["normalized-config"];
@@ -151,18 +193,19 @@ const plugin = definePlugin({
     type Diagnostic = { severity: "info" | "warning" | "error"; code: string; message: string };
     let probe: { ok: boolean; summary: string; diagnostics: Diagnostic[] };
     try {
-      const { env, host } = await prepare(params.config, params.companyId);
+      const { env, host } = await prepare(params.config, params.companyId, "strict");
       probe = (await host.call("probe", { config: env.provider })) as typeof probe;
     } catch (e) {
-      const message = paperclipError(e).message;
-      return { ok: false, summary: message, diagnostics: [{ severity: "error", code: "host-unavailable", message }] };
+      const message = failureText(e);
+      const code = e instanceof ServeError && e.kind === "invalid-config" ? "invalid-config" : "host-unavailable";
+      return { ok: false, summary: message, diagnostics: [{ severity: "error", code, message }] };
     }
     return { ok: probe.ok, summary: probe.summary, diagnostics: probe.diagnostics };
   },
 
   async onEnvironmentAcquireLease(params: PluginEnvironmentAcquireLeaseParams): Promise<PluginEnvironmentLease> {
     return guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId);
+      const { env, host } = await prepare(params.config, params.companyId, "strict");
       const key = acquisitionKey(params.environmentId, params.runId);
       const current = await generation(params.companyId, key);
       const request = {
@@ -187,7 +230,7 @@ const plugin = definePlugin({
 
   async onEnvironmentResumeLease(params: PluginEnvironmentResumeLeaseParams): Promise<PluginEnvironmentLease> {
     return guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId);
+      const { env, host } = await prepare(params.config, params.companyId, "lease");
       const stored = storedLease(params.leaseMetadata);
       const lease = witLease(params.providerLeaseId, params.leaseMetadata, env.provider);
       const outcome = (await host.call("resume-check", { lease, config: env.provider })) as
@@ -202,9 +245,28 @@ const plugin = definePlugin({
     });
   },
 
+  async onEnvironmentRealizeWorkspace(params: PluginEnvironmentRealizeWorkspaceParams): Promise<PluginEnvironmentRealizeWorkspaceResult> {
+    return guarded(async () => {
+      const { env, host } = await prepare(params.config, params.companyId, "lease");
+      const providerLeaseId = params.lease?.providerLeaseId;
+      if (!providerLeaseId) {
+        throw new ServeError("plugin", "invalid-params", "the lease has no providerLeaseId: acquire or resume a lease first", false);
+      }
+      const cwd = workspaceDir(params.workspace?.remotePath, params.lease.metadata, env.provider);
+      const lease = witLease(providerLeaseId, params.lease.metadata, env.provider);
+      const request = { command: "mkdir", args: ["-p", "--", cwd], cwd: null, env: [], stdin: null, "timeout-ms": 60_000 };
+      const made = (await host.call("execute", { lease, config: env.provider, request }, { extraMs: 60_000 })) as WitExecResult;
+      if (made["exit-code"] !== 0) {
+        const why = (made.stderr || made.stdout).trim().slice(0, 200) || `exit code ${String(made["exit-code"])}`;
+        throw new ServeError("plugin", "workspace-failed", `cannot create the workspace ${cwd} in the sandbox: ${why}`, false);
+      }
+      return { cwd };
+    });
+  },
+
   async onEnvironmentExecute(params: PluginEnvironmentExecuteParams): Promise<PluginEnvironmentExecuteResult> {
     return guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId);
+      const { env, host } = await prepare(params.config, params.companyId, "lease");
       const providerLeaseId = params.lease?.providerLeaseId;
       if (!providerLeaseId) {
         throw new ServeError("plugin", "invalid-params", "the lease has no providerLeaseId: acquire or resume a lease first", false);
@@ -239,6 +301,10 @@ const plugin = definePlugin({
 
   async onEnvironmentReleaseLease(params: PluginEnvironmentReleaseLeaseParams): Promise<void> {
     await guarded(async () => {
+      if (params.config?.archiveOnRelease === true) {
+        // Paperclip's probe asks for it; validation refuses it in a stored config (config.ts).
+        ctx().logger.info("archiveOnRelease is not supported: the sandbox is released as usual", { providerLeaseId: params.providerLeaseId });
+      }
       const done = await storedLeaseCall(params, "release");
       if (done && done.lease.reusable !== true) await retire(params.companyId, storedLease(params.leaseMetadata));
     });

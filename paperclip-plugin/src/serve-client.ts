@@ -41,6 +41,8 @@ const HELLO_TIMEOUT_MS = 60_000;
 const MAX_TIMER_MS = 0x7fff_ffff;
 /** The longest final error line of a child that an error message carries. */
 const ERROR_LINE_CHARS = 400;
+/** `sandbox-host`'s exit code for a kubeconfig it cannot use: a wrong config, not a crash. */
+const EXIT_BAD_KUBECONFIG = 4;
 
 /** An error reply of `serve`, or the plugin's own failure around it, typed. */
 export class ServeError extends Error {
@@ -103,7 +105,7 @@ interface Child {
   greeted?: (limits: Limits) => void;
   failed?: (e: Error) => void;
   lastError?: string;
-  /** Why it never started (ENOENT, EACCES), when it did not. */
+  /** Why it never started (ENOENT, EACCES) or refused its settings, when it did. */
   spawnError?: ServeError;
   /** The kubeconfig file it reads at start, removed once it has. */
   kubeconfigFile?: string;
@@ -120,8 +122,15 @@ export class ServeClient {
   private lastUsed = Date.now();
   /** How many times a child was started. */
   starts = 0;
+  /** The provider's config schema, read once (`describe`). */
+  private schema?: Promise<unknown>;
 
   constructor(private readonly settings: HostSettings) {}
+
+  /** What the process is for (validation, or a company's calls). */
+  get purpose(): HostSettings["purpose"] {
+    return this.settings.purpose;
+  }
 
   /** The running child's pid, if one runs. */
   pid(): number | undefined {
@@ -147,6 +156,22 @@ export class ServeClient {
       this.pending.set(id, { method, line, attempts: 0, extraMs, idempotent, written: false, resolve, reject });
       this.send(id);
     });
+  }
+
+  /** The provider's config schema (JSON Schema), as its `describe` gives it; null when it has none. */
+  configSchema(): Promise<unknown> {
+    if (!this.schema) {
+      const schema = this.call("describe").then((info) => {
+        const text = (info as Record<string, unknown> | null)?.["config-schema"];
+        return typeof text === "string" && text !== "" ? (JSON.parse(text) as unknown) : null;
+      });
+      // A failed describe is asked again by the next call.
+      schema.catch(() => {
+        if (this.schema === schema) this.schema = undefined;
+      });
+      this.schema = schema;
+    }
+    return this.schema;
   }
 
   /** Ends the child: end of input lets its calls finish; it is killed if it lingers. */
@@ -241,10 +266,10 @@ export class ServeClient {
     delete env.RUST_BACKTRACE;
     delete env.RUST_LIB_BACKTRACE;
     let kubeconfigFile: string | undefined;
-    if (this.settings.kubeconfig !== undefined) {
+    if (this.settings.cluster.kind === "kubeconfig") {
       // mkdtemp makes the directory 0700; the file is 0600 inside it.
       kubeconfigFile = join(mkdtempSync(join(tmpdir(), "sandbox-host-")), "kubeconfig");
-      writeFileSync(kubeconfigFile, this.settings.kubeconfig, { mode: 0o600 });
+      writeFileSync(kubeconfigFile, this.settings.cluster.yaml, { mode: 0o600 });
     }
     const process_ = spawn(this.settings.binary, this.args(kubeconfigFile), { stdio: ["pipe", "pipe", "pipe"], env });
     this.starts += 1;
@@ -276,7 +301,7 @@ export class ServeClient {
         child.spawnError = new ServeError(
           "plugin",
           "host-unavailable",
-          `cannot start sandbox-host at ${this.settings.binary} (${e.message}); set sandboxHostBinary in the plugin's config or SANDBOX_HOST_BIN`,
+          `cannot start sandbox-host at ${this.settings.binary} (${e.message}); reinstall the plugin package, which carries it`,
           false,
         );
         this.ended(child, null, null);
@@ -308,6 +333,7 @@ export class ServeClient {
     if (s.ownerId) args.push(`--owner-id=${s.ownerId}`);
     if (s.limitsFile) args.push(`--limits=${s.limitsFile}`);
     if (kubeconfigFile !== undefined) args.push("--untrusted-kubeconfig", `--kubeconfig=${kubeconfigFile}`);
+    if (s.cluster.kind === "none") args.push("--no-cluster");
     return args;
   }
 
@@ -367,6 +393,11 @@ export class ServeClient {
     const why = signal ? `signal ${signal}` : `exit code ${code}`;
     const last = child.lastError ? `; it said: ${child.lastError}` : "";
     if (this.child === child) this.child = undefined;
+    if (code === EXIT_BAD_KUBECONFIG && !child.spawnError) {
+      // The environment's kubeconfig is wrong: starting again would refuse it again.
+      const said = child.lastError?.replace(/^Error: /, "") ?? "sandbox-host cannot use it";
+      child.spawnError = new ServeError("plugin", "invalid-config", said, false, "/kubeconfig");
+    }
     if (child.spawnError) {
       // Starting again would fail the same way: every call waiting for it is told why.
       child.failed?.(child.spawnError);

@@ -46,7 +46,7 @@ test("validateConfig reports every problem with its path and keeps Paperclip's k
   const bad = await h.validateConfig({ driverKey: DRIVER_KEY, config: { ...config, image: "", backend: "vm", secretEnv: { A: 1 } } });
   assert.equal(bad.ok, false);
   const errors = bad.errors ?? [];
-  for (const path of ["/image", "/backend", "/secretEnv/A"]) {
+  for (const path of ["/image", "/backend", "/secretEnv"]) {
     assert.ok(errors.some((e) => e.startsWith(`${path}: `)), `${path} in ${JSON.stringify(errors)}`);
   }
   const elsewhere = await h.validateConfig({ driverKey: DRIVER_KEY, config: { ...config, namespace: "kube-system" } });

@@ -1,6 +1,9 @@
 // A stand-in for the Paperclip server's side of a plugin worker: it starts the built worker
 // (`node dist/src/worker.js`), speaks JSON-RPC 2.0 on its stdio, one message per line, and
-// answers the worker's own requests (`config.get`) with the plugin's instance config.
+// answers the worker's own requests. As the real server does, it answers `config.get` only for
+// the company of a call in flight (Paperclip keeps plugin config per company, and refuses a
+// request without one: `environmentValidateConfig` names none); the lane in `lane/` drives the
+// real server.
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { dirname, join } from "node:path";
@@ -24,6 +27,8 @@ export class PaperclipServer {
   readonly notifications: Message[] = [];
   /** Methods the worker asked the server, in order. */
   readonly asked: string[] = [];
+  /** The companies of the calls in flight: the only ones `config.get` answers for. */
+  private readonly scopes = new Map<number, string>();
   readonly exited: Promise<number | null>;
 
   constructor(private readonly instanceConfig: Record<string, unknown>) {
@@ -37,7 +42,7 @@ export class PaperclipServer {
     const init = await this.call("initialize", {
       manifest,
       config: this.instanceConfig,
-      instanceInfo: { instanceId: "00000000-0000-0000-0000-000000000001", hostVersion: "2026.824.1" },
+      instanceInfo: { instanceId: "00000000-0000-0000-0000-000000000001", hostVersion: "2026.916.1" },
       apiVersion: 1,
     });
     return init.result?.supportedMethods ?? [];
@@ -47,7 +52,12 @@ export class PaperclipServer {
   call(method: string, params: unknown): Promise<Message> {
     return new Promise((resolve) => {
       const id = this.next++;
-      this.waiting.set(id, resolve);
+      const company = (params as { companyId?: unknown } | null)?.companyId;
+      if (typeof company === "string") this.scopes.set(id, company);
+      this.waiting.set(id, (m) => {
+        this.scopes.delete(id);
+        resolve(m);
+      });
       this.send({ jsonrpc: "2.0", id, method, params });
     });
   }
@@ -60,7 +70,15 @@ export class PaperclipServer {
     if (m.method && m.id !== undefined && m.id !== null) {
       this.asked.push(m.method);
       const key = JSON.stringify([m.params?.scopeKind, m.params?.scopeId, m.params?.namespace, m.params?.stateKey]);
-      if (m.method === "config.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.instanceConfig });
+      if (m.method === "config.get") {
+        const company = m.params?.companyId;
+        if (typeof company === "string" && [...this.scopes.values()].includes(company)) {
+          this.send({ jsonrpc: "2.0", id: m.id, result: this.instanceConfig });
+        } else {
+          const message = `Plugin "${manifest.id}" is not allowed to perform "config.get": company context is required`;
+          this.send({ jsonrpc: "2.0", id: m.id, error: { code: -32005, message } });
+        }
+      }
       else if (m.method === "state.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.state.get(key) ?? null });
       else if (m.method === "state.set") {
         this.state.set(key, m.params?.value);

@@ -55,20 +55,29 @@ test("a kubeconfig whose user runs a program is refused, and the program never r
   assert.equal(existsSync(marker), false, "the exec plugin never ran");
 });
 
-test("without a kubeconfig an environment is refused unless the operator allows ambient credentials", async () => {
+test("without a kubeconfig an environment validates, and its probe and acquire are refused unless the operator allows ambient credentials", async () => {
   const h = await harness(instanceConfig(join(scratch, "cache")));
   const v = await h.validateConfig({ driverKey: DRIVER_KEY, config: config({}) });
-  assert.equal(v.ok, false);
-  assert.ok((v.errors ?? []).some((e) => e.startsWith("/kubeconfig: is required")), JSON.stringify(v.errors));
+  assert.equal(v.ok, true, `validation has no company, so no operator setting to check: ${JSON.stringify(v)}`);
+  const probe = await h.probe({ driverKey: DRIVER_KEY, companyId: "c-1", environmentId: "e-1", config: config({}) });
+  assert.equal(probe.ok, false);
+  assert.match(probe.summary ?? "", /^\/kubeconfig: is required: the operator has not let environments use the worker's own credentials/);
+  await assert.rejects(h.acquireLease({ driverKey: DRIVER_KEY, companyId: "c-1", environmentId: "e-1", config: config({}), runId: "r-1" }), /invalid-config at \/kubeconfig: is required/);
 });
 
 test("a sandbox-host that cannot start fails calls at once, and shutdown does not hang", async () => {
-  const h = await harness({ ...instanceConfig(join(scratch, "cache")), sandboxHostBinary: join(scratch, "no-such-sandbox-host") });
+  const h = await harness(instanceConfig(join(scratch, "cache")));
   const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n";
-  const v = await within(10_000, "validateConfig", h.validateConfig({ driverKey: DRIVER_KEY, config: config({ kubeconfig }) }));
-  assert.equal(v.ok, false);
-  assert.match((v.errors ?? []).join("; "), /cannot start sandbox-host at .*no-such-sandbox-host \(spawn .* ENOENT\)/);
-  await within(10_000, "a second call", h.validateConfig({ driverKey: DRIVER_KEY, config: config({ kubeconfig }) }));
+  const packaged = process.env.SANDBOX_HOST_BIN;
+  process.env.SANDBOX_HOST_BIN = join(scratch, "no-such-sandbox-host");
+  try {
+    const v = await within(10_000, "validateConfig", h.validateConfig({ driverKey: DRIVER_KEY, config: config({ kubeconfig }) }));
+    assert.equal(v.ok, false);
+    assert.match((v.errors ?? []).join("; "), /cannot start sandbox-host at .*no-such-sandbox-host \(spawn .* ENOENT\)/);
+    await within(10_000, "a second call", h.validateConfig({ driverKey: DRIVER_KEY, config: config({ kubeconfig }) }));
+  } finally {
+    process.env.SANDBOX_HOST_BIN = packaged;
+  }
   await within(10_000, "shutdown", plugin.definition.onShutdown!());
 });
 
@@ -76,14 +85,14 @@ test("a request larger than sandbox-host takes is refused in the worker, not lef
   const limits = join(scratch, "limits.json");
   writeFileSync(limits, JSON.stringify({ "max-input-bytes": 1000 }));
   const h = await harness({ ...instanceConfig(join(scratch, "cache")), limitsFile: limits });
-  // A cluster nobody serves: validate-config never calls it.
+  // A cluster nobody serves: the request never leaves the worker.
   const kubeconfig = [
     "apiVersion: v1", "kind: Config", "current-context: c",
     "contexts:", "- name: c", "  context: {cluster: k, user: u}",
     "clusters:", "- name: k", "  cluster: {server: 'https://127.0.0.1:1'}",
     "users:", "- name: u", "  user: {token: t}",
   ].join("\n");
-  const v = await within(30_000, "validateConfig", h.validateConfig({ driverKey: DRIVER_KEY, config: config({ kubeconfig, labels: { big: "x".repeat(200_000) } }) }));
-  assert.equal(v.ok, false);
-  assert.match((v.errors ?? []).join("; "), /request-too-large: the validate-config request is \d+ bytes; sandbox-host takes at most \d+/);
+  const probe = await within(30_000, "probe", h.probe({ driverKey: DRIVER_KEY, companyId: "c-1", environmentId: "e-1", config: config({ kubeconfig, labels: { big: "x".repeat(200_000) } }) }));
+  assert.equal(probe.ok, false);
+  assert.match(probe.summary ?? "", /request-too-large: the probe request is \d+ bytes; sandbox-host takes at most \d+/);
 });

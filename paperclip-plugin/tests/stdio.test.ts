@@ -3,7 +3,7 @@
 // of a lease's life (a command run in it among them), the worker's own requests (config.get)
 // answered, then shutdown.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -28,12 +28,14 @@ after(async () => {
 test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", async () => {
   const server = new PaperclipServer(instanceConfig(cache));
   const methods = await server.initialize();
-  for (const m of ["environmentValidateConfig", "environmentProbe", "environmentAcquireLease", "environmentResumeLease", "environmentReleaseLease", "environmentDestroyLease", "environmentExecute"]) {
+  for (const m of ["environmentValidateConfig", "environmentProbe", "environmentAcquireLease", "environmentResumeLease", "environmentReleaseLease", "environmentDestroyLease", "environmentExecute", "environmentRealizeWorkspace"]) {
     assert.ok(methods.includes(m), `${m} in ${JSON.stringify(methods)}`);
   }
 
-  const config = { namespace: "default", image: "busybox:1.36", backend: "job", kubeconfig: cluster.kubeconfig };
+  const workingDir = join(cache, "workspace");
+  const config = { namespace: "default", image: "busybox:1.36", backend: "job", kubeconfig: cluster.kubeconfig, workingDir };
   const base = { driverKey: DRIVER_KEY, companyId: "company-1", environmentId: "env-stdio", config };
+  // Validation comes with no company, and the server refuses `config.get` then.
   const validation = await server.call("environmentValidateConfig", { driverKey: DRIVER_KEY, config });
   assert.equal(validation.result?.ok, true, JSON.stringify(validation));
 
@@ -44,6 +46,15 @@ test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", 
   ]);
   for (const acquired of [a, b]) assert.match(acquired.result?.providerLeaseId ?? "", /^k8s:job:default:/, JSON.stringify(acquired));
   assert.notEqual(a.result.providerLeaseId, b.result.providerLeaseId);
+
+  // After every acquire Paperclip realizes the workspace: the directory exists in the sandbox.
+  const realized = await server.call("environmentRealizeWorkspace", {
+    ...base,
+    lease: a.result,
+    workspace: { remotePath: a.result.metadata.remoteCwd, localPath: "/nowhere" },
+  });
+  assert.equal(realized.result?.cwd, workingDir, JSON.stringify(realized));
+  assert.ok(existsSync(workingDir), "the embedded kubelet runs commands on this machine: the directory is here");
 
   const executed = await server.call("environmentExecute", {
     ...base,

@@ -20,7 +20,7 @@ export function required(name: string): string {
 }
 
 export const BINARY = required("SANDBOX_HOST_BIN");
-export const COMPONENT = required("SANDBOX_HOST_COMPONENT");
+required("SANDBOX_HOST_COMPONENT");
 
 /** A `sandbox-host cluster` process and its admin kubeconfig. */
 export class Cluster {
@@ -78,9 +78,9 @@ export class Cluster {
   }
 }
 
-/** The operator's instance config of the tests. */
+/** The operator's plugin config of the tests (the programs come from SANDBOX_HOST_BIN and SANDBOX_HOST_COMPONENT). */
 export function instanceConfig(cacheDir: string): Record<string, unknown> {
-  return { sandboxHostBinary: BINARY, component: COMPONENT, allowedNamespaces: ["default"], cacheDir };
+  return { allowedNamespaces: ["default"], cacheDir };
 }
 
 /** The plugin's hooks in the SDK's environment harness, after `setup` with its context. */
@@ -98,14 +98,16 @@ export async function harness(instance: Record<string, unknown>): Promise<Enviro
       onReleaseLease: d.onEnvironmentReleaseLease,
       onDestroyLease: d.onEnvironmentDestroyLease,
       onExecute: d.onEnvironmentExecute,
+      onRealizeWorkspace: d.onEnvironmentRealizeWorkspace,
     },
   });
   await d.setup(h.ctx);
   return h;
 }
 
-/** The processes the plugin's health check reports. */
-export async function serveProcesses(): Promise<{ pid: number | null; starts: number }[]> {
+/** The processes the plugin's health check reports (validation's offline one with `all`). */
+export async function serveProcesses(all = false): Promise<{ purpose: string; pid: number | null; starts: number }[]> {
   const health = await plugin.definition.onHealth?.();
-  return (health?.details?.processes ?? []) as { pid: number | null; starts: number }[];
+  const processes = (health?.details?.processes ?? []) as { purpose: string; pid: number | null; starts: number }[];
+  return all ? processes : processes.filter((p) => p.purpose === "company");
 }
