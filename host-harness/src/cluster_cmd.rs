@@ -46,12 +46,24 @@ pub async fn serve(args: ClusterArgs) -> anyhow::Result<()> {
     println!("embedded cluster serving at {}", cluster.url());
     println!("kubeconfig written to {}", args.kubeconfig.display());
     println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
-    tokio::signal::ctrl_c().await.context("wait for Ctrl-C")?;
-    println!("stopping");
+    let why = stop_signal().await?;
+    println!("stopping ({why})");
+    // Dropping the cluster stops it in order: its pods' processes are killed, its files removed.
+    drop(cluster);
     Ok(())
 }
 
-/// Runs the chosen controllers against the cluster of a kubeconfig until Ctrl-C.
+/// Waits for SIGINT (Ctrl-C) or SIGTERM (what a supervisor or a test harness sends), and says which.
+async fn stop_signal() -> anyhow::Result<&'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("listen for SIGTERM")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.map(|()| "SIGINT").context("wait for Ctrl-C"),
+        _ = terminate.recv() => Ok("SIGTERM"),
+    }
+}
+
+/// Runs the chosen controllers against the cluster of a kubeconfig until Ctrl-C or SIGTERM.
 pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f64) -> anyhow::Result<()> {
     let yaml = std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
     let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
@@ -88,7 +100,7 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
         }
         tasks.push(tokio::spawn(controllers::run_forever(*kind, own, clock.clone(), kubelet)));
     }
-    tokio::signal::ctrl_c().await.context("wait for Ctrl-C")?;
+    stop_signal().await?;
     for t in tasks {
         t.abort();
     }

@@ -81,7 +81,8 @@ impl Default for ClusterConfig {
 }
 
 /// A running embedded cluster; dropping it stops the server and the controllers, kills every
-/// `pods/exec` process and removes their directories.
+/// `pods/exec` process (and what execs left running in the background) and removes their
+/// directories.
 pub struct EmbeddedCluster {
     api: Arc<ApiServer>,
     url: String,
@@ -228,7 +229,8 @@ impl EmbeddedCluster {
         &self.api.clock
     }
 
-    /// How many `pods/exec` processes run now (each exec is one process group).
+    /// How many `pods/exec` sessions stream now (what finished execs left running in the
+    /// background is not counted: it lives on with its pod).
     pub fn running_execs(&self) -> usize {
         self.api.exec.running()
     }

@@ -15,6 +15,11 @@
 //!   stdin). A close message of another length, or for a channel past 4, ends the session, as
 //!   upstream's read loop breaks on it. v4 has no such signal: the client's only way to end
 //!   stdin is to close the connection, which ends the exec.
+//! * A resize message (`{"Width":W,"Height":H}`, client-go's `TerminalSize`) sets the size of
+//!   a TTY exec's terminal; without a terminal, or malformed, it is dropped.
+//! * The exec ends when its process has exited and its output is read, as the kubelet's
+//!   runtime ends it (`controllers/kubelet/exec.rs` says when that is, with a TTY and without,
+//!   and what is killed when the client goes or the cluster's time limit comes first).
 //! * When the command has ended and its output is sent, the server sends the `metav1.Status` on
 //!   channel 3 and a WebSocket close (1000), then waits briefly for the client's close.
 //!
@@ -39,7 +44,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -52,7 +57,8 @@ const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
 const ERROR: u8 = 3;
-/// Channels 0 to 4 exist; resize (4) is read and ignored (there is no terminal).
+const RESIZE: u8 = 4;
+/// Channels 0 to 4 exist.
 const CHANNELS: u8 = 5;
 /// v5's stream-close signal.
 const CLOSE: u8 = 255;
@@ -66,6 +72,12 @@ const READ_CHUNK: usize = 32 * 1024;
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// How much of the command a v4 status shows.
 const SHOWN_COMMAND_CHARS: usize = 256;
+/// After a TTY exec's process exited, how long its terminal is still read, unless it closes
+/// first: long enough for what the process wrote last (a terminal buffers little, so a writer
+/// cannot exit far ahead of its reader), and no longer, so that a background process still
+/// holding the terminal does not keep the exec open (containerd closes the console when the
+/// exec's process exits).
+const TTY_DRAIN: Duration = Duration::from_millis(250);
 
 /// A subprotocol of the remote-command WebSocket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,6 +272,15 @@ fn shown_command(argv: &[String]) -> String {
     }
 }
 
+/// A resize message: client-go's `TerminalSize`.
+#[derive(Deserialize)]
+struct TerminalSize {
+    #[serde(rename = "Width", alias = "width")]
+    width: u16,
+    #[serde(rename = "Height", alias = "height")]
+    height: u16,
+}
+
 /// The exit code a container runtime reports for a status.
 fn exit_code(status: ExitStatus) -> i32 {
     status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(128)
@@ -281,8 +302,17 @@ async fn write_some(pipe: &mut Option<impl AsyncWrite + Unpin>, pending: &VecDeq
     }
 }
 
+/// Sleeps until `deadline`; forever without one.
+async fn sleep_until_if_set(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Runs one exec over an established WebSocket until the command ends or the client goes.
-/// Whatever ends it, the process group is killed on the way out.
+/// Ended before the command exited, the exec takes its whole session with it; after, what the
+/// command left running stays with the pod.
 pub async fn serve<S>(mut ws: WebSocketStream<S>, protocol: Protocol, host: Arc<ExecHost>, spec: ExecSpec)
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -299,6 +329,7 @@ where
     }
     let argv = spec.argv.clone();
     let tty = spec.tty;
+    let forward_stdout = spec.stdout;
     let mut process = match host.start(spec) {
         Ok(p) => p,
         Err(StartError::Stopped) => return,
@@ -307,20 +338,26 @@ where
     let mut stdin = process.stdin.take();
     let mut stdout = process.stdout.take();
     let mut stderr = process.stderr.take();
-    let stderr_channel = if tty { STDOUT } else { STDERR };
     let mut pending: VecDeque<Bytes> = VecDeque::new();
     let mut pending_bytes = 0usize;
     let mut stdin_closing = false;
     let mut exited: Option<ExitStatus> = None;
     let mut timed_out = false;
+    let mut killed_at_limit = false;
+    // With a TTY, once the process exited: when to stop reading the terminal.
+    let mut drain_until: Option<tokio::time::Instant> = None;
     let deadline = tokio::time::Instant::now() + host.limit();
     let mut stopped = host.stopped();
     let mut out_buf = vec![0u8; READ_CHUNK];
     let mut err_buf = vec![0u8; READ_CHUNK];
 
     loop {
-        if exited.is_some() && stdout.is_none() && stderr.is_none() {
-            break;
+        if exited.is_some() {
+            let output_closed = stdout.is_none() && stderr.is_none();
+            let drained = drain_until.is_some_and(|until| tokio::time::Instant::now() >= until);
+            if output_closed || drained || timed_out {
+                break;
+            }
         }
         if stdin_closing && pending.is_empty() {
             stdin = None;
@@ -334,6 +371,11 @@ where
                         pending.push_back(data);
                     }
                     Inbound::CloseStream(STDIN) => stdin_closing = true,
+                    Inbound::Data { channel: RESIZE, data } => {
+                        if let Ok(size) = serde_json::from_slice::<TerminalSize>(&data) {
+                            process.resize(size.width, size.height);
+                        }
+                    }
                     Inbound::Data { .. } | Inbound::CloseStream(_) | Inbound::Ignore => {}
                     Inbound::Gone | Inbound::ProtocolError => return,
                 }
@@ -358,7 +400,7 @@ where
             },
             read = read_some(&mut stdout, &mut out_buf) => match read {
                 Ok(n) if n > 0 => {
-                    if ws.send(protocol.encode(STDOUT, &out_buf[..n])).await.is_err() {
+                    if forward_stdout && ws.send(protocol.encode(STDOUT, &out_buf[..n])).await.is_err() {
                         return;
                     }
                 }
@@ -366,27 +408,34 @@ where
             },
             read = read_some(&mut stderr, &mut err_buf) => match read {
                 Ok(n) if n > 0 => {
-                    if ws.send(protocol.encode(stderr_channel, &err_buf[..n])).await.is_err() {
+                    if ws.send(protocol.encode(STDERR, &err_buf[..n])).await.is_err() {
                         return;
                     }
                 }
                 _ => stderr = None,
             },
             status = process.child.wait(), if exited.is_none() => {
-                // What the command left running would hold the pipes open: it ends with it.
-                process.kill_group();
+                // What the command left running stays; without a TTY it may hold the output
+                // open, and the exec goes on until it closes it.
                 exited = Some(status.unwrap_or_else(|_| ExitStatus::from_raw(128 << 8)));
+                if tty {
+                    drain_until = Some(tokio::time::Instant::now() + TTY_DRAIN);
+                }
             }
             () = tokio::time::sleep_until(deadline), if !timed_out => {
-                process.kill_group();
                 timed_out = true;
+                if exited.is_none() {
+                    process.kill_all();
+                    killed_at_limit = true;
+                }
             }
+            () = sleep_until_if_set(drain_until) => {}
             _ = stopped.changed() => return,
         }
     }
     drop(process);
     let outcome = match exited {
-        _ if timed_out => Outcome::TimedOut(host.limit()),
+        _ if killed_at_limit => Outcome::TimedOut(host.limit()),
         Some(status) => Outcome::Exited(exit_code(status)),
         None => Outcome::Exited(128),
     };

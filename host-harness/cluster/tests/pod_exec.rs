@@ -1,11 +1,13 @@
 //! `pods/exec` against the embedded cluster: kube-rs (`Api::exec`, v5), a raw v4 WebSocket
 //! client, and the real `kubectl exec`. The command runs as a local process in the pod's
-//! directory with the container's environment.
+//! directory with the container's environment; what it leaves running in the background lives
+//! on with the pod, as in a container.
 
 mod common;
 
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use embedded_cluster::faults::{Action, Match, Rule};
@@ -227,16 +229,18 @@ async fn a_dropped_client_and_the_time_limit_kill_the_process() {
     let c = cluster(ClusterConfig { exec_timeout: Duration::from_secs(2), ..Default::default() }).await;
     let pods = shell_pod(&c).await;
 
-    let attached = pods.exec("shell", ["sleep", "987.651"], &AttachParams::default()).await.expect("exec");
-    common::eventually("the sleep running", || {
-        let up = sleeping("987.651");
+    // Cut short, an exec takes what it started in the background with it.
+    let command = ["sh", "-c", "sleep 987.654 & exec sleep 987.651"];
+    let attached = pods.exec("shell", command, &AttachParams::default()).await.expect("exec");
+    common::eventually("the sleeps running", || {
+        let up = sleeping("987.651") && sleeping("987.654");
         async move { up }
     })
     .await;
     assert_eq!(c.running_execs(), 1);
     drop(attached);
-    common::eventually("the sleep killed once its client is gone", || {
-        let gone = !sleeping("987.651") && c.running_execs() == 0;
+    common::eventually("the sleeps killed once their client is gone", || {
+        let gone = !sleeping("987.651") && !sleeping("987.654") && c.running_execs() == 0;
         async move { gone }
     })
     .await;
@@ -371,4 +375,156 @@ async fn kubectl_exec_prints_the_output_and_exits_with_the_commands_code() {
         c.requests().entries().iter().filter(|e| e.subresource == "exec").map(|e| e.code).collect::<Vec<_>>();
     assert_eq!(upgraded, [101], "kubectl took the WebSocket, not SPDY: {stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Polls until `done` holds, for at most 30 seconds, or fails saying what it waited for.
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn what_an_exec_starts_in_the_background_lives_until_the_pod_is_deleted() {
+    let c = cluster(ClusterConfig::default()).await;
+    let pods = shell_pod(&c).await;
+
+    let ran = exec(&pods, &["sh", "-c", "nohup sleep 987.661 >/dev/null 2>&1 & echo $! > bridge.pid"], None).await;
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("0"), "{}", ran.stderr);
+    // It was started before the exec's `sh` exited; it shows as `sleep` once `nohup` has run it.
+    wait_until("the background process running after its exec ended", || sleeping("987.661")).await;
+    assert_eq!(c.running_execs(), 0, "the exec itself is over");
+
+    let ran = exec(&pods, &["sh", "-c", r#"kill -0 "$(cat bridge.pid)" && echo alive"#], None).await;
+    assert_eq!(ran.stdout, "alive\n", "a later exec in the pod sees it: {}", ran.stderr);
+    assert!(sleeping("987.661"));
+
+    pods.delete("shell", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.expect("delete");
+    wait_until("the background process killed with its pod", || !sleeping("987.661")).await;
+}
+
+#[tokio::test]
+async fn what_execs_left_running_dies_with_the_cluster() {
+    let c = cluster(ClusterConfig::default()).await;
+    let pods = shell_pod(&c).await;
+    let ran = exec(&pods, &["sh", "-c", "nohup sleep 987.662 >/dev/null 2>&1 &"], None).await;
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("0"), "{}", ran.stderr);
+    wait_until("the background process running after its exec ended", || sleeping("987.662")).await;
+    drop(c);
+    wait_until("the background process killed with the cluster", || !sleeping("987.662")).await;
+}
+
+#[tokio::test]
+async fn an_exec_streams_until_whatever_holds_its_output_closes_it() {
+    let c = cluster(ClusterConfig::default()).await;
+    let pods = shell_pod(&c).await;
+    // As with containerd: the background writer inherited stdout, and the exec ends when it is
+    // done with it, not when `sh` exits.
+    let ran = exec(&pods, &["sh", "-c", "(sleep 1; echo late) & echo early"], None).await;
+    assert_eq!(ran.stdout, "early\nlate\n", "{}", ran.stderr);
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("0"));
+}
+
+/// Runs `script` in `shell` on a terminal through kube-rs: what it printed and its status.
+async fn tty_exec(pods: &Api<Pod>, script: &str) -> (String, Option<Status>) {
+    let params = AttachParams::default().container("main").stderr(false).tty(true);
+    let run = async {
+        let mut attached = pods.exec("shell", ["sh", "-c", script], &params).await.expect("exec");
+        let status = attached.take_status().expect("status future");
+        let stdout = read_all(attached.stdout()).await;
+        (stdout, status.await)
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("the TTY exec ends in time")
+}
+
+#[tokio::test]
+async fn a_tty_exec_runs_on_a_terminal_the_client_sizes() {
+    let c = cluster(ClusterConfig { tls: false, ..Default::default() }).await;
+    let pods = shell_pod(&c).await;
+
+    let (stdout, status) = tty_exec(&pods, "test -t 0 && test -t 1 && echo tty").await;
+    assert_eq!(stdout, "tty\r\n", "a terminal turns \\n into \\r\\n");
+    assert_eq!(exit_code(&status).as_deref(), Some("0"));
+
+    // A resize message sets the size; stdin after it is written after it.
+    let query = "command=sh&command=-c&command=read+go%3B+stty+size&stdin=true&stdout=true&tty=true";
+    let mut ws = raw_exec(&c, query, "v5.channel.k8s.io").await.expect("upgrade");
+    let mut resize = vec![4u8];
+    resize.extend_from_slice(br#"{"Width":100,"Height":30}"#);
+    ws.send(Message::binary(resize)).await.expect("resize");
+    ws.send(Message::binary(b"\0go\n".to_vec())).await.expect("stdin");
+    let frames = messages(ws).await;
+    let stdout: Vec<u8> = frames.iter().filter(|(ch, _)| *ch == 1).flat_map(|(_, d)| d.clone()).collect();
+    assert_eq!(String::from_utf8_lossy(&stdout), "go\r\n30 100\r\n", "the typed line's echo, then the size");
+
+    // As with containerd, the exec ends when its process exits, though a background process
+    // that ignores the hang-up still holds the terminal; that process lives on with the pod.
+    let (stdout, status) = tty_exec(&pods, "trap '' HUP; sleep 987.681 & echo started").await;
+    assert_eq!((stdout.as_str(), exit_code(&status).as_deref()), ("started\r\n", Some("0")));
+    wait_until("the background process running after its exec ended", || sleeping("987.681")).await;
+    drop(c);
+    wait_until("the background process killed with the cluster", || !sleeping("987.681")).await;
+}
+
+#[tokio::test]
+async fn kubectl_exec_it_gets_a_terminal() {
+    let c = cluster(ClusterConfig::default()).await;
+    shell_pod(&c).await;
+    let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-exec-it-{}", std::process::id()));
+    let kubeconfig = dir.join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+
+    // kubectl asks for a TTY only when its own stdin is one: give it a terminal too.
+    use rustix::pty::OpenptFlags;
+    let ours = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
+    rustix::pty::grantpt(&ours).expect("grantpt");
+    rustix::pty::unlockpt(&ours).expect("unlockpt");
+    let name = rustix::pty::ptsname(&ours, Vec::new()).expect("ptsname");
+    let flags = rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC;
+    let theirs = rustix::fs::open(name.as_c_str(), flags, rustix::fs::Mode::empty()).expect("open the terminal");
+    let side = || Stdio::from(theirs.try_clone().expect("dup the terminal"));
+
+    let mut kubectl = Command::new("kubectl");
+    kubectl.arg("--kubeconfig").arg(&kubeconfig).args(["exec", "-it", "shell", "--", "sh", "-c", "tty; echo hi"]);
+    kubectl.stdin(side()).stdout(side()).stderr(side());
+    let mut child = kubectl.spawn().expect("kubectl is on PATH (install it: the exec scenario needs it)");
+    drop(kubectl);
+    drop(theirs);
+    // Everything kubectl prints, until it exits and the terminal hangs up (EIO).
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut terminal = std::fs::File::from(ours);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = terminal.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    let printed = match tokio::time::timeout(Duration::from_secs(30), reader).await {
+        Ok(printed) => printed.expect("join"),
+        Err(_) => {
+            let _ = child.kill();
+            panic!("timed out waiting for kubectl exec -it to end");
+        }
+    };
+    let status = child.wait().expect("kubectl's status");
+    assert!(status.success(), "{printed}");
+    assert!(printed.contains("/dev/pts/"), "the command's stdin is a terminal: {printed:?}");
+    assert!(printed.contains("hi\r\n"), "{printed:?}");
+    let tty = c.requests().entries().iter().filter(|e| e.subresource == "exec").map(|e| e.code).collect::<Vec<_>>();
+    assert_eq!(tty, [101], "{printed}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_command_kills_its_own_group_as_the_providers_watchdog_does() {
+    let c = cluster(ClusterConfig::default()).await;
+    let pods = shell_pod(&c).await;
+    // The provider's exec script ends a timed-out command with `kill -9 "-$$"`: the exec's
+    // process leads its group, so that takes what it started along.
+    let ran = exec(&pods, &["sh", "-c", r#"sleep 987.671 & kill -9 "-$$""#], None).await;
+    assert_eq!(exit_code(&ran.status).as_deref(), Some("137"), "{}", ran.stderr);
+    wait_until("the command's background process killed with its group", || !sleeping("987.671")).await;
 }

@@ -104,6 +104,66 @@ async fn fault(kubeconfig: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// `kubectl ARGS` against a kubeconfig: stdout, or a panic with what kubectl said.
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("run kubectl");
+    assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// SIGTERM (what a supervisor or a test harness sends) stops `sandbox-host cluster` in order, as
+/// Ctrl-C does: it exits 0, the processes its pods started are gone, and so are its files.
+#[test]
+fn cluster_command_stops_in_order_on_sigterm() {
+    let dir = temp_dir("cluster-sigterm");
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(BIN)
+        .args(["cluster", "--port", "0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start sandbox-host cluster");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig written within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kubectl(&kubeconfig, &["run", "sigterm", "--image", "busybox:1.36", "--restart", "Never", "--", "sleep", "infinity"]);
+    kubectl(&kubeconfig, &["wait", "--for=condition=Ready", "pod/sigterm", "--timeout=120s"]);
+    let pid = kubectl(&kubeconfig, &["exec", "sigterm", "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"]);
+    let pid = pid.trim().to_string();
+    let proc_dir = PathBuf::from("/proc").join(&pid);
+    assert!(proc_dir.exists(), "the background process {pid} outlives its exec");
+    let root_prefix = format!("embedded-cluster-{}-", child.id());
+    let roots = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .expect("temp dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&root_prefix))
+            .count()
+    };
+    assert_eq!(roots(), 1, "the cluster keeps its pods' files under the temp dir");
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "sandbox-host cluster still runs 60 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.code(), Some(0), "an orderly stop, not death by the signal");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while proc_dir.exists() && !std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default().contains(") Z ") {
+        assert!(Instant::now() < deadline, "the pod's background process {pid} still runs 30 s after the cluster stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(roots(), 0, "the cluster's files are removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn fault_add_flags_round_trip_through_the_admin_endpoint() {
     let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })

@@ -37,6 +37,7 @@ mod caches;
 mod config_refs;
 pub(crate) mod exec;
 pub(crate) mod exec_env;
+mod exec_sessions;
 mod ip_pool;
 mod merge_patch;
 mod node;

@@ -1,8 +1,8 @@
 //! The simulated kubelet's side of `pods/exec`: the exec'd command runs as a **local process on
 //! the machine that runs the cluster**, not in the container's image. Nothing is isolated: the
-//! command sees the host's files and programs, runs as the cluster's user, and can do whatever
-//! that user can. It is a simulation for demos and tests, so that `kubectl exec` and kube-rs's
-//! `Api::exec` have something real to talk to.
+//! command, and whatever it leaves running, sees the host's files, programs and network, runs as
+//! the cluster's user, and can do whatever that user can. It is a simulation for demos and
+//! tests, so that `kubectl exec` and kube-rs's `Api::exec` have something real to talk to.
 //!
 //! Where a real kube-apiserver proxies an exec to the kubelet's streaming server, the embedded
 //! API server calls [`ExecHost::start`] in-process (the rest of the simulated kubelet is an
@@ -20,27 +20,69 @@
 //! * A clean environment, not the host's: `PATH` (the host's, so host programs resolve),
 //!   `HOME` (the pod directory), `HOSTNAME` (the pod's hostname or name), `TERM=xterm` with a
 //!   TTY, then the container's own variables ([`super::exec_env`]) over them.
-//! * Its own process group, killed with SIGKILL when the exec ends for any reason (the command
-//!   exited, the client went away, the cluster's time limit, the pod's deletion, the cluster
-//!   stopping), so nothing it started outlives the exec. That differs from a container, where
-//!   background processes of an exec live on until the container stops. A process that leaves
-//!   the group (`setsid`) escapes; a cluster killed with SIGKILL cannot kill anything.
-//! * No terminal: with `tty` the process still reads and writes pipes (its stderr is reported
-//!   as stdout, as a TTY merges them), and resize events are ignored.
+//! * A session of its own (`setsid`), as runc gives every process it starts in a container: the
+//!   process and what it starts are apart from any terminal of the cluster's, and the session
+//!   is what the cluster tracks and kills ([`super::exec_sessions`]).
+//! * With `tty`, a pseudo-terminal as its controlling terminal and as its stdin, stdout and
+//!   stderr (so stderr reaches the client as stdout, as a terminal merges them); the client's
+//!   resize messages set the terminal's size (`TIOCSWINSZ`, which sends the process SIGWINCH).
+//!   Without, pipes, and `/dev/null` for a stream the client did not ask for.
+//! * What it starts in the background outlives the exec, as in a container: it runs on after
+//!   the exec's process has exited until the pod is deleted or the cluster stops, and then the
+//!   sessions of all the pod's execs are killed (SIGKILL). So a client can start a server with
+//!   `nohup server > log 2>&1 &` in one exec and talk to it from the next.
+//!
+//! ## When the exec ends
+//! * As containerd ends one. Without a TTY: once the process has exited **and** its stdout and
+//!   stderr are closed, also by whatever inherited them (containerd's CRI waits for its copy of
+//!   the output, which a background process holding the pipes keeps going): `sh -c 'sleep 25 &
+//!   echo started'` streams for 25 seconds here as on a real cluster, while `nohup cmd > file
+//!   2>&1 &` returns at once. With a TTY: once the process has exited and what it wrote last is
+//!   read (a short drain, `TTY_DRAIN` in `remote_command.rs`), as containerd closes the console
+//!   when the exec's process exits, so a background process still holding the terminal does
+//!   not keep the exec open. The exiting process hangs the
+//!   terminal up and the kernel sends its foreground process group SIGHUP: background
+//!   processes of a TTY exec live on if they ignore it (`nohup`), as in a container.
+//! * An exec cut short before its process exited (the client went away, the cluster's time
+//!   limit, the pod's deletion, the cluster stopping) has its whole session killed at once,
+//!   what it started in the background included. A real runtime kills only the exec's process
+//!   when the exec's request ends (containerd's CRI); here an exec that nobody waits for any
+//!   more must not leave work running on the host. Once the process has exited, what it left belongs to the pod: a
+//!   client that goes away then, or the time limit reached while a background process still
+//!   holds the output, ends the exec (with the process's exit code) and kills nothing.
+//! * Nothing outlives the cluster: stopping it (dropping it, which a host does on the SIGTERM
+//!   or SIGINT it handles) kills every session, and should the cluster's process die without
+//!   stopping it (SIGKILL, a signal its program does not handle), a guardian process does
+//!   ([`super::exec_sessions`]).
+//! * Out of reach: a process that starts a session of its own (`setsid`, a daemon detaching)
+//!   is never killed by the cluster, where a container's PID namespace would hold it. And once
+//!   a session is empty its id may be taken by an unrelated process before the cluster notices,
+//!   which a later kill would then hit; the cluster checks before each kill to keep that window
+//!   short ([`super::exec_sessions`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
+use rustix::fs::{Mode, OFlags};
+use rustix::process::Pid;
+use rustix::pty::OpenptFlags;
+use rustix::termios::Winsize;
 use sandbox_contract::quote;
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
 use tokio::sync::watch;
+
+use super::exec_sessions::{Guardian, Processes};
 
 /// How long an exec may run unless the cluster is configured otherwise.
 pub const DEFAULT_EXEC_LIMIT: Duration = Duration::from_secs(10 * 60);
@@ -61,13 +103,13 @@ pub struct ExecSpec {
     pub working_dir: Option<String>,
     /// What `HOSTNAME` says.
     pub hostname: String,
-    /// The client sends stdin (else the process reads `/dev/null`).
+    /// The client sends stdin (else the process reads `/dev/null`, or the silent terminal).
     pub stdin: bool,
     /// The client reads stdout (else it goes to `/dev/null`).
     pub stdout: bool,
     /// The client reads stderr apart from stdout.
     pub stderr: bool,
-    /// The client asked for a terminal: stderr is then read as stdout.
+    /// The client asked for a terminal: stdin, stdout and stderr are then the terminal.
     pub tty: bool,
 }
 
@@ -84,64 +126,160 @@ pub enum StartError {
     /// The pod's directory or the container's working directory cannot be made.
     #[error("cannot create the working directory {}: {source}", .path.display())]
     WorkingDir { path: PathBuf, source: std::io::Error },
+    /// No pseudo-terminal could be had for a TTY exec.
+    #[error("cannot open a terminal: {0}")]
+    Terminal(std::io::Error),
+    /// The pod was deleted while the exec was being set up.
+    #[error("the pod was deleted")]
+    PodDeleted,
     /// The cluster is stopping.
     #[error("the embedded cluster is stopping; no new exec starts")]
     Stopped,
 }
 
-/// One running exec's process group, as the host tracks it.
-#[derive(Debug, Clone)]
+/// What the process reads: the client's stdin.
+pub type Input = Box<dyn AsyncWrite + Send + Unpin>;
+/// What the process writes: its stdout or stderr, or the terminal.
+pub type Output = Box<dyn AsyncRead + Send + Unpin>;
+
+/// One exec's session, as the host tracks it.
+#[derive(Debug)]
 struct Entry {
     pod_uid: String,
-    group: Pid,
+    session: Pid,
+    /// The exec still streams; once not, its process has exited and what it left runs on.
+    streaming: bool,
 }
 
-/// The execs of one cluster: its temp root, its time limit, and every live process group, so
-/// that a pod's deletion and the cluster's stop can kill them.
+/// The exec sessions of all pods, and what goes with them.
+#[derive(Debug, Default)]
+struct Registry {
+    entries: HashMap<u64, Entry>,
+    /// Deleted pods' uids, so that an exec racing its pod's deletion does not start.
+    deleted: HashSet<String>,
+    guardian: Option<Guardian>,
+    /// The guardian could not be started (and that was said once).
+    guardian_failed: bool,
+}
+
+impl Registry {
+    /// Tracks a new session, with the guardian (started at the first).
+    fn register(&mut self, id: u64, entry: Entry) {
+        if self.guardian.is_none() && !self.guardian_failed {
+            match Guardian::spawn() {
+                Ok(guardian) => self.guardian = Some(guardian),
+                Err(e) => {
+                    self.guardian_failed = true;
+                    tracing::warn!(
+                        error = %e,
+                        "cannot start the exec guardian (sh): if this process dies without stopping the embedded \
+                         cluster, background processes of its execs may be left running"
+                    );
+                }
+            }
+        }
+        if let Some(guardian) = &mut self.guardian {
+            guardian.register(entry.session);
+        }
+        self.entries.insert(id, entry);
+    }
+
+    fn forget(&mut self, id: u64) {
+        if let (Some(entry), Some(guardian)) = (self.entries.remove(&id), self.guardian.as_mut()) {
+            guardian.forget(entry.session);
+        }
+    }
+
+    /// Forgets the sessions of finished execs that have no process left.
+    fn prune(&mut self, processes: &mut Processes) {
+        let empty: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| !e.streaming && !processes.alive(e.session))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in empty {
+            self.forget(id);
+        }
+    }
+
+    /// Kills the sessions of a pod's execs (those still running too) and forgets the finished.
+    fn kill_pod(&mut self, pod_uid: &str) {
+        let mut processes = Processes::default();
+        self.prune(&mut processes);
+        let ids: Vec<u64> = self.entries.iter().filter(|(_, e)| e.pod_uid == pod_uid).map(|(id, _)| *id).collect();
+        for id in ids {
+            let Some(entry) = self.entries.get(&id) else { continue };
+            if processes.alive(entry.session) {
+                processes.kill(entry.session);
+            }
+            if !entry.streaming {
+                self.forget(id);
+            }
+        }
+    }
+}
+
+/// The execs of one cluster: its temp root, its time limit, and every exec session, so that a
+/// pod's deletion and the cluster's stop can kill what they left running.
 #[derive(Debug)]
 pub struct ExecHost {
     root: PathBuf,
     limit: Duration,
-    running: Mutex<HashMap<u64, Entry>>,
+    registry: Mutex<Registry>,
     next_id: AtomicU64,
     stopped: watch::Sender<bool>,
 }
 
-/// A started exec: the child and its pipes. Dropping it kills the process group and forgets it.
-#[derive(Debug)]
+/// A started exec: the child and its streams. Dropping it ends the exec: before the process
+/// exited, its whole session is killed; after, what it left runs on with the pod.
 pub struct Process {
-    /// The command's process, the leader of its group.
+    /// The command's process, the leader of its session.
     pub child: Child,
     /// Its stdin, when the client sends one.
-    pub stdin: Option<ChildStdin>,
-    /// Its stdout, when the client reads it.
-    pub stdout: Option<ChildStdout>,
-    /// Its stderr, when the client reads it (apart, or as stdout with a TTY).
-    pub stderr: Option<ChildStderr>,
+    pub stdin: Option<Input>,
+    /// Its stdout (with a TTY, the terminal), when the client reads it.
+    pub stdout: Option<Output>,
+    /// Its stderr, when the client reads it apart.
+    pub stderr: Option<Output>,
+    /// The cluster's side of the terminal, with a TTY.
+    terminal: Option<OwnedFd>,
     host: Arc<ExecHost>,
     id: u64,
-    group: Pid,
+    session: Pid,
+}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process")
+            .field("child", &self.child)
+            .field("id", &self.id)
+            .field("session", &self.session)
+            .finish()
+    }
 }
 
 impl Process {
-    /// Kills everything left in the process group (the command itself, or what it left running
-    /// after it exited).
-    pub fn kill_group(&self) {
-        kill_group(self.group);
+    /// Kills the exec's session: the process and whatever it started that is still in it. Only
+    /// before the process is waited for, while its pid, the session's id, cannot be anyone's.
+    pub fn kill_all(&self) {
+        Processes::default().kill(self.session);
+    }
+
+    /// Sets the terminal's size, as a client's resize message asks; nothing without a TTY.
+    pub fn resize(&self, columns: u16, rows: u16) {
+        let Some(terminal) = &self.terminal else { return };
+        let size = Winsize { ws_row: rows, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0 };
+        if let Err(e) = rustix::termios::tcsetwinsize(terminal, size) {
+            tracing::debug!(error = %e, "cannot resize an exec's terminal");
+        }
     }
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        self.kill_group();
-        self.host.lock().remove(&self.id);
-    }
-}
-
-/// SIGKILL to a process group; a group that is already gone is no error.
-fn kill_group(group: Pid) {
-    if group.as_raw_nonzero().get() > 1 {
-        let _ = kill_process_group(group, Signal::KILL);
+        let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+        self.host.release(self.id, exited);
     }
 }
 
@@ -150,11 +288,11 @@ impl ExecHost {
     pub fn new(limit: Duration) -> Self {
         let n = NEXT_ROOT.fetch_add(1, Ordering::Relaxed);
         let root = std::env::temp_dir().join(format!("embedded-cluster-{}-{n}", std::process::id()));
-        Self { root, limit, running: Mutex::default(), next_id: AtomicU64::new(0), stopped: watch::Sender::new(false) }
+        Self { root, limit, registry: Mutex::default(), next_id: AtomicU64::new(0), stopped: watch::Sender::new(false) }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
-        self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The longest an exec may run.
@@ -172,12 +310,12 @@ impl ExecHost {
         self.root.join("pods").join(safe_segment(pod_uid))
     }
 
-    /// How many execs run now.
+    /// How many execs stream now (what finished execs left running is not counted).
     pub fn running(&self) -> usize {
-        self.lock().len()
+        self.lock().entries.values().filter(|e| e.streaming).count()
     }
 
-    /// Starts one exec's process in its own process group.
+    /// Starts one exec's process as the leader of a new session.
     pub fn start(self: &Arc<Self>, spec: ExecSpec) -> Result<Process, StartError> {
         if *self.stopped.borrow() {
             return Err(StartError::Stopped);
@@ -199,58 +337,101 @@ impl ExecHost {
         for (name, value) in &spec.env {
             command.env(name, OsString::from_vec(value.clone()));
         }
-        let piped = |on: bool| if on { Stdio::piped() } else { Stdio::null() };
-        command
-            .stdin(piped(spec.stdin))
-            .stdout(piped(spec.stdout))
-            .stderr(piped(spec.stderr || (spec.tty && spec.stdout)))
-            .process_group(0)
-            .kill_on_drop(true);
+        let terminal = if spec.tty { Some(open_terminal().map_err(StartError::Terminal)?) } else { None };
+        match &terminal {
+            Some((_, process_side)) => {
+                let side = || process_side.try_clone().map(Stdio::from).map_err(StartError::Terminal);
+                command.stdin(side()?).stdout(side()?).stderr(side()?);
+            }
+            None => {
+                let piped = |on: bool| if on { Stdio::piped() } else { Stdio::null() };
+                command.stdin(piped(spec.stdin)).stdout(piped(spec.stdout)).stderr(piped(spec.stderr));
+            }
+        }
+        command.kill_on_drop(true);
+        lead_a_session(&mut command, spec.tty);
 
-        // Registered under the lock, so a concurrent stop either refuses this exec or kills it.
-        let mut running = self.lock();
+        // Registered under the lock, so a concurrent stop or deletion either refuses this exec
+        // or kills it.
+        let mut registry = self.lock();
         if *self.stopped.borrow() {
             return Err(StartError::Stopped);
         }
-        let mut child = command.spawn().map_err(|source| match source.kind() {
+        if registry.deleted.contains(&spec.pod_uid) {
+            return Err(StartError::PodDeleted);
+        }
+        registry.prune(&mut Processes::default());
+        let child = command.spawn().map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => StartError::NotFound(program.clone()),
             _ => StartError::Spawn { program: program.clone(), source },
         })?;
-        let group = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
-        let Some(group) = group else {
+        // The process has its copies of the terminal; the cluster's would keep it from ever
+        // hanging up.
+        drop(command);
+        let host_side = terminal.map(|(host_side, _)| host_side);
+        let session = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
+        let Some(session) = session else {
             // The child is already reaped; `kill_on_drop` covers the impossible rest.
             return Err(StartError::Spawn { program, source: std::io::Error::other("the process has no id") });
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        running.insert(id, Entry { pod_uid: spec.pod_uid.clone(), group });
-        drop(running);
-        tracing::debug!(pod_uid = %spec.pod_uid, program = %quote(&program), pid = group.as_raw_nonzero().get(), "exec started");
-        Ok(Process {
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
-            stderr: child.stderr.take(),
-            child,
-            host: self.clone(),
-            id,
-            group,
-        })
+        registry.register(id, Entry { pod_uid: spec.pod_uid.clone(), session, streaming: true });
+        drop(registry);
+        tracing::debug!(pod_uid = %spec.pod_uid, program = %quote(&program), pid = session.as_raw_nonzero().get(), "exec started");
+
+        let mut process =
+            Process { stdin: None, stdout: None, stderr: None, terminal: None, child, host: self.clone(), id, session };
+        match host_side {
+            // On an error the process is dropped, which kills it.
+            Some(host_side) => {
+                let (stdin, output) = terminal_streams(&host_side, spec.stdin).map_err(StartError::Terminal)?;
+                process.stdin = stdin;
+                process.stdout = Some(output);
+                process.terminal = Some(host_side);
+            }
+            None => {
+                process.stdin = process.child.stdin.take().map(|p| Box::new(p) as Input);
+                process.stdout = process.child.stdout.take().map(|p| Box::new(p) as Output);
+                process.stderr = process.child.stderr.take().map(|p| Box::new(p) as Output);
+            }
+        }
+        Ok(process)
     }
 
-    /// A pod was deleted: kill its execs and remove its directory.
-    pub fn pod_deleted(&self, pod_uid: &str) {
-        for entry in self.lock().values().filter(|e| e.pod_uid == pod_uid) {
-            kill_group(entry.group);
+    /// An exec ended: before its process exited, its session is killed; after, the session is
+    /// kept for the pod while it has processes.
+    fn release(&self, id: u64, exited: bool) {
+        let mut guard = self.lock();
+        let registry = &mut *guard;
+        let Some(entry) = registry.entries.get_mut(&id) else { return };
+        let mut processes = Processes::default();
+        if !exited {
+            processes.kill(entry.session);
+        } else if !registry.deleted.contains(&entry.pod_uid) && processes.alive(entry.session) {
+            entry.streaming = false;
+            return;
         }
+        registry.forget(id);
+    }
+
+    /// A pod was deleted: kill its execs and what they left running, and remove its directory.
+    pub fn pod_deleted(&self, pod_uid: &str) {
+        let mut registry = self.lock();
+        registry.deleted.insert(pod_uid.to_string());
+        registry.kill_pod(pod_uid);
+        drop(registry);
         remove_dir(&self.pod_dir(pod_uid));
     }
 
     /// After missing deletions (a lagging feed): clean up every pod not in `live`.
     pub fn keep_only(&self, live: &HashSet<String>) {
+        let mut registry = self.lock();
         let gone: HashSet<String> =
-            self.lock().values().map(|e| e.pod_uid.clone()).filter(|u| !live.contains(u)).collect();
+            registry.entries.values().map(|e| e.pod_uid.clone()).filter(|u| !live.contains(u)).collect();
         for uid in &gone {
-            self.pod_deleted(uid);
+            registry.kill_pod(uid);
         }
+        drop(registry);
         let Ok(dirs) = std::fs::read_dir(self.root.join("pods")) else { return };
         for dir in dirs.flatten() {
             let name = dir.file_name().to_string_lossy().into_owned();
@@ -260,16 +441,92 @@ impl ExecHost {
         }
     }
 
-    /// The cluster stops: no exec starts any more, every running one is killed, and the root
-    /// directory goes. Safe to call more than once, and from `Drop` outside the runtime.
+    /// The cluster stops: no exec starts any more, every session (running execs and what
+    /// finished ones left) is killed, and the root directory goes. Safe to call more than
+    /// once, and from `Drop` outside the runtime.
     pub fn shutdown(&self) {
-        let running = self.lock();
+        let mut guard = self.lock();
         self.stopped.send_replace(true);
-        for entry in running.values() {
-            kill_group(entry.group);
+        let registry = &mut *guard;
+        let mut processes = Processes::default();
+        let ids: Vec<u64> = registry.entries.keys().copied().collect();
+        for id in ids {
+            if let Some(entry) = registry.entries.get(&id)
+                && processes.alive(entry.session)
+            {
+                processes.kill(entry.session);
+            }
+            registry.forget(id);
         }
-        drop(running);
+        // Nothing is listed any more: the guardian exits without killing anything.
+        registry.guardian = None;
+        drop(guard);
         remove_dir(&self.root);
+    }
+}
+
+impl Drop for ExecHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Makes the process the leader of a new session (`setsid`) and, with a TTY, gives it the
+/// terminal on its stdin as its controlling terminal (`TIOCSCTTY`), as runc does.
+fn lead_a_session(command: &mut Command, tty: bool) {
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe work is allowed. It makes two system calls, `setsid` and an `ioctl`
+    // (rustix neither allocates nor locks for them), and on failure builds an `io::Error`
+    // from the errno, which does not allocate either. Fd 0 is open by then: `Command` has put
+    // the terminal there.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::setsid()?;
+            if tty {
+                rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A new pseudo-terminal: the cluster's side (non-blocking) and the process's.
+fn open_terminal() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let host_side = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    rustix::pty::grantpt(&host_side)?;
+    rustix::pty::unlockpt(&host_side)?;
+    let name = rustix::pty::ptsname(&host_side, Vec::new())?;
+    let process_side =
+        rustix::fs::open(name.as_c_str(), OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC, Mode::empty())?;
+    rustix::io::ioctl_fionbio(&host_side, true)?;
+    Ok((host_side, process_side))
+}
+
+/// The client's streams on the cluster's side of a terminal: what the client types (when it
+/// sends stdin) and what the process writes.
+fn terminal_streams(host_side: &OwnedFd, stdin: bool) -> std::io::Result<(Option<Input>, Output)> {
+    let output = pipe::Receiver::from_owned_fd_unchecked(rustix::io::fcntl_dupfd_cloexec(host_side, 0)?)?;
+    let input = if stdin {
+        let writer = pipe::Sender::from_owned_fd_unchecked(rustix::io::fcntl_dupfd_cloexec(host_side, 0)?)?;
+        Some(Box::new(writer) as Input)
+    } else {
+        None
+    };
+    Ok((input, Box::new(TerminalOutput(output))))
+}
+
+/// A terminal's output as the cluster reads it: the error that says no process holds the
+/// terminal any more (EIO) is its end of file.
+struct TerminalOutput(pipe::Receiver);
+
+impl AsyncRead for TerminalOutput {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        match Pin::new(&mut self.0).poll_read(cx, buf) {
+            Poll::Ready(Err(e)) if e.raw_os_error() == Some(rustix::io::Errno::IO.raw_os_error()) => {
+                Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
     }
 }
 
@@ -303,60 +560,5 @@ fn inside(pod_dir: &Path, container_path: &str) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn container_paths_stay_inside_the_pod_directory() {
-        let dir = Path::new("/tmp/pods/u");
-        assert_eq!(inside(dir, "/"), dir);
-        assert_eq!(inside(dir, "/app/data"), dir.join("app/data"));
-        assert_eq!(inside(dir, "../../etc/./x/.."), dir.join("etc/x"));
-        assert_eq!(safe_segment("../a b"), "___a_b");
-    }
-
-    fn spec(uid: &str, argv: &[&str]) -> ExecSpec {
-        ExecSpec {
-            pod_uid: uid.to_string(),
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            env: BTreeMap::from([("GREETING".to_string(), b"hello".to_vec())]),
-            working_dir: Some("/work".to_string()),
-            hostname: "pod-a".to_string(),
-            stdin: false,
-            stdout: true,
-            stderr: true,
-            tty: false,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_process_runs_in_the_pod_directory_with_a_clean_environment() {
-        use tokio::io::AsyncReadExt;
-        let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
-        let mut p =
-            host.start(spec("uid-1", &["sh", "-c", "pwd; echo $GREETING $HOSTNAME; env | wc -l"])).expect("start");
-        let mut out = String::new();
-        p.stdout.take().expect("stdout").read_to_string(&mut out).await.expect("read");
-        assert!(p.child.wait().await.expect("wait").success());
-        let pwd = host.pod_dir("uid-1").join("work");
-        let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[..2], [pwd.to_string_lossy().as_ref(), "hello pod-a"], "{out}");
-        assert!(lines[2].trim().parse::<usize>().is_ok_and(|n| n < 10), "only a few variables: {out}");
-        assert_eq!(host.running(), 1);
-        drop(p);
-        assert_eq!(host.running(), 0);
-        host.pod_deleted("uid-1");
-        assert!(!host.pod_dir("uid-1").exists());
-        host.shutdown();
-        assert!(!host.root.exists());
-        assert!(matches!(host.start(spec("uid-1", &["true"])), Err(StartError::Stopped)));
-    }
-
-    #[tokio::test]
-    async fn a_missing_program_is_the_runtimes_error() {
-        let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
-        let err = host.start(spec("uid-2", &["no-such-program-here"])).expect_err("not found");
-        assert_eq!(err.to_string(), "exec: \"no-such-program-here\": executable file not found in $PATH");
-        host.shutdown();
-    }
-}
+#[path = "exec_tests.rs"]
+mod tests;
