@@ -106,6 +106,20 @@ async function prepare(config: unknown, companyId: string, use: ConfigUse): Prom
   return { env, host };
 }
 
+/** A call that runs something in a lease's sandbox: its config, serve process and WIT lease. */
+async function inLease(params: {
+  config: Record<string, unknown>;
+  companyId: string;
+  lease: PluginEnvironmentLease;
+}): Promise<{ env: EnvironmentConfig; host: ServeClient; lease: WitLease }> {
+  const { env, host } = await prepare(params.config, params.companyId, "lease");
+  const providerLeaseId = params.lease?.providerLeaseId;
+  if (!providerLeaseId) {
+    throw new ServeError("plugin", "invalid-params", "the lease has no providerLeaseId: acquire or resume a lease first", false);
+  }
+  return { env, host, lease: witLease(providerLeaseId, params.lease.metadata, env.provider) };
+}
+
 /** The text of a failed call, as a validation error: `path: message` when it has a path. */
 function failureText(e: unknown): string {
   if (e instanceof ServeError && e.path) return problemText({ path: e.path, message: e.message });
@@ -247,13 +261,8 @@ const plugin = definePlugin({
 
   async onEnvironmentRealizeWorkspace(params: PluginEnvironmentRealizeWorkspaceParams): Promise<PluginEnvironmentRealizeWorkspaceResult> {
     return guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId, "lease");
-      const providerLeaseId = params.lease?.providerLeaseId;
-      if (!providerLeaseId) {
-        throw new ServeError("plugin", "invalid-params", "the lease has no providerLeaseId: acquire or resume a lease first", false);
-      }
+      const { env, host, lease } = await inLease(params);
       const cwd = workspaceDir(params.workspace?.remotePath, params.lease.metadata, env.provider);
-      const lease = witLease(providerLeaseId, params.lease.metadata, env.provider);
       const request = { command: "mkdir", args: ["-p", "--", cwd], cwd: null, env: [], stdin: null, "timeout-ms": 60_000 };
       const made = (await host.call("execute", { lease, config: env.provider, request }, { extraMs: 60_000 })) as WitExecResult;
       if (made["exit-code"] !== 0) {
@@ -266,13 +275,8 @@ const plugin = definePlugin({
 
   async onEnvironmentExecute(params: PluginEnvironmentExecuteParams): Promise<PluginEnvironmentExecuteResult> {
     return guarded(async () => {
-      const { env, host } = await prepare(params.config, params.companyId, "lease");
-      const providerLeaseId = params.lease?.providerLeaseId;
-      if (!providerLeaseId) {
-        throw new ServeError("plugin", "invalid-params", "the lease has no providerLeaseId: acquire or resume a lease first", false);
-      }
+      const { env, host, lease } = await inLease(params);
       const request = execRequest(params);
-      const lease = witLease(providerLeaseId, params.lease.metadata, env.provider);
       let result: WitExecResult;
       try {
         // The command may run for its whole timeout: the client waits that long on top of the
