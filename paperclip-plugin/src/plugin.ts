@@ -222,6 +222,10 @@ const plugin = definePlugin({
       const { env, host } = await prepare(params.config, params.companyId, "strict");
       const key = acquisitionKey(params.environmentId, params.runId);
       const current = await generation(params.companyId, key);
+      // Paperclip resumes a reusable lease only for the same execution workspace and agent: a
+      // run with neither (no issue) could never get its sandbox back, so it gets one that
+      // release deletes instead of one kept suspended until its expiry.
+      const resumable = Boolean(params.executionWorkspaceId) && Boolean(params.agentId);
       const request = {
         config: env.provider,
         "run-id": params.runId,
@@ -229,11 +233,15 @@ const plugin = definePlugin({
         "agent-id": params.agentId ?? null,
         "requested-expires-at": params.requestedExpiresAt ? epochMillis(params.requestedExpiresAt, "requestedExpiresAt") : null,
         env: Object.entries(env.secretEnv).map(([name, value]) => ({ name, value, secret: true })),
-        reusable: env.reusable,
+        reusable: env.reusable && resumable,
       };
       const lease = (await host.call("acquire", request)) as WitLease;
       ctx().logger.info("sandbox acquired", { providerLeaseId: lease["provider-lease-id"], runId: params.runId });
-      if (env.reusable && lease.reusable !== true) {
+      if (env.reusable && !resumable) {
+        ctx().logger.info("reuseLease is set, but this run has no execution workspace to reuse it in: the lease is ephemeral", {
+          providerLeaseId: lease["provider-lease-id"],
+        });
+      } else if (env.reusable && lease.reusable !== true) {
         ctx().logger.warn("reuseLease is set but the lease is ephemeral: reuse needs backend sandbox with sandbox.workspaceVolume", {
           providerLeaseId: lease["provider-lease-id"],
         });

@@ -114,8 +114,16 @@ test("a lease past its expiry cannot resume, and the run's next acquire gets a n
 test("with reuseLease a released Sandbox is suspended and resumed for the next run", async () => {
   const reuse = { ...config, backend: "sandbox", sandbox: { workspaceVolume: { size: "1Gi" } }, reuseLease: true };
   const params = { driverKey: DRIVER_KEY, companyId: "company-1", environmentId: "env-reuse", config: reuse };
-  const lease = await h.acquireLease({ ...params, runId: "run-r" });
+  // Without an execution workspace Paperclip could never resume it: ephemeral, deleted at release.
+  const loose = await h.acquireLease({ ...params, runId: "run-loose", agentId: "agent-1" });
+  assert.equal((loose.metadata?.kubernetesSandbox as { lease: Record<string, unknown> }).lease.reusable, false, JSON.stringify(loose));
+  await h.releaseLease({ ...params, providerLeaseId: loose.providerLeaseId, leaseMetadata: loose.metadata });
+  const gone = await h.resumeLease({ ...params, providerLeaseId: loose.providerLeaseId!, leaseMetadata: loose.metadata });
+  assert.equal(gone.providerLeaseId, null, "released means deleted");
+
+  const lease = await h.acquireLease({ ...params, runId: "run-r", agentId: "agent-1", executionWorkspaceId: "workspace-1" });
   assert.match(lease.providerLeaseId ?? "", /^k8s:sandbox:default:/);
+  assert.equal((lease.metadata?.kubernetesSandbox as { lease: Record<string, unknown> }).lease.reusable, true);
   await h.releaseLease({ ...params, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata });
   const resumed = await h.resumeLease({ ...params, providerLeaseId: lease.providerLeaseId!, leaseMetadata: lease.metadata });
   assert.equal(resumed.providerLeaseId, lease.providerLeaseId, JSON.stringify(resumed));
