@@ -50,7 +50,7 @@ const manifest: PaperclipPluginManifestV1 = {
     "Sandboxes on Kubernetes (agent-sandbox Sandbox, SandboxClaim on a warm pool, or batch/v1 Job) through a WebAssembly provider that reaches the cluster only through its host's policy.",
   author: "Kubernetes sandbox provider authors",
   categories: ["automation"],
-  capabilities: ["environment.drivers.register", "plugin.state.read", "plugin.state.write"],
+  capabilities: ["environment.drivers.register", "plugin.state.read", "plugin.state.write", "metrics.write"],
   entrypoints: { worker: "./dist/src/worker.js" },
   instanceConfigSchema: {
     type: "object",

@@ -41,6 +41,9 @@ import { unknownKeys } from "./unknown-keys.js";
 let context: PluginContext | undefined;
 const hosts = new Hosts();
 
+/** The metric of each command's duration in milliseconds (`environmentExecute`). */
+export const COMMAND_METRIC = "sandbox.command.duration_ms";
+
 /** Where the generations of acquisitions are kept in Paperclip's plugin state. */
 const GENERATIONS = "acquisition-generations";
 
@@ -285,6 +288,7 @@ const plugin = definePlugin({
     return guarded(async () => {
       const { env, host, lease } = await inLease(params);
       const request = execRequest(params);
+      const started = Date.now();
       let result: WitExecResult;
       try {
         // The command may run for its whole timeout: the client waits that long on top of the
@@ -307,6 +311,16 @@ const plugin = definePlugin({
         }
         throw e;
       }
+      // How long commands take, for the operator's dashboards (Paperclip keeps a plugin's
+      // metrics with its logs): never what they are, no command and no output.
+      ctx()
+        .metrics.write(COMMAND_METRIC, Date.now() - started, {
+          providerLeaseId: lease["provider-lease-id"],
+          startedAt: new Date(started).toISOString(),
+          exitCode: String(result["exit-code"]),
+          timedOut: String(result["timed-out"]),
+        })
+        .catch((e: unknown) => ctx().logger.warn("cannot write a command metric", { error: String(e) }));
       return execResult(result);
     });
   },
