@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo demo-paperclip contract contract-full cluster bench bench-cluster lint fmt toolchain component fixtures
+.PHONY: all test demo demo-paperclip paperclip-plugin paperclip-lane contract contract-full cluster bench bench-cluster lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/component/kubernetes_provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
@@ -22,9 +22,39 @@ component: toolchain
 fixtures: toolchain
 	$(CARGO) build -p hostile-provider --target wasm32-wasip2 --profile component
 
-## Build the components and everything else, then run every test.
+## The installable Paperclip plugin package, $(PLUGIN_PACKAGE): the built worker and its
+## dependencies, the provider component and this platform's sandbox-host (release build;
+## PLUGIN_PROFILE=debug packages the debug build). `paperclipai plugin install $(PLUGIN_PACKAGE) --local`
+## installs it; `npm pack` in it makes the publishable tarball.
+## PLUGIN_PROVIDER=reference packages the reference provider instead, as its own plugin
+## (sandbox-provider.reference, driver reference-wasm) in target/paperclip-plugin-reference.
+PLUGIN_PROFILE ?= release
+PLUGIN_PROVIDER ?= kubernetes
+PLUGIN_PACKAGE ?= target/paperclip-plugin$(if $(filter reference,$(PLUGIN_PROVIDER)),-reference)
+paperclip-plugin: component
+	$(CARGO) build $(if $(filter release,$(PLUGIN_PROFILE)),--release) -p host-harness
+	paperclip-plugin/scripts/package.sh $(CURDIR)/$(PLUGIN_PACKAGE) $(CURDIR)/target/$(PLUGIN_PROFILE)/sandbox-host \
+		$(if $(filter reference,$(PLUGIN_PROVIDER)),$(CURDIR)/$(REFERENCE_COMPONENT) sandbox-provider.reference reference-wasm "Reference provider",$(CURDIR)/$(COMPONENT))
+
+## The Paperclip plugin against Paperclip itself: installs Node 24 and the real Paperclip server
+## (npm `paperclipai`, pinned in the lane's install.sh) under target/paperclip-lane once, packages
+## the plugin as an operator installs it, runs the plugin's own tests on Node 24, then the lane
+## (paperclip-plugin/lane/README.md): the real server installs the package and runs agents in its
+## sandboxes on the embedded cluster.
+LANE_NODE := $(CURDIR)/target/paperclip-lane/node24/bin
+paperclip-lane: component
+	bash paperclip-plugin/lane/install.sh
+	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug
+	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug PLUGIN_PROVIDER=reference
+	cd paperclip-plugin && PATH=$(LANE_NODE):$$PATH SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host \
+		SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm test
+	cd paperclip-plugin && npx tsc -p lane/tsconfig.json && \
+		PAPERCLIP_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_PACKAGE) node --test --test-concurrency=1 --test-reporter=spec dist/lane/
+
+## Build the components and everything else, then run every test (the Paperclip lane last).
 test: component fixtures
 	$(CARGO) test --workspace
+	$(MAKE) --no-print-directory paperclip-lane
 
 ## The provider's lease lifecycle on each backend, on the embedded cluster. For a real cluster,
 ## name its kubeconfig on the command line: `make demo KUBECONFIG=~/.kube/config` (an exported

@@ -1,6 +1,5 @@
 //! The `sandbox-host` binary from outside, one test binary (one link) for all of it.
 
 mod cli;
-mod paperclip_plugin;
 mod reference_provider_cli;
 mod serve;
