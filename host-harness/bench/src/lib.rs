@@ -17,6 +17,7 @@ pub mod load_tables;
 pub mod memory;
 pub mod micro;
 pub mod native;
+pub mod paperclip_lane;
 pub mod per_call;
 pub mod readiness;
 pub mod requests;
@@ -31,8 +32,8 @@ use std::time::Instant;
 use table::Table;
 
 /// The sections, in the order they run and print.
-pub const SECTIONS: [&str; 8] =
-    ["components", "per-call", "readiness", "requests", "warm-pool", "load", "faults", "cold-start"];
+pub const SECTIONS: [&str; 9] =
+    ["components", "per-call", "readiness", "requests", "warm-pool", "load", "faults", "cold-start", "paperclip"];
 
 /// What a run measures and where it writes.
 #[derive(Debug, Clone)]
@@ -138,6 +139,10 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
     if options.wants("cold-start") {
         let started = Instant::now();
         done(vec![runtime.block_on(load_tables::cold_start(rounds))?], started);
+    }
+    if options.wants("paperclip") {
+        let started = Instant::now();
+        done(vec![paperclip_lane::table()], started);
     }
     Ok(Report { tables, charts })
 }
