@@ -128,7 +128,10 @@ fn cluster_command_stops_in_order_on_sigterm() {
         assert!(Instant::now() < deadline, "no kubeconfig written within 60 s");
         std::thread::sleep(Duration::from_millis(50));
     }
-    kubectl(&kubeconfig, &["run", "sigterm", "--image", "busybox:1.36", "--restart", "Never", "--", "sleep", "infinity"]);
+    kubectl(
+        &kubeconfig,
+        &["run", "sigterm", "--image", "busybox:1.36", "--restart", "Never", "--", "sleep", "infinity"],
+    );
     kubectl(&kubeconfig, &["wait", "--for=condition=Ready", "pod/sigterm", "--timeout=120s"]);
     let pid = kubectl(&kubeconfig, &["exec", "sigterm", "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"]);
     let pid = pid.trim().to_string();
@@ -157,7 +160,10 @@ fn cluster_command_stops_in_order_on_sigterm() {
     assert_eq!(exit.code(), Some(0), "an orderly stop, not death by the signal");
     let deadline = Instant::now() + Duration::from_secs(30);
     while proc_dir.exists() && !std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default().contains(") Z ") {
-        assert!(Instant::now() < deadline, "the pod's background process {pid} still runs 30 s after the cluster stopped");
+        assert!(
+            Instant::now() < deadline,
+            "the pod's background process {pid} still runs 30 s after the cluster stopped"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(roots(), 0, "the cluster's files are removed");
