@@ -207,7 +207,7 @@ async fn an_untrusted_kubeconfig_that_runs_a_program_is_refused_before_anything_
         &["--untrusted-kubeconfig", "--kubeconfig", &kubeconfig],
     );
     let (code, stderr) = served.exit().await;
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(4), "a kubeconfig it cannot use has its own exit code: {stderr}");
     assert!(stderr.contains("users[\"u\"].exec is refused: it runs a program"), "{stderr}");
     assert!(!stderr.contains("token-9f2"), "no value shown: {stderr}");
     assert!(!marker.exists(), "the exec plugin never ran");
