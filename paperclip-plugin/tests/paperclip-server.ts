@@ -25,6 +25,8 @@ export class PaperclipServer {
   private next = 1;
   /** Notifications the worker sent (`log`, ...). */
   readonly notifications: Message[] = [];
+  /** The metrics the worker wrote (`metrics.write`). */
+  readonly metrics: { name: string; value: number; tags?: Record<string, string> }[] = [];
   /** Methods the worker asked the server, in order. */
   readonly asked: string[] = [];
   /** The companies of the calls in flight: the only ones `config.get` answers for. */
@@ -46,6 +48,11 @@ export class PaperclipServer {
       apiVersion: 1,
     });
     return init.result?.supportedMethods ?? [];
+  }
+
+  /** Ends the worker at once (a test that failed half-way must not leave it running). */
+  kill(): void {
+    this.worker.kill("SIGKILL");
   }
 
   /** One request; resolves with the worker's whole reply. */
@@ -79,7 +86,10 @@ export class PaperclipServer {
           this.send({ jsonrpc: "2.0", id: m.id, error: { code: -32005, message } });
         }
       }
-      else if (m.method === "state.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.state.get(key) ?? null });
+      else if (m.method === "metrics.write") {
+        this.metrics.push(m.params);
+        this.send({ jsonrpc: "2.0", id: m.id, result: null });
+      } else if (m.method === "state.get") this.send({ jsonrpc: "2.0", id: m.id, result: this.state.get(key) ?? null });
       else if (m.method === "state.set") {
         this.state.set(key, m.params?.value);
         this.send({ jsonrpc: "2.0", id: m.id, result: null });

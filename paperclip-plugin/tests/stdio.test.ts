@@ -14,6 +14,7 @@ import { Cluster, instanceConfig } from "./support.js";
 
 let cluster: Cluster;
 let cache: string;
+let server: PaperclipServer | undefined;
 
 before(async () => {
   cluster = await Cluster.start();
@@ -21,12 +22,13 @@ before(async () => {
 });
 
 after(async () => {
+  server?.kill();
   await cluster.stop();
   rmSync(cache, { recursive: true, force: true });
 });
 
 test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", async () => {
-  const server = new PaperclipServer(instanceConfig(cache));
+  server = new PaperclipServer(instanceConfig(cache));
   const methods = await server.initialize();
   for (const m of ["environmentValidateConfig", "environmentProbe", "environmentAcquireLease", "environmentResumeLease", "environmentReleaseLease", "environmentDestroyLease", "environmentExecute", "environmentRealizeWorkspace"]) {
     assert.ok(methods.includes(m), `${m} in ${JSON.stringify(methods)}`);
@@ -83,7 +85,12 @@ test("the worker speaks Paperclip's JSON-RPC on stdio and runs a lease's life", 
   const refused = await server.call("environmentAcquireLease", { ...base, config: { ...config, image: "" }, runId: "run-c" });
   assert.equal(refused.error?.code, -32002, JSON.stringify(refused));
   assert.match(refused.error?.message ?? "", /^invalid-config at \/image/);
-  assert.ok(server.asked.every((m) => ["config.get", "state.get", "state.set"].includes(m)), JSON.stringify(server.asked));
+  assert.ok(server.asked.every((m) => ["config.get", "state.get", "state.set", "metrics.write"].includes(m)), JSON.stringify(server.asked));
+  assert.ok(
+    server.metrics.some((m) => m.name === "sandbox.command.duration_ms" && m.tags?.providerLeaseId === a.result.providerLeaseId && m.value >= 0),
+    `each command's duration is a metric, tagged with its lease: ${JSON.stringify(server.metrics)}`,
+  );
+  assert.ok(!JSON.stringify(server.metrics).includes("got it"), "no command output in a metric");
   assert.ok(server.asked.includes("state.set"), "a destroyed lease's acquisition is retired in Paperclip's state");
 
   const health = await server.call("health", {});
