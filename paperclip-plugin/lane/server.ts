@@ -51,6 +51,23 @@ export function postgresBinDir(): string {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A free TCP port on 127.0.0.1 (the OS's pick; released before it is used). */
+/** Runs a program to its end (killed past `timeoutMs`): its exit code and output. */
+export async function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
+  const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
 export async function freePort(): Promise<number> {
   return await new Promise((resolvePort, reject) => {
     const server = createServer();
@@ -303,19 +320,11 @@ export class PaperclipServer {
 
   /** `paperclipai ARGS` (on node 24, against this server's data dir): exit code and output. */
   async cli(args: string[], timeoutMs = 300_000): Promise<CliResult> {
-    const child = spawn(join(NODE24_BIN, "node"), [PAPERCLIPAI, ...args], {
+    return run(join(NODE24_BIN, "node"), [PAPERCLIPAI, ...args], {
       cwd: this.dataDir,
       env: { ...this.serverEnv({}), PAPERCLIP_API_URL: this.baseUrl, PAPERCLIP_CONTEXT: join(this.dataDir, "cli-context.json") },
-      stdio: ["ignore", "pipe", "pipe"],
+      timeoutMs,
     });
-    let stdout = "";
-    let stderr = "";
-    child.stdout?.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
-    clearTimeout(timer);
-    return { code, stdout, stderr };
   }
 
   /** `pg_dump` of the whole database (embedded PostgreSQL's own pg_dump, against its port). */

@@ -19,7 +19,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-import { REPO_ROOT, SERVER_DIR, type ApiAnswer } from "./server.js";
+import { REPO_ROOT, SERVER_DIR, run, type ApiAnswer } from "./server.js";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -70,17 +70,6 @@ export function sandboxHostBinary(plugin: string): string {
   throw new Error(`no sandbox-host binary (looked at ${candidates.filter(Boolean).join(", ")}): build it with cargo build -p host-harness`);
 }
 
-async function run(command: string, args: string[], timeoutMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-  child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
-}
 
 /** One entry of the embedded cluster's request log, as its admin endpoint answers it. */
 export interface LogEntry {
@@ -160,7 +149,7 @@ export class Cluster {
 
   /** `sandbox-host pool --kubeconfig K --namespace NS --name NAME ARGS` (a warm pool of the claim backend): its stdout. */
   async pool(namespace: string, name: string, args: string[]): Promise<string> {
-    const out = await run(this.binary, ["pool", "--kubeconfig", this.kubeconfigPath, "--namespace", namespace, "--name", name, ...args], 300_000);
+    const out = await run(this.binary, ["pool", "--kubeconfig", this.kubeconfigPath, "--namespace", namespace, "--name", name, ...args], { timeoutMs: 300_000 });
     if (out.code !== 0) throw new Error(`sandbox-host pool --name ${name} ${args.join(" ")} exited ${out.code}: ${out.stdout}${out.stderr}`);
     return out.stdout;
   }
