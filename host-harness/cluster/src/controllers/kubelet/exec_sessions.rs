@@ -34,7 +34,9 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use rustix::process::{Pid, Signal, getpgrp, kill_process_group, test_kill_process_group};
+use std::sync::OnceLock;
+
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 
 /// The guardian's script: the registered ids as a space-separated list, killed at end of input.
 const GUARDIAN_SCRIPT: &str = r#"trap '' HUP INT
@@ -86,9 +88,21 @@ fn group_exists(group: Pid) -> bool {
 
 /// SIGKILL to a process group; one already gone is no error. Never this process's own group.
 pub(super) fn kill_group(group: Pid) {
-    if group.as_raw_nonzero().get() > 1 && group != getpgrp() {
+    if group.as_raw_nonzero().get() > 1 && Some(group) != own_group() {
         let _ = kill_process_group(group, Signal::KILL);
     }
+}
+
+/// This process's group, from `/proc/self/stat`; `None` where its leader is in an outer PID
+/// namespace (a container started by a runner outside it), since no number names the group
+/// here then, or where there is no Linux `/proc`. `getpgrp(2)` returns 0 in the first case,
+/// which `rustix`'s non-zero `Pid` cannot hold.
+fn own_group() -> Option<Pid> {
+    static OWN: OnceLock<Option<Pid>> = OnceLock::new();
+    *OWN.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        parse_stat(&stat).map(|(group, _)| group)
+    })
 }
 
 /// Every session's process groups, from `/proc/<pid>/stat`.
@@ -211,9 +225,35 @@ mod tests {
         assert_eq!(parse_stat("5 (x) S 1"), None);
     }
 
+    /// A `sleep` leading a session of its own, as an exec's process does.
+    fn session_leader() -> Child {
+        let mut command = Command::new("sleep");
+        command.arg("60");
+        // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
+        }
+        command.spawn().expect("spawn sleep")
+    }
+
     #[test]
-    fn a_live_session_is_alive() {
-        let own_session = rustix::process::getsid(None).expect("getsid");
-        assert!(Processes::default().alive(own_session));
+    fn a_session_is_alive_until_its_last_process_is_reaped() {
+        let mut child = session_leader();
+        let session = Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
+        assert!(Processes::default().alive(session), "a running session leader");
+        Processes::default().kill(session);
+        child.wait().expect("reap the killed leader");
+        assert!(!Processes::default().alive(session), "a reaped session");
+    }
+
+    #[test]
+    fn another_group_is_killed_wherever_the_own_group_leader_lives() {
+        // Reading the own group must not fail where its leader is outside this PID namespace.
+        let mut leader = session_leader();
+        let group = Pid::from_raw(leader.id() as i32).expect("a child's pid is positive");
+        assert_ne!(own_group(), Some(group), "a new session is a group of its own");
+        kill_group(group);
+        let status = leader.wait().expect("reap the killed leader");
+        assert!(!status.success(), "SIGKILL ends it: {status}");
     }
 }
