@@ -198,3 +198,57 @@ async fn a_secret_someone_else_made_under_the_leases_name_is_left_alone() {
     assert!(writes.is_empty(), "nothing was written: {writes:?}");
     assert!(sandboxes(&h, "v1beta1").get_opt("pc-steal-1").await.expect("get").is_none());
 }
+
+/// A lease's uids are checked against each other and the live object: a lease whose top-level
+/// workload-uid was altered points at nothing, whether its metadata was dropped (`"{}"`) or
+/// kept. Its calls touch nothing and its workload stays; the genuine lease still works, and a
+/// lease with no uid at all (a host that lost it) still destroys from its id alone.
+#[tokio::test]
+async fn a_lease_whose_uid_is_not_its_workloads_points_at_nothing() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    for backend in ["job", "sandbox"] {
+        let cfg = config(backend, json!({}));
+        let lease = h.host.acquire(request(&cfg, &format!("uid-{backend}"))).await.expect("acquire");
+        let genuine = lease_ref(&lease, &cfg);
+        let bogus_uid = "00000000-0000-4000-8000-00000000dead".to_string();
+        let mut dropped = genuine.clone();
+        dropped.lease.workload_uid = bogus_uid.clone();
+        dropped.lease.metadata = "{}".to_string();
+        let mut kept = genuine.clone();
+        kept.lease.workload_uid = bogus_uid;
+        let before = fingerprints(&h).await;
+        let mark = h.cluster.requests().mark();
+        let soon = jiff::Timestamp::now().as_millisecond() + 600_000;
+        for (case, forged) in [("metadata {}", dropped), ("good metadata", kept)] {
+            match h.host.resume_check(forged.clone()).await {
+                Ok(ResumeOutcome::Expired(_)) => {}
+                other => panic!("{backend}, {case}: resume-check must say expired: {other:?}"),
+            }
+            match h.host.renew(forged.clone(), soon).await {
+                Ok(ResumeOutcome::Expired(_)) => {}
+                other => panic!("{backend}, {case}: renew must say expired: {other:?}"),
+            }
+            let report = h.host.destroy(forged).await.unwrap_or_else(|e| panic!("{backend}, {case}: destroy: {e}"));
+            assert!(
+                report.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone),
+                "{backend}, {case}: the lease's uid is not the live object's, so nothing is its: {report:?}"
+            );
+        }
+        let writes = h.provider_writes_since(mark);
+        assert!(writes.is_empty(), "{backend}: a lease with another uid wrote to the cluster: {writes:?}");
+        assert_eq!(fingerprints(&h).await, before, "{backend}: the live workload and its Secret are untouched");
+
+        match h.host.resume_check(genuine.clone()).await {
+            Ok(ResumeOutcome::Resumable(_)) => {}
+            other => panic!("{backend}: the genuine lease is still resumable: {other:?}"),
+        }
+        let mut lost = genuine;
+        lost.lease.workload_uid = String::new();
+        lost.lease.metadata = "{}".to_string();
+        let report = h.host.destroy(lost).await.expect("destroy from the lease id alone");
+        assert!(
+            report.objects.iter().any(|o| o.outcome == DeleteOutcome::Deleted),
+            "{backend}: an empty workload-uid is no forgery: {report:?}"
+        );
+    }
+}

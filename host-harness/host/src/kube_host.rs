@@ -23,6 +23,7 @@ use crate::error::HostError;
 use crate::kube_transport::{JSON, delete_body, parse, request};
 use crate::kube_url;
 use crate::kube_watch::WatchStream;
+use crate::lease_scope::{self, LeaseScope};
 use crate::limits::Limits;
 use crate::ownership::{self, CallMemory, KindCache, Owner};
 use crate::policy::{Access, AccessVerb, Policy, quoted};
@@ -51,6 +52,8 @@ pub struct KubeHost {
     /// Served versions per API group, shared by all calls ([`crate::discovery_cache`]).
     pub(crate) discovery: DiscoveryCache,
     pub(crate) memory: CallMemory,
+    /// The lease a call on a stored lease is limited to ([`crate::lease_scope`]).
+    pub(crate) scope: Option<Arc<LeaseScope>>,
     /// Largest create or patch body sent for the provider (limits `max-body-bytes`).
     max_body_bytes: usize,
     /// Bytes kept of each stream of an exec (limits `max-exec-output-bytes`).
@@ -123,6 +126,7 @@ impl KubeHost {
             kinds: KindCache::default(),
             discovery: DiscoveryCache::default(),
             memory: CallMemory::default(),
+            scope: None,
             max_body_bytes: Limits::default().max_body_bytes_usize(),
             max_exec_output: Limits::default().max_exec_output_usize(),
         }
@@ -138,6 +142,11 @@ impl KubeHost {
     /// was shown, and requests cut off early enough for the provider to hear of it.
     pub fn for_call(&self, deadline: Instant) -> Self {
         Self { memory: CallMemory::default(), call_deadline: Some(deadline), ..self.clone() }
+    }
+
+    /// The same access limited to one lease's workload, for a call on a stored lease.
+    pub(crate) fn scoped(self, scope: Option<LeaseScope>) -> Self {
+        Self { scope: scope.map(Arc::new), ..self }
     }
 
     /// The same client and caches under another policy (the effective one, once the provider's
@@ -339,7 +348,23 @@ impl KubeHost {
             let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
             return Ok(self.policy.allows_namespace(name));
         }
+        if self.out_of_scope(rt, object).is_some() {
+            return Ok(false);
+        }
         Ok(self.ownership(object).await?.allowed())
+    }
+
+    /// Why `object` is not the scoped lease's ([`crate::lease_scope`]); `None` when it may be.
+    fn out_of_scope(&self, rt: &ResourceType, object: &Value) -> Option<String> {
+        self.scope.as_ref()?.outside(rt, object)
+    }
+
+    /// A refusal for an object outside the lease's scope: the reason goes to the operator's
+    /// log, the provider learns that the object is not its lease's.
+    fn not_the_leases(&self, target: &Target<'_>, why: String) -> KubeError {
+        tracing::warn!(target: "provider_host::ownership", call = %target.describe(), reason = %why,
+            "kube call refused: not the object the lease was made for");
+        KubeError::NotOwned(format!("host refuses {}: {}", target.describe(), lease_scope::NOT_THE_LEASES))
     }
 
     /// Opens a watch; events are read with [`KubeHost::next_event`], which hides foreign objects.
@@ -504,6 +529,9 @@ impl KubeHost {
 
     /// Fails unless the provider may see `object`; remembers that it saw it.
     pub(crate) async fn require_visible(&self, target: &Target<'_>, object: &Value) -> Result<(), KubeError> {
+        if let Some(why) = self.out_of_scope(target.rt, object) {
+            return Err(self.not_the_leases(target, why));
+        }
         match self.ownership(object).await? {
             Owner::Foreign(why) => Err(self.not_owned(target, why)),
             Owner::Owned | Owner::Dependent => {
@@ -520,6 +548,9 @@ impl KubeHost {
         let url = kube_url::object(target.rt, target.namespace, name, None)?;
         let text = self.text(&read, request(Method::GET, url, None, Vec::new())?).await?;
         let object = parse(&read, &text)?;
+        if let Some(why) = self.out_of_scope(target.rt, &object) {
+            return Err(self.not_the_leases(target, why));
+        }
         match self.ownership(&object).await? {
             Owner::Foreign(why) => Err(self.not_owned(target, why)),
             Owner::Owned | Owner::Dependent => Ok(object),

@@ -33,6 +33,7 @@ pub mod kube_host;
 mod kube_transport;
 mod kube_url;
 pub mod kube_watch;
+pub mod lease_scope;
 pub mod limits;
 mod log_host;
 pub mod ownership;

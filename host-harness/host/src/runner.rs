@@ -8,8 +8,8 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -20,6 +20,7 @@ use crate::compile_cache::{self, CacheOutcome};
 use crate::engine::HostEngine;
 use crate::error::HostError;
 use crate::kube_host::KubeHost;
+use crate::lease_scope::LeaseScope;
 use crate::limits::Limits;
 use crate::policy::Policy;
 use crate::records::{
@@ -252,7 +253,8 @@ impl ProviderHost {
     /// Whether a stored lease can be used again.
     pub async fn resume_check(&self, lease: LeaseRef) -> Result<ResumeOutcome, HostError> {
         self.check_input("resume-check", lease_size(&lease))?;
-        self.call("resume-check", move |bound, store| {
+        let scope = LeaseScope::of(&lease.lease);
+        self.call_scoped("resume-check", scope, move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
                 .call_resume_check(store, &lease.into())
@@ -276,7 +278,8 @@ impl ProviderHost {
     /// when the sandbox is gone.
     pub async fn renew(&self, lease: LeaseRef, expires_at: i64) -> Result<ResumeOutcome, HostError> {
         self.check_input("renew", lease_size(&lease))?;
-        self.call("renew", move |bound, store| {
+        let scope = LeaseScope::of(&lease.lease);
+        self.call_scoped("renew", scope, move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
                 .call_renew(store, &lease.into(), expires_at)
@@ -300,7 +303,8 @@ impl ProviderHost {
     /// Ends a run: destroys an ephemeral lease, suspends a reusable one.
     pub async fn release(&self, lease: LeaseRef) -> Result<(), HostError> {
         self.check_input("release", lease_size(&lease))?;
-        self.call("release", move |bound, store| {
+        let scope = LeaseScope::of(&lease.lease);
+        self.call_scoped("release", scope, move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
                     .call_release(store, &lease.into())
@@ -315,7 +319,8 @@ impl ProviderHost {
     /// Deletes everything the lease could own.
     pub async fn destroy(&self, lease: LeaseRef) -> Result<DestroyReport, HostError> {
         self.check_input("destroy", lease_size(&lease))?;
-        self.call("destroy", move |bound, store| {
+        let scope = LeaseScope::of(&lease.lease);
+        self.call_scoped("destroy", scope, move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => guest
                     .call_destroy(store, &lease.into())
@@ -349,7 +354,8 @@ impl ProviderHost {
             .acquire()
             .await
             .map_err(|e| HostError::Instantiate { call: "execute", message: e.to_string() })?;
-        self.call_within("execute", limit, move |bound, store| {
+        let scope = LeaseScope::of(&lease.lease);
+        self.call_within("execute", limit, scope, move |bound, store| {
             Box::pin(async move {
                 Ok(match bound {
                     Bound::V0_4(world) => {
@@ -397,11 +403,27 @@ impl ProviderHost {
         R: Send,
         F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
     {
-        self.call_within(call, self.limits.call_timeout(), run).await
+        self.call_within(call, self.limits.call_timeout(), None, run).await
     }
 
-    /// [`Self::call`] with its own deadline (`execute`'s is longer).
-    async fn call_within<R, F>(&self, call: &'static str, limit: Duration, run: F) -> Result<R, HostError>
+    /// [`Self::call`] on a stored lease: its `kube` access is limited to the lease's workload
+    /// ([`crate::lease_scope`]).
+    async fn call_scoped<R, F>(&self, call: &'static str, scope: Option<LeaseScope>, run: F) -> Result<R, HostError>
+    where
+        R: Send,
+        F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
+    {
+        self.call_within(call, self.limits.call_timeout(), scope, run).await
+    }
+
+    /// [`Self::call`] with its own deadline (`execute`'s is longer) and lease scope.
+    async fn call_within<R, F>(
+        &self,
+        call: &'static str,
+        limit: Duration,
+        scope: Option<LeaseScope>,
+        run: F,
+    ) -> Result<R, HostError>
     where
         R: Send,
         F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
@@ -409,7 +431,7 @@ impl ProviderHost {
         let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
         let started = Instant::now();
         let deadline = started + limit;
-        let mut store = self.store(call, deadline);
+        let mut store = self.store(call, deadline, scope);
         self.calls.fetch_add(1, Ordering::Relaxed);
         let pre = &self.pre;
         let store_ref = &mut store;
@@ -434,8 +456,9 @@ impl ProviderHost {
 
     /// A fresh store for one call of `call`: the memory cap, and epoch ticks that yield to the
     /// runtime every tick and interrupt the guest at `deadline`.
-    fn store(&self, call: &'static str, deadline: Instant) -> Store<CallState> {
-        let mut store = Store::new(self.pre.engine(), CallState::new(call, self.kube.clone(), &self.limits, deadline));
+    fn store(&self, call: &'static str, deadline: Instant, scope: Option<LeaseScope>) -> Store<CallState> {
+        let kube = self.kube.clone().scoped(scope);
+        let mut store = Store::new(self.pre.engine(), CallState::new(call, kube, &self.limits, deadline));
         store.limiter(|state| &mut state.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
@@ -450,7 +473,7 @@ impl ProviderHost {
         let call = "instantiate";
         let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
         let started = Instant::now();
-        let mut store = self.store(call, started + self.limits.call_timeout());
+        let mut store = self.store(call, started + self.limits.call_timeout(), None);
         if let Err(e) = self.pre.instantiate(&mut store).await {
             return Err(self.classify(call, &store, e, true, self.limits.call_timeout()));
         }
