@@ -46,6 +46,13 @@ pub struct Limits {
     /// Longest a command of `execute` may run, in milliseconds: its call's deadline is the
     /// command's timeout (at most this) plus `call-timeout-ms` for the rest of the call.
     pub exec_timeout_ms: u64,
+    /// Commands of `execute` one lease (by its `provider-lease-id`) may run at once; more wait,
+    /// in the order they came, for one of them to end. Commands share half of
+    /// `max-concurrent-calls`; a per-lease limit below that share keeps one run's flood of
+    /// commands from taking it all, so another run's command starts at once (with the
+    /// defaults, two runs' commands always run side by side). Waiting, not refusing: a run's
+    /// commands then run in the order it sent them, and its client needs no retry loop.
+    pub max_executes_per_lease: u32,
     /// Bytes kept of each of a command's stdout and stderr; the rest is read and dropped, and
     /// the output says it was truncated.
     pub max_exec_output_bytes: u32,
@@ -67,6 +74,7 @@ impl Default for Limits {
             max_input_bytes: 4 * 1024 * 1024,
             max_body_bytes: 3 * 1024 * 1024,
             exec_timeout_ms: 600_000,
+            max_executes_per_lease: 4,
             max_exec_output_bytes: 1024 * 1024,
             pooling: true,
         }
@@ -106,6 +114,8 @@ impl Limits {
             Some("kube-request-timeout-ms must be positive")
         } else if self.max_concurrent_calls == 0 {
             Some("max-concurrent-calls must be positive")
+        } else if self.max_executes_per_lease == 0 {
+            Some("max-executes-per-lease must be positive (a lease with no command slot could never run a command)")
         } else if self.max_input_bytes == 0 {
             Some("max-input-bytes must be positive")
         } else if self.max_body_bytes == 0 {

@@ -5,14 +5,15 @@
 //! whatever a call leaves behind (a trap, a blown deadline, open watches, a corrupted heap) is
 //! dropped with its store and cannot reach the next call or the host.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::capabilities::{self, Grants};
@@ -72,6 +73,9 @@ pub struct ProviderHost {
     /// Calls of `execute` at once ([`exec_share`] of the slots): a command may hold its slot
     /// for minutes.
     exec_slots: Semaphore,
+    /// Calls of `execute` at once per lease (`max-executes-per-lease`), taken before an
+    /// `exec_slots` one: one run's flood of commands waits on itself, not on other runs.
+    lease_slots: LeaseSlots,
     cache: CacheOutcome,
     calls: AtomicU64,
     _engine: HostEngine,
@@ -132,6 +136,7 @@ impl ProviderHost {
                 .with_body_limit(&options.limits);
         let slots = Semaphore::new(usize::try_from(options.limits.max_concurrent_calls).unwrap_or(usize::MAX));
         let exec_slots = Semaphore::new(exec_share(options.limits.max_concurrent_calls));
+        let lease_slots = LeaseSlots::new(options.limits.max_executes_per_lease);
         let grants = capabilities::grant(&options.policy, None);
         let mut host = Self {
             pre,
@@ -140,6 +145,7 @@ impl ProviderHost {
             limits: options.limits,
             slots,
             exec_slots,
+            lease_slots,
             cache,
             calls: AtomicU64::new(0),
             _engine: engine,
@@ -349,11 +355,9 @@ impl ProviderHost {
         let mut request = request;
         request.timeout_ms = Some(u32::try_from(command.as_millis()).unwrap_or(u32::MAX));
         let limit = self.limits.call_timeout() + command;
-        let _exec = self
-            .exec_slots
-            .acquire()
-            .await
-            .map_err(|e| HostError::Instantiate { call: "execute", message: e.to_string() })?;
+        let slot_error = |e: AcquireError| HostError::Instantiate { call: "execute", message: e.to_string() };
+        let _lease_slot = self.lease_slots.acquire(&lease.lease.provider_lease_id).await.map_err(slot_error)?;
+        let _exec = self.exec_slots.acquire().await.map_err(slot_error)?;
         let scope = LeaseScope::of(&lease.lease);
         self.call_within("execute", limit, scope, move |bound, store| {
             Box::pin(async move {
@@ -515,6 +519,30 @@ const ITEM_OVERHEAD: usize = 32;
 /// never keep its acquire, renew or release waiting (at least one either way).
 fn exec_share(slots: u32) -> usize {
     usize::try_from((slots / 2).max(1)).unwrap_or(1)
+}
+
+/// The per-lease limit on commands in flight: a semaphore per lease id, made when the lease's
+/// first command comes and dropped once none of its commands holds or waits for a slot.
+struct LeaseSlots {
+    per_lease: usize,
+    leases: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl LeaseSlots {
+    fn new(per_lease: u32) -> Self {
+        Self { per_lease: usize::try_from(per_lease.max(1)).unwrap_or(1), leases: Mutex::default() }
+    }
+
+    /// One of the lease's slots, waiting in the order asked while its others are taken.
+    async fn acquire(&self, lease_id: &str) -> Result<OwnedSemaphorePermit, AcquireError> {
+        let semaphore = {
+            let mut leases = self.leases.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Forget the leases nobody holds or waits for: only the map keeps their semaphore.
+            leases.retain(|_, s| Arc::strong_count(s) > 1);
+            Arc::clone(leases.entry(lease_id.to_string()).or_insert_with(|| Arc::new(Semaphore::new(self.per_lease))))
+        };
+        semaphore.acquire_owned().await
+    }
 }
 
 fn millis(d: Duration) -> u64 {

@@ -254,3 +254,81 @@ async fn an_unusable_kubeconfig_exits_with_its_own_code_and_quotes_nothing() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One run's flood of long commands never holds another run up: with 70 commands of lease A in
+/// flight (each waits for a file the test makes), lease B's hello, resume-check, renew and a
+/// command of its own are all answered before any of A's commands has ended; then A's all
+/// finish, and every request gets exactly one reply.
+#[tokio::test]
+async fn a_flood_of_one_leases_commands_keeps_no_other_lease_waiting() {
+    const FLOOD: usize = 70;
+    let mut served =
+        Served::start("fair", &built("kubernetes_provider.wasm"), &["--embedded", "--namespace", "default"]);
+    let gate = served.scratch.join("gate");
+    let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36",
+        "command": ["sleep", "infinity"]});
+    for run in ["a", "b"] {
+        let params = json!({"config": config, "run-id": format!("run-{run}"), "acquisition-id": format!("fair-{run}")});
+        served.send(json!({"id": run, "method": "acquire", "params": params})).await;
+    }
+    let acquired = served.replies(2).await;
+    let (a, b) = (acquired["\"a\""]["result"].clone(), acquired["\"b\""]["result"].clone());
+    assert!(a["provider-lease-id"].is_string() && b["provider-lease-id"].is_string(), "{acquired:?}");
+
+    // Each of A's commands waits for the gate (for three minutes at most, so none outlives a
+    // failed test), then says which it was.
+    for n in 0..FLOOD {
+        let script = format!(
+            "i=0; while [ ! -e '{}' ] && [ $i -lt 900 ]; do sleep 0.2; i=$((i+1)); done; [ -e '{}' ] && echo a-{n}",
+            gate.display(),
+            gate.display()
+        );
+        let request = json!({"command": "sh", "args": ["-c", script], "timeout-ms": 300_000});
+        let params = json!({"lease": a, "config": config, "request": request});
+        served.send(json!({"id": format!("a-{n}"), "method": "execute", "params": params})).await;
+    }
+    let started = std::time::Instant::now();
+    let expires_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64 + 3_600_000)
+        .expect("clock");
+    served.send(json!({"id": "b-hello", "method": "hello"})).await;
+    served.send(json!({"id": "b-resume", "method": "resume-check", "params": {"lease": b, "config": config}})).await;
+    let renew = json!({"lease": b, "config": config, "expires-at": expires_at});
+    served.send(json!({"id": "b-renew", "method": "renew", "params": renew})).await;
+    let echo = json!({"command": "sh", "args": ["-c", "echo b"], "timeout-ms": 60_000});
+    let execute = json!({"lease": b, "config": config, "request": echo});
+    served.send(json!({"id": "b-exec", "method": "execute", "params": execute})).await;
+
+    let mut answered = std::collections::HashMap::new();
+    while answered.len() < 4 {
+        let reply = served.reply().await;
+        let id = reply["id"].as_str().unwrap_or_default().to_string();
+        assert!(id.starts_with("b-"), "one of A's commands answered before all of B's calls, so B waited: {reply}");
+        eprintln!("diagnostic: {id} answered {} ms after B's calls were sent", started.elapsed().as_millis());
+        answered.insert(id, reply);
+    }
+    assert_eq!(answered["b-hello"]["result"]["max-executes-per-lease"], 4, "{:?}", answered["b-hello"]);
+    assert!(answered["b-resume"]["result"]["resumable"].is_object(), "{:?}", answered["b-resume"]);
+    assert!(answered["b-renew"]["result"]["resumable"].is_object(), "{:?}", answered["b-renew"]);
+    assert_eq!(answered["b-exec"]["result"]["stdout"], "b\n", "{:?}", answered["b-exec"]);
+
+    std::fs::write(&gate, "open").expect("open the gate");
+    let mut flood = std::collections::HashSet::new();
+    for _ in 0..FLOOD {
+        let reply = served.reply().await;
+        let id = reply["id"].as_str().unwrap_or_default().to_string();
+        assert_eq!(reply["result"]["exit-code"], 0, "{reply}");
+        assert_eq!(reply["result"]["stdout"], format!("{id}\n"), "{reply}");
+        assert!(flood.insert(id.clone()), "{id} was answered twice");
+    }
+    for (id, lease) in [("a-destroy", &a), ("b-destroy", &b)] {
+        served.send(json!({"id": id, "method": "destroy", "params": {"lease": lease, "config": config}})).await;
+    }
+    let destroyed = served.replies(2).await;
+    assert!(destroyed.values().all(|r| r["result"]["objects"].is_array()), "{destroyed:?}");
+    let (code, stderr) = served.exit().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let replies = 2 + FLOOD + 4 + 2;
+    assert!(stderr.contains(&format!("stopped (end of input): {replies} replies")), "{stderr}");
+}

@@ -51,6 +51,7 @@ pub async fn run(host: &ProviderHost, method: &str, params: Value, max_line_byte
                 "call-timeout-ms": limits.call_timeout_ms,
                 "exec-timeout-ms": limits.exec_timeout_ms,
                 "max-concurrent-calls": limits.max_concurrent_calls,
+                "max-executes-per-lease": limits.max_executes_per_lease,
             }))
         }
         "describe" => {

@@ -19,7 +19,8 @@
 //!   refused with `duplicate-id`). `params`: an object, omitted when a method takes none.
 //! - Methods and params mirror the WIT (kebab-case, the JSON `--json` prints):
 //!   `hello` (protocol, host and contract versions, the methods, the limits a client plans
-//!   with: `max-line-bytes`, `call-timeout-ms`, `exec-timeout-ms`, `max-concurrent-calls`), `describe`,
+//!   with: `max-line-bytes`, `call-timeout-ms`, `exec-timeout-ms`, `max-concurrent-calls`,
+//!   `max-executes-per-lease`), `describe`,
 //!   `validate-config {config}`, `probe {config}`, `acquire {acquire-request}`,
 //!   `resume-check {lease, config}`, `renew {lease, config, expires-at}`,
 //!   `release {lease, config}` (result `null`), `destroy {lease, config}`,
@@ -28,14 +29,21 @@
 //!   JSON object or its text; a `lease` is exactly what `acquire` returned.
 //! - `error.source` is `provider` (its `provider-error`, `kind` is the WIT case name and
 //!   `path` the field of an `invalid-config`), `host` (`timeout`, `trap`, `memory-limit`,
-//!   `input-too-large`, `instantiate`, `cancelled`, ...) or `protocol` (`parse-error`,
+//!   `input-too-large`, `instantiate`, `cancelled`, `busy`, ...) or `protocol` (`parse-error`,
 //!   `invalid-request`, `invalid-params`, `unknown-method`, `duplicate-id`, `line-too-long`,
 //!   `not-utf8`: nothing was called). A line whose id cannot be read is answered with
 //!   `"id": null`.
 //! - Calls run concurrently under the host's limits (each on a fresh instance, at most
 //!   `max-concurrent-calls` at once, each within `call-timeout-ms`, an execute longer); at most
-//!   [`ServeOptions::max_in_flight`] requests are taken at a time, after which the host stops
-//!   reading until one finishes (back-pressure, not an error).
+//!   [`ServeOptions::max_in_flight`] requests other than `execute` are taken at a time, after
+//!   which the host stops reading until one finishes (back-pressure, not an error).
+//! - Executes are counted apart, so a flood of long commands never stops the host from reading
+//!   the next line: a run's `renew` is answered while its commands run. A lease (by its
+//!   `provider-lease-id`) runs at most `max-executes-per-lease` commands at once and its
+//!   others wait for one of them, so one run's flood never holds another run's commands
+//!   back. At most [`EXECUTES_PER_LEASE`] times `max_in_flight` executes of one lease, and
+//!   [`EXECUTES_IN_ALL`] times it of all leases, are taken at once (each holds its request in
+//!   memory); one more is answered at once with the retryable host error `busy`.
 //! - Shutdown: at end of input, or on the first stop signal, the host reads no more requests
 //!   and lets the calls in flight finish, for up to [`ServeOptions::shutdown_grace`] (by
 //!   default long enough for every call in flight to wait for its slot and run to its deadline,
@@ -61,6 +69,7 @@ use tokio_util::sync::CancellationToken;
 pub use protocol::{ErrorSource, PROTOCOL_VERSION, Reply, RequestId, WireError};
 
 use crate::runner::ProviderHost;
+use sandbox_contract::quote;
 
 /// How the server reads and stops.
 #[derive(Debug, Clone)]
@@ -76,6 +85,14 @@ pub struct ServeOptions {
 
 /// The most requests a server takes at once, whatever its options say.
 const MAX_IN_FLIGHT: usize = 65_536;
+
+/// Executes of one lease taken at once, in units of `max_in_flight`: a run's commands wait for
+/// their lease's slots in the host, and their requests wait here.
+pub const EXECUTES_PER_LEASE: usize = 2;
+
+/// Executes of all leases taken at once, in units of `max_in_flight`: twice one lease's, so
+/// one run's flood leaves room for another run's commands.
+pub const EXECUTES_IN_ALL: usize = 2 * EXECUTES_PER_LEASE;
 
 /// How long a reply may wait for a reader once the server is stopping.
 const REPLY_GIVE_UP: Duration = Duration::from_secs(5);
@@ -159,7 +176,7 @@ where
     let output_closed = CancellationToken::new();
     let writer = tokio::spawn(write_replies(output, writer_rx, output_closed.clone()));
     let mut lines = LineReader::new(input, options.max_line_bytes);
-    let mut calls = Calls { max_line_bytes: options.max_line_bytes, ..Calls::default() };
+    let mut calls = Calls { max_line_bytes: options.max_line_bytes, max_in_flight, ..Calls::default() };
     let mut sent = 0u64;
 
     let reason = loop {
@@ -172,7 +189,7 @@ where
                     let _ = replies.send(reply.to_line()).await;
                 }
             }
-            line = lines.next(), if calls.tasks.len() < max_in_flight => match line {
+            line = lines.next(), if calls.others < max_in_flight => match line {
                 Ok(None) => break StopReason::EndOfInput,
                 Err(e) => break StopReason::InputFailed(e.to_string()),
                 Ok(Some(line)) => {
@@ -239,13 +256,28 @@ where
 /// The calls in flight: their tasks, and the id and method of each, so a cancelled one is
 /// still answered and an id is not reused while its call runs. A call frees its id before its
 /// reply is written: a client that reuses an id once it has the reply is never refused.
+/// Executes are counted by lease, the other calls together (`others`, which stops the reading).
 #[derive(Default)]
 struct Calls {
     max_line_bytes: usize,
+    max_in_flight: usize,
     tasks: JoinSet<()>,
-    running: HashMap<tokio::task::Id, (RequestId, String)>,
+    running: HashMap<tokio::task::Id, Running>,
     ids: Arc<Mutex<HashSet<RequestId>>>,
     replied: u64,
+    /// Calls in flight other than executes.
+    others: usize,
+    /// Executes in flight by the `provider-lease-id` they name.
+    executes: HashMap<String, usize>,
+    /// Executes in flight in all.
+    all_executes: usize,
+}
+
+/// A call in flight: its id and method, and the lease of an execute.
+struct Running {
+    id: RequestId,
+    method: String,
+    lease: Option<String>,
 }
 
 impl Calls {
@@ -281,6 +313,12 @@ impl Calls {
         if let Some(error) = dispatch::refuse_unknown(&request.method) {
             return Some(Reply::error(Some(request.id), error));
         }
+        let lease = (request.method == "execute").then(|| execute_lease(&request.params));
+        if let Some(lease) = &lease
+            && let Some(error) = self.refuse_execute(lease)
+        {
+            return Some(Reply::error(Some(request.id), error));
+        }
         if !lock(&self.ids).insert(request.id.clone()) {
             let error = WireError::protocol(
                 "duplicate-id",
@@ -300,8 +338,54 @@ impl Calls {
             lock(&ids).remove(&request.id);
             let _ = replies.send(reply.to_line()).await;
         });
-        self.running.insert(task.id(), (id, method));
+        match &lease {
+            Some(lease) => {
+                *self.executes.entry(lease.clone()).or_default() += 1;
+                self.all_executes += 1;
+            }
+            None => self.others += 1,
+        }
+        self.running.insert(task.id(), Running { id, method, lease });
         None
+    }
+
+    /// The `busy` answer to an execute over the executes taken at once (see the module docs).
+    fn refuse_execute(&self, lease: &str) -> Option<WireError> {
+        let per_lease = self.max_in_flight.saturating_mul(EXECUTES_PER_LEASE);
+        let in_all = self.max_in_flight.saturating_mul(EXECUTES_IN_ALL);
+        let of_lease = self.executes.get(lease).copied().unwrap_or(0);
+        let message = if of_lease >= per_lease {
+            format!(
+                "execute was not taken: lease {} already has {of_lease} commands in flight, the most one lease may \
+                 have queued; send it again once one of them has answered",
+                quote(lease)
+            )
+        } else if self.all_executes >= in_all {
+            format!(
+                "execute was not taken: {} commands are in flight, the most this host queues; send it again once \
+                 one of them has answered",
+                self.all_executes
+            )
+        } else {
+            return None;
+        };
+        Some(WireError::busy(message))
+    }
+
+    /// Forgets a call's share of what is in flight.
+    fn release(&mut self, running: &Running) {
+        match &running.lease {
+            Some(lease) => {
+                self.all_executes = self.all_executes.saturating_sub(1);
+                if let Some(n) = self.executes.get_mut(lease) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        self.executes.remove(lease);
+                    }
+                }
+            }
+            None => self.others = self.others.saturating_sub(1),
+        }
     }
 
     /// Forgets a call that ended; the reply to send for one that ended without answering (a
@@ -313,12 +397,16 @@ impl Calls {
     ) -> Option<Reply> {
         match done {
             Ok((task, ())) => {
-                self.running.remove(&task);
+                if let Some(running) = self.running.remove(&task) {
+                    self.release(&running);
+                }
                 self.replied += 1;
                 None
             }
             Err(e) => {
-                let (id, method) = self.running.remove(&e.id())?;
+                let running = self.running.remove(&e.id())?;
+                self.release(&running);
+                let Running { id, method, .. } = running;
                 lock(&self.ids).remove(&id);
                 let error = match cancelled_by {
                     Some(reason) if e.is_cancelled() => WireError::cancelled(&method, &reason.to_string()),
@@ -332,6 +420,12 @@ impl Calls {
             }
         }
     }
+}
+
+/// The lease an execute's params name (its `provider-lease-id`), by which its commands are
+/// counted; params without one are counted together (dispatch refuses them anyway).
+fn execute_lease(params: &serde_json::Value) -> String {
+    params.pointer("/lease/provider-lease-id").and_then(serde_json::Value::as_str).unwrap_or_default().to_string()
 }
 
 /// The set of ids in flight; a poisoned lock still holds a usable set (inserts and removes

@@ -100,6 +100,12 @@ impl WireError {
         )
     }
 
+    /// The host did not take the request, to bound what it holds; the same request may be sent
+    /// again once a call in flight has answered.
+    pub fn busy(message: String) -> Self {
+        Self { source: ErrorSource::Host, kind: "busy".into(), message, retryable: true, path: None }
+    }
+
     /// The call was ended by the host's shutdown before it answered.
     pub fn cancelled(method: &str, why: &str) -> Self {
         let advice = if method == "acquire" {

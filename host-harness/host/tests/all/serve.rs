@@ -246,3 +246,53 @@ async fn a_stopped_server_exits_even_when_nobody_reads_its_replies() {
     assert_eq!(summary.reason, StopReason::EndOfInput);
     drop(output);
 }
+
+/// Executes are counted apart from the other calls: a flood of one lease's commands never
+/// stops the server from reading, so `hello`, another lease's `resume-check` and its command
+/// are answered while the flood is in flight; past what one lease may queue, an execute is
+/// answered `busy` at once. A stop then cancels the flood, and every request has one reply.
+#[tokio::test]
+async fn a_flood_of_executes_never_stops_the_reading_nor_another_lease() {
+    let mut client = start(Duration::from_secs(1), 1 << 20).await;
+    // The defaults: 64 requests of other methods in flight, so 128 executes of one lease.
+    let queued = 128;
+    client.send(&acquire(1, "flood-x", json!({}))).await;
+    client.send(&acquire(2, "quiet-y", json!({}))).await;
+    let (first, second) = (client.reply().await, client.reply().await);
+    let lease = |id: u32| if first["id"] == id { first["result"].clone() } else { second["result"].clone() };
+    let (x, y) = (lease(1), lease(2));
+    let stalled = json!({"operations": {"execute": {"delayMillis": 600_000}}});
+    for n in 0..=queued {
+        let params = json!({"lease": x, "config": stalled, "request": {"command": "true"}});
+        client.send(&json!({"id": format!("x-{n}"), "method": "execute", "params": params}).to_string()).await;
+    }
+    let busy = client.reply().await;
+    assert_eq!(busy["id"], format!("x-{queued}"), "{busy}");
+    assert_eq!(
+        (&busy["error"]["source"], &busy["error"]["kind"], &busy["error"]["retryable"]),
+        (&json!("host"), &json!("busy"), &json!(true)),
+        "{busy}"
+    );
+    client.send(r#"{"id":"h","method":"hello"}"#).await;
+    assert_eq!(client.reply().await["id"], "h", "read and answered while the flood is in flight");
+    let stored = json!({"lease": y, "config": {}});
+    client.send(&json!({"id": "y-resume", "method": "resume-check", "params": stored}).to_string()).await;
+    let resumed = client.reply().await;
+    assert_eq!(resumed["id"], "y-resume", "{resumed}");
+    assert!(resumed["result"]["resumable"].is_object(), "{resumed}");
+    let params = json!({"lease": y, "config": {}, "request": {"command": "true"}});
+    client.send(&json!({"id": "y-exec", "method": "execute", "params": params}).to_string()).await;
+    let ran = client.reply().await;
+    assert_eq!((&ran["id"], &ran["error"]["kind"]), (&json!("y-exec"), &json!("unsupported")), "{ran}");
+
+    client.signals.send("SIGTERM".into()).expect("the server listens");
+    let mut cancelled = std::collections::HashSet::new();
+    for _ in 0..queued {
+        let reply = client.reply().await;
+        assert_eq!(reply["error"]["kind"], "cancelled", "{reply}");
+        assert!(cancelled.insert(reply["id"].to_string()), "{reply} twice");
+    }
+    let summary = client.finish().await;
+    let sent = 2 + queued + 1 + 3;
+    assert_eq!((summary.replies, summary.cancelled), (sent as u64, queued as u64), "{summary:?}");
+}
