@@ -95,3 +95,32 @@ async fn a_destroyed_lease_runs_nothing() {
     }
     assert!(h.provider_calls_since(mark).iter().all(|e| e.subresource != "exec"));
 }
+
+/// A NUL in a secret value could never reach a process: acquire refuses it as the input's
+/// mistake, by the entry's position and without the value, before anything is created.
+#[tokio::test]
+async fn a_nul_in_a_secret_value_is_refused_at_acquire_and_nothing_is_made() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    for backend in ["job", "sandbox"] {
+        let cfg = config(backend, json!({}));
+        let acquisition = format!("nul-{backend}");
+        let mut req = request(&cfg, &acquisition);
+        req.env[1].value = format!("{SECRET_VALUE}\0tail");
+        let mark = h.cluster.requests().mark();
+        match h.host.acquire(req).await {
+            Err(HostError::Provider(e)) => {
+                assert_eq!((e.kind(), e.retryable()), ("invalid-config", false), "{backend}: {e}");
+                assert!(e.message().contains("env[1]") && e.message().contains("NUL"), "{backend}: {e}");
+                assert!(!e.message().contains(SECRET_VALUE), "{backend}: the value is never shown: {e}");
+            }
+            other => panic!("{backend}: expected invalid-config, got {other:?}"),
+        }
+        assert!(h.provider_calls_since(mark).is_empty(), "{backend}: nothing was sent to the cluster");
+        let name = format!("pc-{acquisition}");
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(h.admin.clone(), NAMESPACE);
+        let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> = kube::Api::namespaced(h.admin.clone(), NAMESPACE);
+        assert!(secrets.get_opt(&format!("{name}-env")).await.expect("get").is_none(), "{backend}: no Secret");
+        assert!(jobs.get_opt(&name).await.expect("get").is_none(), "{backend}: no Job");
+        assert!(sandboxes(&h, "v1beta1").get_opt(&name).await.expect("get").is_none(), "{backend}: no Sandbox");
+    }
+}

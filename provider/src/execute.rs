@@ -33,11 +33,11 @@ pub use sandbox_contract::{ExecRequest, ExecResult};
 
 use crate::api_versions;
 use crate::clock::Clock;
-use crate::config::{Backend, is_env_name};
+use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS, RESERVED_ENV_PREFIX};
 use crate::input_limits::{COMMAND_BYTES, COMMAND_WORDS, ENV_NAME, ENV_VARS, EXEC_STRING, PLAIN_ENV, WORKING_DIR};
-use crate::input_limits::{env_entry_len, word_len};
+use crate::input_limits::{env_entry, env_entry_len, env_fault, word_len};
 use crate::kube_api::{ExecOptions, Kube, KubeError};
 use crate::lease::{LeaseMetadata, LeaseRef};
 use crate::log::{Level, Log};
@@ -204,25 +204,25 @@ fn check(request: &ExecRequest) -> Result<(), ProviderError> {
     }
     ENV_VARS.check(|| "the command's env".into(), request.env.len())?;
     let mut plain = 0usize;
-    for var in &request.env {
-        ENV_NAME.check(|| format!("env var name {}", quote(&var.name)), var.name.len())?;
-        if !is_env_name(&var.name) || var.name.starts_with(RESERVED_ENV_PREFIX) {
+    for (index, var) in request.env.iter().enumerate() {
+        if let Some(fault) = env_fault(&var.name, &var.value) {
             return Err(ProviderError::rejected(format!(
-                "env var name {} cannot be exported by a shell: use letters, digits and `_`, not starting with a \
-                 digit nor with `{RESERVED_ENV_PREFIX}`.",
+                "the command's {} cannot be passed to it: {fault}. Fix that entry of the request's env; nothing was \
+                 run.",
+                env_entry("env", index, &var.name)
+            )));
+        }
+        ENV_NAME.check(|| format!("env var name {}", quote(&var.name)), var.name.len())?;
+        if var.name.starts_with(RESERVED_ENV_PREFIX) {
+            return Err(ProviderError::rejected(format!(
+                "env var name {} starts with `{RESERVED_ENV_PREFIX}`, which the command wrapper of execute uses \
+                 itself; rename it.",
                 quote(&var.name)
             )));
         }
         EXEC_STRING.check(|| format!("env var {}", quote(&var.name)), env_entry_len(&var.name, &var.value))?;
         plain = plain.saturating_add(env_entry_len(&var.name, &var.value));
         PLAIN_ENV.check(|| "env names and values together".into(), plain)?;
-        if var.value.contains('\0') {
-            // The value itself is never quoted: it may be a secret.
-            return Err(ProviderError::rejected(format!(
-                "env var {} has a NUL character, which no process environment can hold.",
-                quote(&var.name)
-            )));
-        }
     }
     Ok(())
 }

@@ -21,6 +21,7 @@ use sandbox_contract::quote;
 use serde_json::Value;
 
 use crate::acquire::AcquireRequest;
+use crate::config::is_env_name;
 use crate::errors::ProviderError;
 use crate::lease::Lease;
 
@@ -288,8 +289,34 @@ pub fn word_len(word: &str) -> usize {
     word.len().saturating_add(1)
 }
 
+/// Why an env var cannot reach the sandbox's processes, or `None` when it can. Its name must be
+/// one a shell can export and Kubernetes takes as a Secret key (a C identifier,
+/// [`is_env_name`]); its value may hold any UTF-8 but NUL: Linux passes a process's
+/// environment as NUL-terminated strings, and the command wrapper of execute exports it through
+/// `sh`, so a NUL would fail every command of the lease, not its acquire. Said without the
+/// value, which may be a secret.
+pub fn env_fault(name: &str, value: &str) -> Option<&'static str> {
+    if !is_env_name(name) {
+        Some("its name is not one a shell can export (use letters, digits and `_`, not starting with a digit)")
+    } else if value.contains('\0') {
+        Some(
+            "its value holds a NUL byte, which no process environment can carry (Linux passes the environment as \
+             NUL-terminated strings); the value is not shown",
+        )
+    } else {
+        None
+    }
+}
+
+/// An env entry named by its position in its list, and by its name when that is a valid one
+/// (a name that is not may hold anything): `env[2] ("TOKEN")`.
+pub fn env_entry(list: &str, index: usize, name: &str) -> String {
+    if is_env_name(name) { format!("{list}[{index}] ({})", quote(name)) } else { format!("{list}[{index}]") }
+}
+
 /// Checks an acquire request's own fields, before its config is parsed or anything is sent:
-/// the ids, the config text's length, and the env's count and sizes. The env merged with the
+/// the ids, the config text's length, and the env's count, sizes and contents ([`env_fault`]:
+/// `invalid-config`, so a host shows it as the input's mistake, and nothing is created). The env merged with the
 /// config's is checked again once the config is read (`secret::plan_env`).
 pub fn check_request(request: &AcquireRequest) -> Result<(), ProviderError> {
     ACQUISITION_ID.check(|| "acquisition id".into(), request.acquisition_id.len())?;
@@ -302,7 +329,17 @@ pub fn check_request(request: &AcquireRequest) -> Result<(), ProviderError> {
         .map_err(|e| ProviderError::invalid_config("", e.to_string()))?;
     ENV_VARS.check(|| "the request's env".into(), request.env.len())?;
     let (mut plain, mut secret) = (0usize, 0usize);
-    for var in &request.env {
+    for (index, var) in request.env.iter().enumerate() {
+        if let Some(fault) = env_fault(&var.name, &var.value) {
+            return Err(ProviderError::invalid_config(
+                "",
+                format!(
+                    "the request's {} cannot be passed to a sandbox: {fault}. Fix that entry of the env the host \
+                     sends; nothing was created.",
+                    env_entry("env", index, &var.name)
+                ),
+            ));
+        }
         ENV_NAME.check(|| format!("env var name {}", quote(&var.name)), var.name.len())?;
         EXEC_STRING.check(|| format!("env var {}", quote(&var.name)), env_entry_len(&var.name, &var.value))?;
         if var.secret {
@@ -418,6 +455,44 @@ mod tests {
         let err = env.provider().acquire(AcquireRequest { config: text, ..request(&test_config("job"), "big-2") });
         match err.unwrap_err() {
             crate::ProviderError::InvalidConfig(d) => assert_eq!(d.path, "/annotations"),
+            other => panic!("{other:?}"),
+        }
+        assert_untouched(&env);
+    }
+
+    #[test]
+    fn env_a_process_cannot_carry_is_refused_at_acquire_by_its_position_and_never_shown() {
+        let configs = [test_config("job"), test_config("sandbox"), crate::testkit::claim_config(json!({}))];
+        for config in configs {
+            let backend = config.as_str();
+            let cases = [
+                (vec![plain("A", "ok".into()), secret("TOKEN", "s3cr3t\0tail".into())], "env[1] (\"TOKEN\")", "NUL"),
+                (vec![plain("PLAIN", "pl\0ain-value".into())], "env[0] (\"PLAIN\")", "NUL"),
+                (vec![plain("A", "x".into()), plain("B", "y".into()), secret("1-bad\0", "v".into())], "env[2]", "name"),
+            ];
+            for (vars, entry, fault) in cases {
+                let env = Env::new();
+                let req = AcquireRequest { env: vars, ..request(&config, "nul-1") };
+                let err = env.provider().acquire(req).expect_err("refused");
+                let crate::ProviderError::InvalidConfig(detail) = &err else { panic!("{backend}: {err:?}") };
+                assert!(detail.message.contains(entry) && detail.message.contains(fault), "{backend}: {err}");
+                assert!(!detail.message.contains("s3cr3t") && !detail.message.contains("ain-value"), "{err}");
+                assert!(!detail.message.contains("1-bad"), "a name that is not one is not echoed: {err}");
+                assert_untouched(&env);
+            }
+        }
+    }
+
+    #[test]
+    fn a_config_env_value_with_nul_is_refused_at_its_path() {
+        let text = raw_config(json!({"env": {"GREETING": "hi\0there-value"}}));
+        let messages = errors_at(&text, "/env/GREETING");
+        assert!(messages.iter().any(|m| m.contains("NUL")), "{messages:?}");
+        assert!(messages.iter().all(|m| !m.contains("there-value")), "{messages:?}");
+        let env = Env::new();
+        let err = env.provider().acquire(AcquireRequest { config: text, ..request(&test_config("job"), "nul-2") });
+        match err.unwrap_err() {
+            crate::ProviderError::InvalidConfig(d) => assert_eq!(d.path, "/env/GREETING"),
             other => panic!("{other:?}"),
         }
         assert_untouched(&env);

@@ -102,7 +102,7 @@ fn refusals_before_the_first_create_leave_nothing() {
     for (req, kind) in [
         (past, "rejected"),
         (unsafe_id, "rejected"),
-        (bad_env, "rejected"),
+        (bad_env, "invalid-config"),
         (bad_config, "invalid-config"),
         (empty_run, "rejected"),
     ] {

@@ -146,9 +146,11 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         };
     }
     if let Some(env) = c.string_map(top, "", "env") {
-        for name in env.keys() {
+        for (name, value) in &env {
             if !is_env_name(name) {
                 c.error(&ptr("/env", name), "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+            } else if let Some(fault) = crate::input_limits::env_fault(name, value) {
+                c.error(&ptr("/env", name), format!("cannot be passed to a sandbox: {fault}"));
             }
         }
         sizes::env(&mut c, &env);

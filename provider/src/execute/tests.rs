@@ -120,11 +120,23 @@ fn bad_requests_are_refused_before_anything_is_sent() {
     nul_value.env = vec![EnvVar { name: "K".into(), value: "se\0cret-value".into(), secret: true }];
     let empty = ExecRequest { command: String::new(), ..sh("") };
     let no_time = ExecRequest { timeout_ms: Some(0), ..sh("true") };
-    for request in [bad_name, reserved, nul_value, empty, no_time] {
+    let mut second_nul = sh("true");
+    second_nul.env = vec![
+        EnvVar { name: "OK".into(), value: "v".into(), secret: false },
+        EnvVar { name: "K".into(), value: "se\0cret-value".into(), secret: false },
+    ];
+    for request in [bad_name, reserved, nul_value, second_nul, empty, no_time] {
         let error = env.provider().execute(stored(&lease, &config), request).expect_err("refused");
         assert_eq!(error.kind(), "rejected", "{error}");
         assert!(!error.message().contains("cret-value"), "{error}");
     }
+    let mut second_nul = sh("true");
+    second_nul.env = vec![
+        EnvVar { name: "OK".into(), value: "v".into(), secret: false },
+        EnvVar { name: "K".into(), value: "se\0cret-value".into(), secret: true },
+    ];
+    let error = env.provider().execute(stored(&lease, &config), second_nul).expect_err("refused");
+    assert!(error.message().contains("env[1] (\"K\")") && error.message().contains("NUL"), "{error}");
     assert_eq!(env.kube.calls().len(), calls, "nothing was sent");
 }
 
