@@ -6,9 +6,10 @@ use std::io::{Read, Write};
 
 use anyhow::Context;
 use clap::Args;
-use provider_host::records::{EnvVar, ExecRequest};
+use provider_host::records::ExecRequest;
 
-use crate::provider_cmd::{self, EXIT_FAILED, LeaseArgs, Target, report_error, session, with_progress};
+use crate::env_args::EnvArgs;
+use crate::provider_cmd::{self, EXIT_FAILED, LeaseArgs, Target, report_error_hiding, session, with_progress};
 
 /// The exit code of a command killed at its timeout (as `timeout(1)` reports it).
 pub const EXIT_TIMED_OUT: i32 = 124;
@@ -21,9 +22,9 @@ pub struct ExecArgs {
     /// The working directory in the sandbox (default: the sandbox's own).
     #[arg(long)]
     pub cwd: Option<String>,
-    /// `NAME=value` added to the command's environment; repeatable.
-    #[arg(long = "env", value_name = "NAME=VALUE")]
-    pub env: Vec<String>,
+    /// What is added to the command's environment; secret values are redacted from its output.
+    #[command(flatten)]
+    pub env: EnvArgs,
     /// Kill the command after this many milliseconds (default: the host's `exec-timeout-ms`).
     #[arg(long)]
     pub timeout_ms: Option<u32>,
@@ -41,13 +42,7 @@ pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
     let Some((command, rest)) = args.command.split_first() else {
         anyhow::bail!("exec needs a command after `--`");
     };
-    let mut env = Vec::new();
-    for entry in &args.env {
-        let Some((name, value)) = entry.split_once('=') else {
-            anyhow::bail!("--env takes NAME=VALUE; one has no `=` (its text is not shown)");
-        };
-        env.push(EnvVar { name: name.to_string(), value: value.to_string(), secret: false });
-    }
+    let env = args.env.parse()?;
     let stdin = if args.stdin {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("read stdin (it must be UTF-8)")?;
@@ -59,14 +54,14 @@ pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
         command: command.clone(),
         args: rest.to_vec(),
         cwd: args.cwd,
-        env,
+        env: env.vars.clone(),
         stdin,
         timeout_ms: args.timeout_ms,
     };
     let s = session(&target.host).await?;
     let result = match with_progress("running the command", s.host.execute(lease, request)).await {
         Ok(result) => result,
-        Err(e) => return Ok(report_error(&e)),
+        Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };
     if target.json {
         println!("{}", serde_json::to_string_pretty(&result)?);

@@ -5,7 +5,9 @@ mod admin_cmd;
 mod cluster_cmd;
 mod contract_cmd;
 mod demo;
+mod env_args;
 mod exec_cmd;
+mod log_filter;
 mod policy_cmd;
 mod pool_cmd;
 mod provider_cmd;
@@ -172,12 +174,8 @@ fn main() -> anyhow::Result<()> {
     // the host's and the provider's log lines about them would only bury it (RUST_LOG still
     // turns them on).
     let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { "warn" };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
+    log_filter::init(default_filter);
     let runtime = tokio::runtime::Runtime::new()?;
     let code = runtime.block_on(async move {
         let done = |r: anyhow::Result<()>| r.map(|()| 0);

@@ -11,10 +11,10 @@ use clap::Args;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
 use provider_host::Limits;
 use provider_host::error::HostError;
-use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
+use provider_host::records::{AcquireRequest, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
-use sandbox_contract::quote;
 
+use crate::env_args::EnvArgs;
 use crate::policy_cmd::PolicyArgs;
 use crate::untrusted_kubeconfig;
 
@@ -176,11 +176,17 @@ pub async fn with_progress<T>(what: &str, fut: impl std::future::Future<Output =
 
 /// Prints a host error and returns the process exit code.
 pub fn report_error(err: &HostError) -> i32 {
+    report_error_hiding(err, str::to_string)
+}
+
+/// Prints a host error passed through `hide` (which replaces what must not be shown, such as
+/// the request's env names) and returns the process exit code.
+pub fn report_error_hiding(err: &HostError, hide: impl Fn(&str) -> String) -> i32 {
     match err {
         HostError::Provider(e) => {
-            eprintln!("error ({}{}): {}", e.kind(), if e.retryable() { ", retryable" } else { "" }, e.message())
+            eprintln!("error ({}{}): {}", e.kind(), if e.retryable() { ", retryable" } else { "" }, hide(e.message()))
         }
-        other => eprintln!("error: {other}"),
+        other => eprintln!("error: {}", hide(&other.to_string())),
     }
     EXIT_FAILED
 }
@@ -283,38 +289,14 @@ pub struct AcquireArgs {
     /// Bound the sandbox's life to this many seconds from now.
     #[arg(long)]
     pub expires_in: Option<u64>,
-    /// Plain environment variable NAME=VALUE (repeatable).
-    #[arg(long = "env", value_name = "NAME=VALUE")]
-    pub env: Vec<String>,
-    /// Secret environment variable NAME=VALUE (repeatable); kept out of the pod spec and the lease.
-    #[arg(long = "secret-env", value_name = "NAME=VALUE")]
-    pub secret_env: Vec<String>,
+    #[command(flatten)]
+    pub env: EnvArgs,
     /// Ask for a lease that `release` suspends instead of destroying.
     #[arg(long)]
     pub reusable: bool,
     /// Also write the lease (JSON) to this file, for `--lease` of the later commands.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-/// `--env` or `--secret-env` entries as env vars. A secret entry without `=` is not shown in
-/// the error: it may be the value itself.
-fn parse_env(items: &[String], secret: bool) -> anyhow::Result<Vec<EnvVar>> {
-    items
-        .iter()
-        .map(|item| {
-            let Some((name, value)) = item.split_once('=') else {
-                if secret {
-                    bail!(
-                        "a --secret-env entry is not NAME=VALUE (it is not shown: it may be the secret value); give the \
-                         name, '=' and the value"
-                    );
-                }
-                bail!("--env entry {} is not NAME=VALUE; give the name, '=' and the value", quote(item));
-            };
-            Ok(EnvVar { name: name.to_string(), value: value.to_string(), secret })
-        })
-        .collect()
 }
 
 /// Epoch millis `seconds` from now; an error naming `option` when no time stamp reaches that far.
@@ -333,8 +315,7 @@ fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
 /// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_json(&args.config, "config")?;
-    let mut env = parse_env(&args.env, false)?;
-    env.extend(parse_env(&args.secret_env, true)?);
+    let env = args.env.parse()?;
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
     let s = session(&target.host).await?;
     let request = AcquireRequest {
@@ -343,12 +324,12 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
         acquisition_id: args.acquisition_id,
         agent_id: args.agent_id,
         requested_expires_at,
-        env,
+        env: env.vars.clone(),
         reusable: args.reusable,
     };
     let lease = match with_progress("acquiring a sandbox (waiting for readiness)", s.host.acquire(request)).await {
         Ok(l) => l,
-        Err(e) => return Ok(report_error(&e)),
+        Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };
     if let Some(out) = &args.out {
         std::fs::write(out, serde_json::to_string_pretty(&lease)?)

@@ -2,4 +2,5 @@
 
 mod cli;
 mod reference_provider_cli;
+mod secrets;
 mod serve;
