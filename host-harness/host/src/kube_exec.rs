@@ -3,8 +3,31 @@
 //!
 //! Checked like any other request first: the policy must grant `exec` on `pods` in the
 //! namespace, and the pod must be this installation's (its controller chain leads to an
-//! object the host created), proved by reading it as the host. Then the host writes the
-//! provider's stdin (and keeps it open: without `v5.channel.k8s.io` it cannot be closed alone),
+//! object the host created), proved by reading it as the host.
+//!
+//! ## Bound to the proven pod
+//! `pods/exec` names its pod by name, and the API server looks the name up when the exec's
+//! stream opens, not when the host proved it: a pod deleted and created again under that name
+//! in between (someone with `create pods` in the namespace, racing the host) would get the
+//! command. So the host sends nothing but the command's argv before it has proved the pod
+//! again: once the stream is open it reads the pod as the host a second time (a quorum read),
+//! and writes the provider's stdin only when the uid is the one it checked. The argument: the
+//! name was looked up before the stream opened, so before the second read; the checked pod held
+//! the name at the first read and still holds it at the second, and a pod that exists at two
+//! moments exists in between, while no two pods share a name at once; so the stream reached the
+//! checked pod. Otherwise the host closes the stream, sends nothing, and refuses the call as
+//! `not-owned` (a pod gone is `not-found`). The process the stream started elsewhere gets
+//! no byte of its input and sees it end.
+//!
+//! What this covers is stdin. The argv travels in the request's URL and starts with the
+//! process, before any check can be made after the lookup, so a provider must keep it free of
+//! anything the sandbox's owner alone may see; this provider's argv is one fixed script, and
+//! the program, its arguments and the env (secrets included) are its stdin (`exec_wrapper.rs`).
+//! Out of reach: a kubelet whose own view of the pods lags far enough behind the API server
+//! to still run a pod of that name older than the one checked.
+//!
+//! Then the host writes the provider's stdin (and keeps it open: without `v5.channel.k8s.io` it
+//! cannot be closed alone),
 //! reads stdout and stderr to their ends keeping at most the cap of each
 //! (`max-exec-output-bytes`, or less if the provider asks), and takes the exit code from the
 //! final status ([the remote-command protocol]). At the timeout, or the call's deadline if
@@ -14,11 +37,13 @@
 //!
 //! [the remote-command protocol]: https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/apimachinery/pkg/util/remotecommand/constants.go
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::bindings::kube::{ExecOptions, ExecOutput, KubeError, OtherDetail, ResourceType};
@@ -46,14 +71,45 @@ impl KubeHost {
             return Err(KubeError::NotFound(format!("pods {} not found", crate::policy::quoted(pod))));
         };
         self.require_visible(&target, &object).await?;
+        let Some(proven) = object.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) else {
+            return Err(KubeError::Invalid(format!(
+                "{}: the pod has no uid, so the exec could not be bound to it",
+                target.describe()
+            )));
+        };
         let client = self.client.clone().ok_or_else(|| KubeError::Transport("no cluster connection".to_string()))?;
         let started = Instant::now();
         let timeout = self.exec_budget(Duration::from_millis(u64::from(options.timeout_ms)));
         let cap = usize::try_from(options.max_output_bytes).unwrap_or(usize::MAX).min(self.max_exec_output);
-        let result = run(Api::namespaced(client, namespace), pod, options, cap, timeout).await;
+        let still_proven = self.still_the_pod(&target, proven);
+        let result = run(Api::namespaced(client, namespace), pod, options, cap, timeout, still_proven).await;
         tracing::debug!(target: "provider_host::kube", verb = "exec", namespace, pod,
             ok = result.is_ok(), millis = started.elapsed().as_millis() as u64, "kube request");
         result
+    }
+
+    /// Whether the pod under the target's name is still the one with uid `proven`, read again
+    /// as the host once the exec's stream is open (see "Bound to the proven pod").
+    async fn still_the_pod(&self, target: &Target<'_>, proven: &str) -> Result<(), KubeError> {
+        let pod = target.name.unwrap_or_default();
+        let Some(now) = self.read_as_host(target.rt, target.namespace, pod).await? else {
+            return Err(KubeError::NotFound(format!(
+                "pods {} not found: it was deleted while the exec's stream opened; nothing was sent to the command",
+                crate::policy::quoted(pod)
+            )));
+        };
+        let uid = now.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        if uid == proven {
+            return Ok(());
+        }
+        tracing::warn!(target: "provider_host::ownership", call = %target.describe(), checked = proven, now = uid,
+            "exec refused: the pod was replaced by another of that name while the exec's stream opened; nothing \
+             was sent to the process the stream started in it");
+        Err(KubeError::NotOwned(format!(
+            "host refuses {}: the pod was replaced by another of that name while the exec's stream opened, so the \
+             stream may have reached the new one; nothing was sent to it",
+            target.describe()
+        )))
     }
 
     /// The command's time: what it asked for, cut to the call's deadline.
@@ -73,6 +129,7 @@ async fn run(
     options: ExecOptions,
     cap: usize,
     timeout: Duration,
+    still_proven: impl Future<Output = Result<(), KubeError>>,
 ) -> Result<ExecOutput, KubeError> {
     let end = tokio::time::Instant::now() + timeout;
     let mut params = AttachParams::default().stdin(options.stdin.is_some()).stdout(true).stderr(true);
@@ -90,6 +147,21 @@ async fn run(
         Ok(Err(e)) => return Err(kube_errors::from_client_error(&e)),
         Ok(Ok(process)) => process,
     };
+    // Nothing of the provider's input before the pod is proved again.
+    let refusal = match tokio::time::timeout_at(end, still_proven).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(_) => Some(KubeError::Timeout(format!(
+            "exec in pod {}: the pod could not be read again within {} ms to bind the exec to it; nothing was sent \
+             to the command",
+            crate::policy::quoted(pod),
+            timeout.as_millis()
+        ))),
+    };
+    if let Some(refusal) = refusal {
+        process.abort();
+        return Err(refusal);
+    }
     // Stdin stays open until the command ends: without `v5.channel.k8s.io`, kube-rs can close
     // it only by closing the whole stream. The provider says how much input there is instead.
     let mut stdin = process.stdin();

@@ -3,6 +3,7 @@
 //! uses no cluster, clock-driven ones against a real cluster.
 
 mod destroy;
+mod exec_race;
 mod expiry;
 mod foreign;
 mod idempotency;
@@ -93,5 +94,6 @@ pub fn all() -> Vec<Scenario> {
         expiry::AFTER_EXPIRY,
         foreign::FOREIGN_OBJECT_UNDER_THE_NAME,
         foreign::LEASE_INTO_ANOTHER_NAMESPACE,
+        exec_race::EXEC_INTO_A_REPLACED_POD,
     ]
 }
