@@ -15,7 +15,10 @@
 //!   policy names (`pod-service-accounts`), mounts no ServiceAccount token (explicit
 //!   `automountServiceAccountToken: false`, no projected token) unless the policy allows it,
 //!   and refers only to Secrets this installation owns, that do not exist yet (the lease's own,
-//!   created next), or that the policy names (`pod-secrets`, such as an image pull secret).
+//!   created next), or that the policy names (`pod-secrets`). An `imagePullSecrets` entry must
+//!   be one the policy names: a pull secret is a registry credential the operator hands out, and
+//!   the kubelet uses it with no check of whose it is, so neither another lease's Secret nor a
+//!   name that anyone could create before the pod starts may serve.
 //! - A Job does not choose its own selector (`manualSelector`).
 //! - A SandboxClaim names only warm pools (and, in v1alpha1, templates) the policy names
 //!   (`warm-pools`, `claim-templates`): its pod is the template's, which the operator vouches
@@ -107,9 +110,17 @@ fn pod_specs(body: &Value) -> Vec<&Value> {
     out
 }
 
-/// The names of the Secrets a pod spec refers to, and whether it asks for a projected
-/// ServiceAccount token.
-fn secret_references(spec: &Value) -> (Vec<String>, bool) {
+/// What a pod spec refers to that carries credentials: the Secrets its volumes and env name,
+/// the pull secrets it names, and whether it asks for a projected ServiceAccount token.
+#[derive(Debug, Default)]
+struct References {
+    secrets: Vec<String>,
+    pull_secrets: Vec<String>,
+    projected_token: bool,
+}
+
+/// The [`References`] of a pod spec.
+fn secret_references(spec: &Value) -> References {
     let mut names = Vec::new();
     let mut projected_token = false;
     let mut push = |v: Option<&Value>| {
@@ -125,9 +136,6 @@ fn secret_references(spec: &Value) -> (Vec<String>, bool) {
             projected_token |= source.get("serviceAccountToken").is_some();
         }
     }
-    for pull in list(spec, "imagePullSecrets") {
-        push(pull.get("name"));
-    }
     for kind in ["containers", "initContainers", "ephemeralContainers"] {
         for container in list(spec, kind) {
             for env in list(&container, "env") {
@@ -138,7 +146,11 @@ fn secret_references(spec: &Value) -> (Vec<String>, bool) {
             }
         }
     }
-    (names, projected_token)
+    let pull_secrets = list(spec, "imagePullSecrets")
+        .iter()
+        .filter_map(|pull| pull.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    References { secrets: names, pull_secrets, projected_token }
 }
 
 /// A patch's refusal when it names a guarded field (see the module docs).
@@ -261,7 +273,7 @@ impl KubeHost {
                 quoted(account)
             )));
         }
-        let (secrets, projected_token) = secret_references(spec);
+        let References { secrets, pull_secrets, projected_token } = secret_references(spec);
         if !policy.allow_service_account_tokens {
             if spec.get("automountServiceAccountToken") != Some(&Value::Bool(false)) {
                 return Err(Check::Refused(
@@ -276,6 +288,13 @@ impl KubeHost {
                         .to_string(),
                 ));
             }
+        }
+        if let Some(name) = pull_secrets.iter().find(|name| !policy.pod_secrets.contains(name)) {
+            return Err(Check::Refused(format!(
+                "a pod may pull images only with Secrets the operator names in the policy's `pod-secrets`, not {} \
+                 (a pull secret is a registry credential the kubelet uses for whoever names it)",
+                quoted(name)
+            )));
         }
         for name in secrets {
             if policy.pod_secrets.contains(&name) {
@@ -373,10 +392,11 @@ mod tests {
                 {"name": "p", "projected": {"sources": [{"secret": {"name": "s5"}}, {"serviceAccountToken": {"path": "t"}}]}}],
             "imagePullSecrets": [{"name": "s6"}]
         });
-        let (mut names, token) = secret_references(&spec);
-        names.sort();
-        assert_eq!(names, ["s1", "s2", "s3", "s4", "s5", "s6"]);
-        assert!(token);
+        let mut found = secret_references(&spec);
+        found.secrets.sort();
+        assert_eq!(found.secrets, ["s1", "s2", "s3", "s4", "s5"]);
+        assert_eq!(found.pull_secrets, ["s6"]);
+        assert!(found.projected_token);
         let nested = json!({"spec": {"template": {"spec": spec.clone()}}, "other": [{"podTemplate": {"spec": spec}}]});
         assert_eq!(pod_specs(&nested).len(), 2, "a Job's template and a Sandbox's podTemplate alike");
     }

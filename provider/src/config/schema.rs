@@ -145,7 +145,7 @@ mod tests {
                 "tolerations": tolerations,
                 "runtimeClassName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN, "description": "RuntimeClass (gVisor, Kata) for stronger isolation."},
                 "serviceAccountName": {"type": "string", "maxLength": DNS1123_SUBDOMAIN_MAX_LEN},
-                "imagePullSecrets": name_list("Names of Secrets in the namespace for pulling the image."),
+                "imagePullSecrets": name_list("Names of Secrets in the namespace for pulling the image; the host lets a pod use only those its operator names (the policy's pod-secrets)."),
                 "labels": label_map("Extra labels on every object (keys under sandbox.paperclip.io/ are reserved); with backend claim, on the claim and the lease's Secret (the template labels the pod)."),
                 "annotations": {
                     "type": "object",

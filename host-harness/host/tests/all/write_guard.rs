@@ -79,6 +79,12 @@ async fn pods_refer_only_to_the_installations_secrets() {
     refused(h.create(&jobs(), Some(NS), &job_with("j2", volume)).await, "their-db");
     let pull = json!({"imagePullSecrets": [{"name": "their-db"}]});
     refused(h.create(&jobs(), Some(NS), &job_with("j3", pull)).await, "their-db");
+    // A pull secret is the operator's to name: neither the installation's own Secret (another
+    // lease's) nor a name nobody holds yet (which anyone could create before the pod pulls).
+    let owned_pull = json!({"imagePullSecrets": [{"name": "mine"}]});
+    refused(h.create(&jobs(), Some(NS), &job_with("j4", owned_pull)).await, "pod-secrets");
+    let future_pull = json!({"imagePullSecrets": [{"name": "not-yet"}]});
+    refused(h.create(&jobs(), Some(NS), &job_with("j5", future_pull)).await, "pod-secrets");
     assert!(creates_since(&c, mark).is_empty(), "nothing was sent");
 
     h.create(&jobs(), Some(NS), &job_with("ok-1", env("mine"))).await.expect("an owned Secret");
