@@ -29,10 +29,9 @@
 //! (Unicode tags, uppercase digests, no IPv6 hosts, unregistered digest algorithms) or bring a
 //! regex engine that doubles the component's size.
 
+use sandbox_contract::k8s::image::split_docker_domain;
 use sandbox_contract::quote;
 
-/// Docker Hub, the registry of a reference that names none.
-pub const DEFAULT_DOMAIN: &str = "docker.io";
 /// The longest repository path, after normalisation (`RepositoryNameTotalLengthMax`).
 pub const PATH_MAX_LEN: usize = 255;
 /// The longest tag.
@@ -43,7 +42,7 @@ const ENCODED_MIN_LEN: usize = 32;
 /// A reference as the kubelet normalises it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRef {
-    /// The registry (`host[:port]`): [`DEFAULT_DOMAIN`] for a familiar name, empty when the
+    /// The registry (`host[:port]`): `docker.io` for a familiar name, empty when the
     /// first part is neither a registry nor the start of a Docker Hub path (`a_b.c/d`).
     pub domain: String,
     /// The repository path, with `library/` for a one-part Docker Hub name.
@@ -160,25 +159,6 @@ fn is_reference_char(c: char) -> bool {
 
 fn is_lower_hex(b: u8) -> bool {
     b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
-}
-
-/// distribution's `splitDockerDomain`: the registry, and the rest with `library/` added to a
-/// one-part Docker Hub path.
-fn split_docker_domain(reference: &str) -> (&str, String) {
-    let (domain, remote) = match reference.split_once('/') {
-        None => (DEFAULT_DOMAIN, reference),
-        Some(("localhost", rest)) => ("localhost", rest),
-        Some(("index.docker.io", rest)) => (DEFAULT_DOMAIN, rest),
-        Some((first, rest)) if first.contains(['.', ':']) || first.bytes().any(|b| b.is_ascii_uppercase()) => {
-            (first, rest)
-        }
-        Some(_) => (DEFAULT_DOMAIN, reference),
-    };
-    if domain == DEFAULT_DOMAIN && !remote.contains('/') {
-        (domain, format!("library/{remote}"))
-    } else {
-        (domain, remote.to_string())
-    }
 }
 
 /// The registry and the path of a normalised name: the first part is the registry when it is
