@@ -1,16 +1,19 @@
 //! Least privilege, end to end: the host runs the provider under exactly the Role that
 //! `sandbox-host rbac` generates for the effective policy (a ServiceAccount token authorized by
 //! the embedded cluster's RBAC), and a full set of lifecycles on both backends gets no 403 and
-//! uses every verb the Role grants.
+//! uses every verb the Role grants. The operator's pod-security ceiling holds against a
+//! provider config that asks for root.
 
 use std::collections::BTreeSet;
 
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{ControllerKind, SandboxVersions};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use provider_e2e::*;
-use provider_host::ProviderHost;
+use provider_host::{HostError, ProviderHost};
 use serde_json::{Value, json};
 
 const ACCOUNT: &str = "sandbox-host";
@@ -153,4 +156,33 @@ async fn the_generated_role_is_exactly_what_the_host_and_provider_use() {
     let outside: Vec<_> = used.difference(&granted).collect();
     assert!(outside.is_empty(), "calls outside the Role (each would be a 403): {outside:?}");
     assert!(unused.is_empty(), "the Role grants verbs nothing used: {unused:?} (used: {used:?})");
+}
+
+/// The tester's hostile `security` config (a company admin's, not the operator's): the host
+/// refuses the workload under its default pod-security ceiling before it is sent, naming each
+/// check, and acquire creates nothing on either backend.
+#[tokio::test]
+async fn a_config_asking_for_root_and_every_capability_is_refused_and_creates_nothing() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let hostile = json!({"security": {"runAsUser": 0, "runAsNonRoot": false, "allowPrivilegeEscalation": true,
+        "capabilities": {"add": ["ALL"]}, "seccompProfile": "Unconfined"}});
+    for backend in ["job", "sandbox"] {
+        let cfg = config(backend, hostile.clone());
+        let mark = h.cluster.requests().mark();
+        let err = match h.host.acquire(request(&cfg, &format!("root-{backend}"))).await {
+            Err(HostError::Provider(e)) => e,
+            other => panic!("{backend}: expected the host's refusal, got {other:?}"),
+        };
+        assert_eq!((err.kind(), err.retryable()), ("denied", false), "{err:?}");
+        for named in ["pod-security", "\"runAsUser\"", "\"runAsNonRoot\"", "\"capabilities_restricted\""] {
+            assert!(err.message().contains(named), "{backend}: {err} should name {named}");
+        }
+        let writes = h.provider_writes_since(mark);
+        assert!(writes.is_empty(), "{backend}: nothing was written: {writes:?}");
+    }
+    let jobs: Api<Job> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    assert!(jobs.list(&Default::default()).await.expect("jobs").items.is_empty());
+    assert!(secrets.list(&Default::default()).await.expect("secrets").items.is_empty());
+    assert!(sandboxes(&h, "v1beta1").list(&Default::default()).await.expect("sandboxes").items.is_empty());
 }

@@ -37,6 +37,7 @@ pub mod lease_scope;
 pub mod limits;
 mod log_host;
 pub mod ownership;
+pub mod pod_security_ceiling;
 pub mod policy;
 pub mod rbac;
 pub mod records;

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 pub use sandbox_contract::{AccessRule, AccessVerb};
 
 use crate::error::HostError;
+use crate::pod_security_ceiling::PodSecurityCeiling;
 
 /// A guest-supplied name for a message: quoted, and cut to a short prefix when long.
 pub(crate) use sandbox_contract::quote::quote as quoted;
@@ -71,6 +72,11 @@ pub struct Policy {
     /// any. None by default.
     #[serde(default)]
     pub claim_templates: Vec<String>,
+    /// The most a sandbox's pod may ask of its node ([`crate::pod_security_ceiling`]): Kubernetes'
+    /// restricted Pod Security level, no RuntimeClass, toleration, nodeSelector or affinity key,
+    /// and any registry, unless the operator relaxes them here.
+    #[serde(default)]
+    pub pod_security: PodSecurityCeiling,
 }
 
 fn default_owner_id() -> String {
@@ -151,6 +157,7 @@ impl Policy {
             allow_service_account_tokens: false,
             warm_pools: Vec::new(),
             claim_templates: Vec::new(),
+            pod_security: PodSecurityCeiling::default(),
         }
     }
 
@@ -172,6 +179,13 @@ impl Policy {
                 "policy owner-id {} is not a valid label value (1-63 characters: letters, digits, '-', '_', '.', \
                  starting and ending with a letter or digit)",
                 quoted(&self.owner_id)
+            )));
+        }
+        if let Some(unknown) = self.pod_security.unknown_checks().first() {
+            return Err(HostError::Config(format!(
+                "policy pod-security.allow names {}, which is no Pod Security check; the checks are {}",
+                quoted(unknown),
+                sandbox_contract::k8s::pod_security::check_ids().collect::<Vec<_>>().join(", ")
             )));
         }
         for rule in &self.resources {
@@ -364,6 +378,7 @@ impl fmt::Display for Policy {
             listed(&self.warm_pools),
             listed(&self.claim_templates)
         )?;
+        writeln!(f, "{}", self.pod_security)?;
         for rule in &self.resources {
             writeln!(f, "  {}", describe_rule(rule))?;
         }
@@ -518,6 +533,9 @@ mod tests {
         writes_pods.resources.push(AccessRule::new("", &["v1"], "pods", &[Delete]));
         writes_pods.resources.retain(|r| r.plural != "pods" || r.allows(Delete));
         assert!(matches!(writes_pods.validate(), Err(HostError::Config(m)) if m.contains("read-only")));
+        let misspelt: Policy = serde_json::from_str(r#"{"pod-security":{"allow":["runAsRoot"]}}"#).expect("parses");
+        assert!(matches!(misspelt.validate(), Err(HostError::Config(m)) if m.contains("no Pod Security check")));
+        assert!(policy().to_string().contains("Pod Security restricted except checks: none"));
     }
 
     #[test]

@@ -19,14 +19,19 @@
 //!   be one the policy names: a pull secret is a registry credential the operator hands out, and
 //!   the kubelet uses it with no check of whose it is, so neither another lease's Secret nor a
 //!   name that anyone could create before the pod starts may serve.
+//! - Every pod spec stays under the operator's `pod-security` ceiling
+//!   ([`crate::pod_security_ceiling`]): Kubernetes' restricted level by default, and no
+//!   RuntimeClass, toleration, nodeSelector or affinity key, or image registry the operator
+//!   does not list.
 //! - A Job does not choose its own selector (`manualSelector`).
 //! - A SandboxClaim names only warm pools (and, in v1alpha1, templates) the policy names
 //!   (`warm-pools`, `claim-templates`): its pod is the template's, which the operator vouches
 //!   for; and it asks for no `volumeClaimTemplates` (a claim's PVC could clone foreign data).
 //! - Every `ownerReference` names an object this installation owns, by its uid.
-//! - A patch names none of these fields at all, nor what a claim is served from or which
-//!   Sandbox its controller adopts: what a provider patches after create (an expiry, a
-//!   suspension, a Secret's values) needs none of them.
+//! - A patch names none of these fields at all, nor those of the pod-security ceiling
+//!   (security contexts, host namespaces, runtime class, tolerations, node selection), nor what
+//!   a claim is served from or which Sandbox its controller adopts: what a provider patches
+//!   after create (an expiry, a suspension, a Secret's values) needs none of them.
 
 use serde_json::Value;
 
@@ -54,6 +59,16 @@ const GUARDED_FIELDS: &[&str] = &[
     "ephemeralContainers",
     "manualSelector",
     "selector",
+    "securityContext",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "hostUsers",
+    "runtimeClassName",
+    "tolerations",
+    "nodeSelector",
+    "nodeName",
+    "affinity",
     "ownerReferences",
     "type",
     "warmPoolRef",
@@ -91,19 +106,21 @@ fn check_secret(body: &Value) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Every pod spec in `body`: any object with a `containers` list.
-fn pod_specs(body: &Value) -> Vec<&Value> {
+/// Every pod spec in `body` (any object with a `containers` list), with the metadata beside it
+/// (a template's or a pod's), whose annotations can ask for an AppArmor profile.
+fn pod_specs(body: &Value) -> Vec<(Option<&Value>, &Value)> {
     let mut out = Vec::new();
-    let mut stack = vec![body];
-    while let Some(value) = stack.pop() {
+    let mut stack = vec![(None, body)];
+    while let Some((metadata, value)) = stack.pop() {
         match value {
             Value::Object(map) => {
                 if map.get("containers").is_some_and(Value::is_array) {
-                    out.push(value);
+                    out.push((metadata, value));
                 }
-                stack.extend(map.values());
+                let beside = map.get("metadata");
+                stack.extend(map.iter().map(|(k, v)| (if k == "spec" { beside } else { None }, v)));
             }
-            Value::Array(items) => stack.extend(items),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (None, v))),
             _ => {}
         }
     }
@@ -252,11 +269,12 @@ impl KubeHost {
         if rt.group == agent_sandbox::EXTENSIONS_GROUP && rt.plural == agent_sandbox::CLAIMS {
             check_claim(&self.policy, body).map_err(refuse)?;
         }
-        for spec in pod_specs(body) {
+        for (metadata, spec) in pod_specs(body) {
             self.check_pod_spec(spec, namespace).await.map_err(|e| match e {
                 Check::Refused(why) => refuse(why),
                 Check::Failed(e) => e,
             })?;
+            self.policy.pod_security.check(metadata, spec).map_err(refuse)?;
         }
         Ok(())
     }
@@ -399,6 +417,9 @@ mod tests {
         assert!(found.projected_token);
         let nested = json!({"spec": {"template": {"spec": spec.clone()}}, "other": [{"podTemplate": {"spec": spec}}]});
         assert_eq!(pod_specs(&nested).len(), 2, "a Job's template and a Sandbox's podTemplate alike");
+        let annotated =
+            json!({"spec": {"template": {"metadata": {"annotations": {"a": "b"}}, "spec": {"containers": []}}}});
+        assert_eq!(pod_specs(&annotated)[0].0, Some(&json!({"annotations": {"a": "b"}})), "the template's metadata");
     }
 
     #[test]
@@ -450,6 +471,10 @@ mod tests {
             (PatchType::Merge, json!({"metadata": {"ownerReferences": []}})),
             (PatchType::Merge, json!({"metadata": {"annotations": {"kubernetes.io/service-account.name": "a"}}})),
             (PatchType::Merge, json!({"type": "kubernetes.io/service-account-token"})),
+            // What the pod-security ceiling checks on create is fixed as well.
+            (PatchType::Merge, json!({"spec": {"podTemplate": {"spec": {"securityContext": {"runAsUser": 0}}}}})),
+            (PatchType::Merge, json!({"spec": {"template": {"spec": {"tolerations": [{"operator": "Exists"}]}}}})),
+            (PatchType::Json, json!([{"op": "add", "path": "/spec/podTemplate/spec/hostPID", "value": true}])),
             (PatchType::Json, json!([{"op": "add", "path": "/spec/template/spec/containers/0/env/-", "value": {}}])),
             (PatchType::Json, json!([{"op": "add", "path": "/spec", "value": {"manualSelector": true}}])),
         ];

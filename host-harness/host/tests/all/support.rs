@@ -69,11 +69,23 @@ pub fn secret(name: &str, labels: Value) -> String {
     .to_string()
 }
 
+/// A Job whose pod meets the host's default pod-security ceiling (Kubernetes' restricted level).
 pub fn job(name: &str, labels: Value) -> String {
     json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
         "spec": {"template": {"spec": {"restartPolicy": "Never", "automountServiceAccountToken": false,
-            "containers": [{"name": "main", "image": "busybox:1.36"}]}}}})
+            "securityContext": restricted_pod_security(),
+            "containers": [{"name": "main", "image": "busybox:1.36", "securityContext": restricted_container_security()}]}}}})
     .to_string()
+}
+
+/// A pod `securityContext` the restricted level accepts.
+pub fn restricted_pod_security() -> Value {
+    json!({"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}})
+}
+
+/// A container `securityContext` the restricted level accepts.
+pub fn restricted_container_security() -> Value {
+    json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}})
 }
 
 pub fn no_delete_options() -> DeleteOptions {

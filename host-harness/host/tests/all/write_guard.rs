@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 use provider_host::KubeHost;
 use provider_host::bindings::kube::{KubeError, PatchType};
+use provider_host::pod_security_ceiling::PodSecurityCeiling;
 use provider_host::policy::Policy;
+use sandbox_contract::k8s::pod_security::Level;
 use serde_json::{Value, json};
 
 use crate::support::*;
@@ -21,10 +23,11 @@ async fn provider_host(c: &EmbeddedCluster, policy: Policy) -> KubeHost {
     KubeHost::new(client_for(c, PROVIDER_USER).await, Arc::new(policy), Duration::from_secs(10))
 }
 
-/// A Job whose pod spec is `spec` merged over a valid, token-free one.
+/// A Job whose pod spec is `spec` merged over a valid, token-free, restricted one.
 fn job_with(name: &str, spec: Value) -> String {
     let mut pod = json!({"restartPolicy": "Never", "automountServiceAccountToken": false,
-        "containers": [{"name": "main", "image": "busybox:1.36"}]});
+        "securityContext": restricted_pod_security(),
+        "containers": [{"name": "main", "image": "busybox:1.36", "securityContext": restricted_container_security()}]});
     if let (Some(p), Some(extra)) = (pod.as_object_mut(), spec.as_object()) {
         p.extend(extra.clone());
     }
@@ -70,7 +73,7 @@ async fn pods_refer_only_to_the_installations_secrets() {
     h.create(&secrets(), Some(NS), &secret("mine", json!({}))).await.expect("an owned Secret");
 
     let env = |name: &str| {
-        json!({"containers": [{"name": "main", "image": "busybox:1.36",
+        json!({"containers": [{"name": "main", "image": "busybox:1.36", "securityContext": restricted_container_security(),
         "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": name, "key": "k"}}}]}]})
     };
     let mark = c.requests().mark();
@@ -102,7 +105,7 @@ async fn a_secret_the_host_cannot_read_fails_the_create_and_is_no_denial() {
     let c = cluster().await;
     let h = provider_host(&c, test_policy()).await;
     let env = |name: &str| {
-        json!({"containers": [{"name": "main", "image": "busybox:1.36",
+        json!({"containers": [{"name": "main", "image": "busybox:1.36", "securityContext": restricted_container_security(),
         "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": name, "key": "k"}}}]}]})
     };
     for (code, reason) in [(422, "Invalid"), (500, "InternalError")] {
@@ -140,7 +143,8 @@ async fn pods_run_as_no_other_service_account_and_hold_no_token() {
         "automountServiceAccountToken: false",
     );
     let unset = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sa-3"}, "spec": {"template":
-        {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}}}});
+        {"spec": {"restartPolicy": "Never", "securityContext": restricted_pod_security(),
+            "containers": [{"name": "main", "image": "busybox:1.36", "securityContext": restricted_container_security()}]}}}});
     refused(h.create(&jobs(), Some(NS), &unset.to_string()).await, "automountServiceAccountToken: false");
     let projected =
         json!({"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]});
@@ -191,4 +195,66 @@ async fn a_patch_cannot_change_what_a_workload_reaches() {
     h.patch(&jobs(), Some(NS), "steady", PatchType::Merge, r#"{"spec":{"activeDeadlineSeconds":60}}"#, None)
         .await
         .expect("an expiry is fine");
+}
+
+/// The tester's provider configs as the provider renders them (root with every capability and
+/// no seccomp; SYS_ADMIN and NET_ADMIN; a keyless toleration onto the control plane): refused
+/// under the default ceiling with nothing sent, in a Job's template and a Sandbox's podTemplate
+/// alike, and allowed once the operator relaxes what each refusal names.
+#[tokio::test]
+async fn pods_stay_under_the_operators_pod_security_ceiling() {
+    let c = cluster().await;
+    let h = provider_host(&c, test_policy()).await;
+    let root = json!({"securityContext": {"runAsUser": 0, "runAsNonRoot": false, "seccompProfile": {"type": "Unconfined"}},
+        "containers": [{"name": "main", "image": "busybox:1.36", "securityContext": {"runAsUser": 0,
+            "runAsNonRoot": false, "allowPrivilegeEscalation": true, "capabilities": {"add": ["ALL"]}}}]});
+    let admin = json!({"containers": [{"name": "main", "image": "busybox:1.36", "securityContext":
+        {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN", "NET_ADMIN"]}}}]});
+    let control_plane =
+        json!({"tolerations": [{"operator": "Exists"}], "nodeSelector": {"node-role.kubernetes.io/control-plane": ""}});
+    let sandboxes = rt("agents.x-k8s.io", "v1beta1", "sandboxes");
+    let sandbox = |name: &str, spec: Value| {
+        let job: Value = serde_json::from_str(&job_with(name, spec)).expect("job");
+        json!({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": name},
+            "spec": {"podTemplate": job["spec"]["template"]}})
+        .to_string()
+    };
+
+    let mark = c.requests().mark();
+    let root_checks = [
+        "allowPrivilegeEscalation",
+        "capabilities_restricted",
+        "runAsNonRoot",
+        "runAsUser",
+        "seccompProfile_restricted",
+    ];
+    for check in root_checks {
+        refused(h.create(&jobs(), Some(NS), &job_with("root", root.clone())).await, &format!("{check:?}"));
+    }
+    refused(h.create(&sandboxes, Some(NS), &sandbox("root", root.clone())).await, "pod-security.allow");
+    refused(h.create(&jobs(), Some(NS), &job_with("admin", admin.clone())).await, "\"SYS_ADMIN\", \"NET_ADMIN\"");
+    refused(h.create(&jobs(), Some(NS), &job_with("cp", control_plane.clone())).await, "toleration without a key");
+    assert!(creates_since(&c, mark).is_empty(), "nothing was sent");
+
+    let allowing = |allow: &[&str], level: Level| {
+        let pod_security = PodSecurityCeiling {
+            level,
+            allow: allow.iter().map(|a| a.to_string()).collect(),
+            toleration_keys: vec!["*".into()],
+            node_selector_keys: vec!["node-role.kubernetes.io/control-plane".into()],
+            ..Default::default()
+        };
+        provider_host(&c, Policy { pod_security, ..test_policy() })
+    };
+    // Exempting the restricted checks brings back the baseline ones they replace.
+    let restricted_only = allowing(&root_checks, Level::Restricted).await;
+    refused(
+        restricted_only.create(&jobs(), Some(NS), &job_with("root", root.clone())).await,
+        "\"capabilities_baseline\"",
+    );
+    let every = [&root_checks[..], &["capabilities_baseline", "seccompProfile_baseline"]].concat();
+    let relaxed = allowing(&every, Level::Restricted).await;
+    relaxed.create(&jobs(), Some(NS), &job_with("root", root)).await.expect("the operator allowed each check");
+    relaxed.create(&jobs(), Some(NS), &job_with("admin", admin)).await.expect("capabilities allowed");
+    relaxed.create(&jobs(), Some(NS), &job_with("cp", control_plane)).await.expect("the keys are the operator's");
 }
