@@ -153,6 +153,15 @@ enum Command {
         #[arg(long, default_value = "sandbox-host")]
         service_account: String,
     },
+    /// Print the NetworkPolicy (YAML) that isolates the sandboxes' pods in a namespace: no
+    /// ingress, egress to the cluster DNS and the policy's `egress` only.
+    NetworkPolicy {
+        #[command(flatten)]
+        policy: policy_cmd::PolicyArgs,
+        /// Name of the NetworkPolicy.
+        #[arg(long, default_value = provider_host::network_policy::DEFAULT_NAME)]
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -206,6 +215,7 @@ fn main() -> anyhow::Result<()> {
                 done(policy_cmd::show(inspect, json).await)
             }
             Command::Rbac { inspect, service_account } => done(policy_cmd::rbac(inspect, &service_account).await),
+            Command::NetworkPolicy { policy, name } => done(policy_cmd::network_policy(&policy, &name)),
         }
     });
     let code = match code {

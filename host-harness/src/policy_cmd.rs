@@ -1,5 +1,6 @@
 //! The operator's policy on the command line, and the commands that show what it grants:
-//! `policy show` (the two-sided grant for a component) and `rbac` (the least-privilege Role).
+//! `policy show` (the two-sided grant for a component), `rbac` (the least-privilege Role) and
+//! `network-policy` (the sandboxes' isolation).
 //!
 //! Where the policy comes from: `--policy FILE` (JSON, see `provider_host::policy::Policy`),
 //! with `--namespace` and `--owner-id` overriding its fields. Without a file the default rules
@@ -11,8 +12,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use provider_host::policy::Policy;
-use provider_host::rbac;
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use provider_host::{network_policy, rbac};
 
 use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
 
@@ -22,7 +23,7 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 /// Where the operator's policy comes from.
 #[derive(Args, Clone, Default)]
 pub struct PolicyArgs {
-    /// Host policy file (JSON): namespaces, resource rules, owner id.
+    /// Host policy file (JSON): namespaces, resource rules, owner id, sandbox egress.
     #[arg(long)]
     pub policy: Option<PathBuf>,
     /// A namespace the provider may use (repeatable); replaces the policy file's list.
@@ -117,6 +118,32 @@ pub async fn rbac(args: InspectArgs, service_account: &str) -> anyhow::Result<()
     let home = effective.namespaces.first().context("the policy allows no namespace")?;
     for object in rbac::manifests(effective, home, service_account)? {
         print!("---\n{}", serde_yaml_ng::to_string(&object)?);
+    }
+    Ok(())
+}
+
+/// `network-policy`: the NetworkPolicy of the sandboxes in each namespace the policy names, as
+/// YAML for `kubectl apply -f -`, after comments on what it cannot cover.
+pub fn network_policy(args: &PolicyArgs, name: &str) -> anyhow::Result<()> {
+    let policy = args.policy()?;
+    policy.validate()?;
+    if policy.namespaces.is_empty() || policy.namespaces.iter().any(|n| n == provider_host::policy::ANY_NAMESPACE) {
+        anyhow::bail!(
+            "a NetworkPolicy lives in one namespace and the policy names none (or \"*\"); name each with --namespace"
+        );
+    }
+    print!(
+        "# Isolates the sandboxes' pods (label {label}): no ingress;\n\
+         # egress to the cluster DNS and the policy's `egress` only. Enforced only by a network plugin\n\
+         # that implements NetworkPolicy. The owner id is not on pods: this covers the sandboxes of\n\
+         # every installation in the namespace.\n\
+         # Pods of the claim backend come from the warm pool's SandboxTemplate and carry none of the\n\
+         # provider's labels: this policy does not select them; keep the template's own NetworkPolicy\n\
+         # (agent-sandbox's spec.networkPolicy) or write one that selects the template's pod labels.\n",
+        label = network_policy::SANDBOX_POD_LABEL
+    );
+    for namespace in &policy.namespaces {
+        print!("---\n{}", serde_yaml_ng::to_string(&network_policy::manifest(&policy, namespace, name))?);
     }
     Ok(())
 }

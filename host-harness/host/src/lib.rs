@@ -7,7 +7,8 @@
 //! `kube::Client`, checked against the intersection of the operator's [`Policy`] and what the
 //! component declares ([`capabilities`]), and against ownership ([`ownership`]); its `log`
 //! import goes into `tracing` (target `provider`); its WASI is empty apart from clocks and
-//! random. [`rbac`] turns the effective policy into a least-privilege Role.
+//! random. [`rbac`] turns the effective policy into a least-privilege Role, [`network_policy`]
+//! into the NetworkPolicy that isolates the sandboxes.
 //!
 //! ```no_run
 //! # async fn run(client: kube::Client) -> Result<(), provider_host::HostError> {
@@ -36,6 +37,7 @@ pub mod kube_watch;
 pub mod lease_scope;
 pub mod limits;
 mod log_host;
+pub mod network_policy;
 pub mod ownership;
 pub mod pod_security_ceiling;
 pub mod policy;

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 pub use sandbox_contract::{AccessRule, AccessVerb};
 
 use crate::error::HostError;
+use crate::network_policy::{self, EgressRule};
 use crate::pod_security_ceiling::PodSecurityCeiling;
 
 /// A guest-supplied name for a message: quoted, and cut to a short prefix when long.
@@ -72,6 +73,11 @@ pub struct Policy {
     /// any. None by default.
     #[serde(default)]
     pub claim_templates: Vec<String>,
+    /// Where a sandbox's pod may connect beyond the cluster DNS, in the NetworkPolicy that
+    /// `sandbox-host network-policy` prints ([`crate::network_policy`]): a CIDR (any port), or
+    /// `{"cidr": ..., "ports": [443], "protocol": "TCP"}`. None by default: DNS only.
+    #[serde(default)]
+    pub egress: Vec<EgressRule>,
     /// The most a sandbox's pod may ask of its node ([`crate::pod_security_ceiling`]): Kubernetes'
     /// restricted Pod Security level, no RuntimeClass, toleration, nodeSelector or affinity key,
     /// and any registry, unless the operator relaxes them here.
@@ -157,6 +163,7 @@ impl Policy {
             allow_service_account_tokens: false,
             warm_pools: Vec::new(),
             claim_templates: Vec::new(),
+            egress: Vec::new(),
             pod_security: PodSecurityCeiling::default(),
         }
     }
@@ -187,6 +194,9 @@ impl Policy {
                 quoted(unknown),
                 sandbox_contract::k8s::pod_security::check_ids().collect::<Vec<_>>().join(", ")
             )));
+        }
+        if let Err(problem) = network_policy::check_egress(&self.egress) {
+            return Err(HostError::Config(format!("policy egress: {problem}")));
         }
         for rule in &self.resources {
             if rule.plural.is_empty() || rule.versions.is_empty() {
@@ -378,6 +388,8 @@ impl fmt::Display for Policy {
             listed(&self.warm_pools),
             listed(&self.claim_templates)
         )?;
+        let egress: Vec<String> = self.egress.iter().map(EgressRule::to_string).collect();
+        writeln!(f, "sandboxes may reach (network-policy): cluster DNS and {}", listed(&egress))?;
         writeln!(f, "{}", self.pod_security)?;
         for rule in &self.resources {
             writeln!(f, "  {}", describe_rule(rule))?;

@@ -3,11 +3,13 @@
 //! host itself needs to enforce it, bound to that ServiceAccount.
 //!
 //! What the host adds: `get` on every type it patches or deletes (it reads the object first to
-//! prove ownership and take its uid as a precondition). Discovery (`served-versions`, and the
-//! kind lookups behind owner chains) needs no rule: Kubernetes lets every authenticated user
-//! read discovery documents (the `system:discovery` ClusterRole). Nothing else is generated: no
-//! wildcard, no ClusterRole, no verb nobody uses. A policy that needs a ClusterRole (`*`
-//! namespaces, a cluster-scoped type other than the namespaces themselves) is refused.
+//! prove ownership and take its uid as a precondition), and `list` on NetworkPolicies (`probe`
+//! checks one isolates the sandboxes, [`crate::network_policy`]). Discovery (`served-versions`,
+//! and the kind lookups behind owner chains) needs no rule: Kubernetes lets every authenticated
+//! user read discovery documents (the `system:discovery` ClusterRole). Nothing else is
+//! generated: no wildcard, no ClusterRole, no verb nobody uses. A policy that needs a
+//! ClusterRole (`*` namespaces, a cluster-scoped type other than the namespaces themselves) is
+//! refused.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use crate::error::HostError;
+use crate::network_policy;
 use crate::policy::{ANY_NAMESPACE, AccessRule, AccessVerb, Policy};
 
 /// The RBAC verbs of one policy rule, in the order kubectl prints them, with the host's own.
@@ -88,6 +91,12 @@ fn rules(policy: &Policy, namespace: &str) -> Result<Vec<PolicyRule>, HostError>
             });
         }
     }
+    out.push(PolicyRule {
+        api_groups: Some(vec![network_policy::GROUP.to_string()]),
+        resources: Some(vec![network_policy::PLURAL.to_string()]),
+        verbs: vec!["list".to_string()],
+        ..Default::default()
+    });
     Ok(out)
 }
 
@@ -166,6 +175,7 @@ mod tests {
                 {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
                 {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "delete"]},
                 {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["agents"], "verbs": ["get"]},
+                {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list"]},
             ])
         );
         assert!(!objects.iter().any(|o| o.to_string().contains('*')), "no wildcard anywhere");

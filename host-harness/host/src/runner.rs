@@ -23,6 +23,7 @@ use crate::error::HostError;
 use crate::kube_host::KubeHost;
 use crate::lease_scope::LeaseScope;
 use crate::limits::Limits;
+use crate::network_policy;
 use crate::policy::Policy;
 use crate::records::{
     AcquireRequest, DestroyReport, ExecRequest, ExecResult, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo,
@@ -221,16 +222,22 @@ impl ProviderHost {
         .await
     }
 
-    /// Whether a config can work against the cluster.
+    /// Whether a config can work against the cluster; the host adds whether a NetworkPolicy
+    /// isolates the sandboxes ([`network_policy`]), checked alongside and within the call's time.
     pub async fn probe(&self, config: &str) -> Result<ProbeResult, HostError> {
         self.check_input("probe", config.len())?;
+        let within = self.limits.call_timeout().min(self.limits.kube_request_timeout());
+        let isolation = network_policy::probe_finding(self.kube.client.clone(), self.policy(), config, within);
         let config = config.to_string();
-        self.call("probe", move |bound, store| {
+        let provider = self.call("probe", move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => ProbeResult::from(guest.call_probe(store, &config).await?)))
             })
-        })
-        .await
+        });
+        let (result, finding) = tokio::join!(provider, isolation);
+        let mut result = result?;
+        result.diagnostics.extend(finding);
+        Ok(result)
     }
 
     /// Provisions a sandbox and waits until it is ready.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::wait::await_condition;
@@ -648,6 +649,7 @@ fn policy_show_and_rbac_print_the_effective_grant() {
         "name: paperclip",
         "- persistentvolumeclaims",
         "- pods/exec",
+        "- networkpolicies",
     ] {
         assert!(stdout.contains(expected), "{expected:?} missing from:\n{stdout}");
     }
@@ -656,6 +658,67 @@ fn policy_show_and_rbac_print_the_effective_grant() {
     assert_eq!(code, Some(1), "a wildcard needs a ClusterRole, which is never generated");
     assert!(stderr.contains("ClusterRole"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `probe` warns while no NetworkPolicy selects the sandboxes of the config's namespace; the one
+/// `network-policy` prints is taken by the cluster as it is, and then the warning is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_policy_prints_what_probe_looks_for() {
+    let cli = ProviderCli::start("network-policy").await;
+    let isolation_findings = || {
+        let out = cli.run(&["probe", "--json"]).output_blocking().expect("probe");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("probe JSON");
+        let diagnostics = result["diagnostics"].as_array().cloned().unwrap_or_default();
+        diagnostics.into_iter().filter(|d| d["code"].as_str().is_some_and(|c| c.contains("network-policy"))).collect()
+    };
+    let before: Vec<serde_json::Value> = isolation_findings();
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(
+        (before[0]["code"].as_str(), before[0]["severity"].as_str()),
+        (Some("no-network-policy"), Some("warning"))
+    );
+    let message = before[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("sandbox-host network-policy --namespace default | kubectl apply -f -"), "{message}");
+
+    let print = |args: &[&str]| Command::new(BIN).arg("network-policy").args(args).output_blocking().expect("run");
+    let out = print(&["--namespace", "default", "--owner-id", "team-a"]);
+    let yaml = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(yaml.starts_with("# ") && yaml.contains("does not select them"), "the claim pods' gap is said: {yaml}");
+    let policy: NetworkPolicy = serde_yaml_ng::from_str(&yaml).expect("one NetworkPolicy document");
+    let admin = cli.cluster.client().await.expect("admin client");
+    Api::<NetworkPolicy>::namespaced(admin, "default")
+        .create(&PostParams::default(), &policy)
+        .await
+        .expect("the cluster takes the printed policy");
+    assert_eq!(isolation_findings(), Vec::<serde_json::Value>::new(), "isolated now");
+    // Credentials that may not list NetworkPolicies: the host says it could not tell.
+    cli.cluster.faults().add(Rule {
+        matches: Match { verb: Some("list".into()), resource: Some("networkpolicies".into()), ..Default::default() },
+        action: Action::Error { code: 403, reason: "Forbidden".into(), message: None, retry_after_seconds: None },
+        after: 0,
+        times: None,
+        probability: None,
+    });
+    let forbidden = isolation_findings();
+    assert_eq!(forbidden.len(), 1, "{forbidden:?}");
+    assert_eq!(forbidden[0]["code"], "network-policy-check-forbidden");
+    assert!(forbidden[0]["message"].as_str().is_some_and(|m| m.contains("could not check")), "{forbidden:?}");
+
+    let file = cli.dir.join("egress-policy.json");
+    std::fs::write(&file, json!({"egress": ["10.0.0.0/8", {"cidr": "0.0.0.0/0", "ports": [443]}]}).to_string())
+        .expect("policy");
+    let file_arg = file.to_string_lossy().to_string();
+    let out = print(&["--policy", &file_arg, "--namespace", "agents"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let policy: NetworkPolicy = serde_yaml_ng::from_slice(&out.stdout).expect("NetworkPolicy");
+    let egress = serde_json::to_value(policy.spec.and_then(|s| s.egress)).expect("egress");
+    assert_eq!(egress[1], json!({"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}));
+    assert_eq!(egress[2]["ports"], json!([{"protocol": "TCP", "port": 443}]));
+    std::fs::write(&file, json!({"egress": ["10.0.0.1"]}).to_string()).expect("policy");
+    let stderr = refused(&print(&["--policy", &file_arg]));
+    assert!(stderr.contains("\"10.0.0.1\" is not a CIDR") && stderr.contains("/32"), "{stderr}");
 }
 
 /// `contract` prints the fault matrix of the operations asked for as a table with its pass
