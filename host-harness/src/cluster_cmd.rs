@@ -8,6 +8,15 @@ use clap::Args;
 use embedded_cluster::clock::Clock;
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster, SandboxVersions, controllers};
 
+/// A progress line on stdout. These commands run until stopped, and a reader that went away
+/// (`simulate | head`) must not stop the cluster: `println!` would panic on the broken pipe.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// Options of `sandbox-host cluster`.
 #[derive(Args)]
 pub struct ClusterArgs {
@@ -43,11 +52,11 @@ pub async fn serve(args: ClusterArgs) -> anyhow::Result<()> {
     })
     .await?;
     cluster.write_kubeconfig(&args.kubeconfig)?;
-    println!("embedded cluster serving at {}", cluster.url());
-    println!("kubeconfig written to {}", args.kubeconfig.display());
-    println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
+    say!("embedded cluster serving at {}", cluster.url());
+    say!("kubeconfig written to {}", args.kubeconfig.display());
+    say!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
     let why = stop_signal().await?;
-    println!("stopping ({why})");
+    say!("stopping ({why})");
     // Dropping the cluster stops it in order: its pods' processes are killed, its files removed.
     drop(cluster);
     Ok(())
@@ -69,7 +78,7 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
     let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
     let client = kube::Client::try_from(config.clone()).context("build the client")?;
     let version = client.apiserver_version().await.context("reach the API server")?;
-    println!(
+    say!(
         "simulating {} against Kubernetes {}",
         kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         version.git_version
@@ -79,16 +88,16 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
     let manager = controller_manager(&client).await;
     for kind in kinds {
         if let (Some(why), ControllerKind::Job | ControllerKind::Gc) = (&manager, kind) {
-            println!("not starting {kind}: {why}, and it runs its own");
+            say!("not starting {kind}: {why}, and it runs its own");
             continue;
         }
         let own = match impersonating(&config, *kind).await {
             Ok(own) => {
-                println!("{kind} acts as {}", kind.user());
+                say!("{kind} acts as {}", kind.user());
                 own
             }
             Err(why) => {
-                println!("{kind} acts as the kubeconfig's user: {why:#}");
+                say!("{kind} acts as the kubeconfig's user: {why:#}");
                 client.clone()
             }
         };
@@ -96,7 +105,7 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
         let kubelet =
             controllers::kubelet::KubeletConfig { provision_volumes: manager.is_none(), ..Default::default() };
         if *kind == ControllerKind::Kubelet && !kubelet.provision_volumes {
-            println!("kubelet leaves claims to the cluster's provisioners");
+            say!("kubelet leaves claims to the cluster's provisioners");
         }
         tasks.push(tokio::spawn(controllers::run_forever(*kind, own, clock.clone(), kubelet)));
     }
@@ -138,9 +147,7 @@ async fn controller_manager(client: &kube::Client) -> Option<String> {
     let lease = match leases.get_opt("kube-controller-manager").await {
         Ok(lease) => lease?,
         Err(e) => {
-            println!(
-                "could not read kube-system/kube-controller-manager's Lease ({e}); assuming no controller manager"
-            );
+            say!("could not read kube-system/kube-controller-manager's Lease ({e}); assuming no controller manager");
             return None;
         }
     };

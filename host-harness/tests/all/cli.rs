@@ -337,6 +337,38 @@ async fn simulate_runs_the_controllers_from_another_process() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `simulate` runs until stopped: a reader of its progress lines that went away (`simulate |
+/// head`) must not end it. Its stdout is closed before it writes a line; it still runs its
+/// controllers, and is still running once they have started.
+#[tokio::test]
+async fn simulate_outlives_a_reader_that_went_away() {
+    let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
+        .await
+        .expect("API server only");
+    let dir = temp_dir("simulate-epipe");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig"))
+        .expect("write kubeconfig");
+    let mut child = Command::new(BIN)
+        .args(["simulate", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sandbox-host simulate");
+    drop(child.stdout.take());
+    let mut reaper = Reaper(child);
+    let kubelet = embedded_cluster::ControllerKind::Kubelet.user();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !cluster.requests().entries().iter().any(|e| e.user == kubelet) {
+        assert!(reaper.0.try_wait().expect("wait").is_none(), "simulate ended: its stdout was closed");
+        assert!(std::time::Instant::now() < deadline, "the kubelet made no request within 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(reaper.0.try_wait().expect("wait").is_none(), "simulate ended after its controllers started");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
     use std::io::BufRead as _;
