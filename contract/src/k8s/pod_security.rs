@@ -520,12 +520,9 @@ fn allow_privilege_escalation(pod: &Pod<'_>) -> Option<String> {
 fn run_as_non_root(pod: &Pod<'_>) -> Option<String> {
     let pod_value = pod.pod_context("runAsNonRoot");
     let mut details = Vec::new();
-    if pod_value == Some(&Value::Bool(false)) {
-        details.push("pod must not set securityContext.runAsNonRoot=false".to_string());
-    }
     let explicit_false = pod.containers_where(|c| context(c, "runAsNonRoot") == Some(&Value::Bool(false)));
-    if !explicit_false.is_empty() {
-        details.push(format!("{} must not set securityContext.runAsNonRoot=false", containers_named(&explicit_false)));
+    if let Some(setters) = setters(pod_value == Some(&Value::Bool(false)), &explicit_false) {
+        details.push(format!("{setters} must not set securityContext.runAsNonRoot=false"));
     }
     if pod_value != Some(&Value::Bool(true)) {
         let unset = pod.containers_where(|c| context(c, "runAsNonRoot").is_none());
@@ -538,15 +535,22 @@ fn run_as_non_root(pod: &Pod<'_>) -> Option<String> {
 
 fn run_as_user(pod: &Pod<'_>) -> Option<String> {
     let root = |v: Option<&Value>| v.and_then(Value::as_i64) == Some(0);
-    let mut details = Vec::new();
-    if root(pod.pod_context("runAsUser")) {
-        details.push("pod must not set runAsUser=0".to_string());
-    }
     let names = pod.containers_where(|c| root(context(c, "runAsUser")));
-    if !names.is_empty() {
-        details.push(format!("{} must not set runAsUser=0", containers_named(&names)));
+    let detail = setters(root(pod.pod_context("runAsUser")), &names).map(|s| format!("{s} must not set runAsUser=0"));
+    failure("runAsUser=0", detail.into_iter().collect())
+}
+
+/// Who set a forbidden value: `pod`, `container "a"`, or `pod and container "a"`, as upstream
+/// joins its `badSetters`.
+fn setters(pod_set: bool, containers: &[String]) -> Option<String> {
+    let mut who = Vec::new();
+    if pod_set {
+        who.push("pod".to_string());
     }
-    failure("runAsUser=0", details)
+    if !containers.is_empty() {
+        who.push(containers_named(containers));
+    }
+    (!who.is_empty()).then(|| who.join(" and "))
 }
 
 #[cfg(test)]

@@ -274,7 +274,7 @@ mod tests {
             "\"runAsUser\"",
             "\"seccompProfile_restricted\"",
             "`pod-security.allow`",
-            "runAsUser=0 (pod must not set runAsUser=0",
+            "runAsUser=0 (pod and container \"sandbox\" must not set runAsUser=0)",
         ] {
             assert!(refusal.contains(named), "{refusal} should name {named}");
         }
