@@ -308,7 +308,7 @@ impl ApiServer {
         let warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         let generate = stored.pointer("/metadata/generateName").and_then(Value::as_str).map(String::from);
         let storage = ctx.rt.storage;
-        let created = self.store.write(|txn| {
+        let (created, admitted) = self.store.write(|txn| {
             if ctx.rt.namespaced {
                 self.namespace_usable(txn, ctx.ns())?;
             }
@@ -344,17 +344,19 @@ impl ApiServer {
             if storage == "pods" {
                 admission::limit_ranger::check_pod(&*txn, ctx.ns(), &served, &name)?;
             }
+            let admitted = admission::pod_security::admit(&*txn, ctx.rt, None, ctx.ns(), &name, &served, None)?;
             admission::quota::admit(txn, &self.types, ctx.rt, ctx.ns(), &name, &served)?;
             if storage == "resourcequotas" {
                 stored = admission::quota::with_status(&*txn, &self.types, ctx.ns(), &stored);
             }
             if dry_run {
-                return Ok(Arc::new(stored.clone()));
+                return Ok((Arc::new(stored.clone()), admitted));
             }
             let created = txn.put(storage, stored.clone());
             admission::quota::refresh(txn, &self.types, ctx.ns());
-            Ok(created)
+            Ok((created, admitted))
         })?;
+        let warnings = [warnings, admitted].concat();
         Ok(Reply { code: 201, body: conversion::from_storage(ctx.rt, &created), warnings })
     }
 
@@ -472,7 +474,7 @@ impl ApiServer {
         let findings = strategy::default_and_prune(ctx.rt, &self.schemas, &mut new);
         let mut stored = conversion::to_storage(ctx.rt, new);
         strategy::prepare_update(ctx.rt, status_update, &mut stored, current);
-        let warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
+        let mut warnings = Self::apply_field_validation(ctx.rt.kind, ctx.rt.version, mode, &findings)?;
         strategy::bump_generation(ctx.rt, &mut stored, current);
         stored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
         let served_new = conversion::from_storage(ctx.rt, &stored);
@@ -484,6 +486,8 @@ impl ApiServer {
         if !errors.is_empty() {
             return Err(ApiError::invalid(ctx.subject(name), &errors));
         }
+        let (sub, ns) = (ctx.subresource, ctx.ns());
+        warnings.extend(admission::pod_security::admit(&*txn, ctx.rt, sub, ns, name, &served_new, Some(&served_old))?);
         if ctx.query.get("dryRun") == Some("All") || stored == **current {
             return Ok((served_new, warnings));
         }
