@@ -277,17 +277,23 @@ async fn fault_add_flags_round_trip_through_the_admin_endpoint() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test]
-async fn simulate_runs_the_controllers_from_another_process() {
+/// An API server without controllers, and an admin kubeconfig for it in a temp dir named by
+/// `tag`: each simulated controller impersonates its own user from it, as inside the embedded
+/// cluster, so the request log tells their calls apart.
+async fn api_server_only(tag: &str) -> (EmbeddedCluster, PathBuf, PathBuf) {
     let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
         .await
         .expect("API server only");
-    let dir = temp_dir("simulate");
+    let dir = temp_dir(tag);
     let kubeconfig = dir.join("kubeconfig");
-    // One admin kubeconfig: each simulated controller impersonates its own user, as it has
-    // inside the embedded cluster, so the request log tells their calls apart.
     std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig"))
         .expect("write kubeconfig");
+    (cluster, dir, kubeconfig)
+}
+
+#[tokio::test]
+async fn simulate_runs_the_controllers_from_another_process() {
+    let (cluster, dir, kubeconfig) = api_server_only("simulate").await;
     let child = Command::new(BIN)
         .args(["simulate", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -342,13 +348,7 @@ async fn simulate_runs_the_controllers_from_another_process() {
 /// controllers, and is still running once they have started.
 #[tokio::test]
 async fn simulate_outlives_a_reader_that_went_away() {
-    let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
-        .await
-        .expect("API server only");
-    let dir = temp_dir("simulate-epipe");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig"))
-        .expect("write kubeconfig");
+    let (cluster, dir, kubeconfig) = api_server_only("simulate-epipe").await;
     let mut child = Command::new(BIN)
         .args(["simulate", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -372,9 +372,7 @@ async fn simulate_outlives_a_reader_that_went_away() {
 #[tokio::test]
 async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
     use std::io::BufRead as _;
-    let cluster = EmbeddedCluster::start(ClusterConfig { controllers: Vec::new(), ..Default::default() })
-        .await
-        .expect("API server only");
+    let (cluster, dir, kubeconfig) = api_server_only("simulate-kcm").await;
     let client = cluster.client().await.expect("client");
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, "kube-system");
     let now = jiff::Timestamp::now().to_string();
@@ -382,10 +380,6 @@ async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
         "spec": {"holderIdentity": "cp-1_abc", "leaseDurationSeconds": 15, "renewTime": now}}))
     .expect("lease");
     leases.create(&PostParams::default(), &lease).await.expect("the controller manager's lease");
-    let dir = temp_dir("simulate-kcm");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig"))
-        .expect("write kubeconfig");
     let mut child = Command::new(BIN)
         .args(["simulate", "--kubeconfig"])
         .arg(&kubeconfig)
