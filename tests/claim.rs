@@ -229,7 +229,14 @@ async fn the_host_refuses_a_claim_on_a_pool_its_policy_does_not_name() {
     let options = HostOptions { policy, ..Default::default() };
     let host = ProviderHost::load(ComponentSource::File(component_path()), client, options).await.expect("load");
     let mark = h.cluster.requests().mark();
+    // probe says so before any acquire: the provider's probe only reads, which it may.
+    let probe = host.probe(&claim_config(POOL)).await.expect("probe");
+    assert!(!probe.ok, "a probe of a claim on a pool the policy does not name is not ok: {probe:?}");
+    let refusal = probe.diagnostics.iter().find(|d| d.code == "claim-source-not-allowed").expect("the finding");
+    assert!(refusal.message.contains(POOL) && refusal.message.contains("warm-pools"), "{refusal:?}");
     let error = host.acquire(request(&claim_config(POOL), "refused-1")).await.expect_err("refused");
     assert!(error.to_string().contains("warm-pools"), "{error}");
     assert_eq!(h.provider_writes_since(mark), Vec::<String>::new(), "nothing was written");
+    let allowed = host.probe(&claim_config("team-b-pool")).await.expect("probe");
+    assert!(allowed.diagnostics.iter().all(|d| d.code != "claim-source-not-allowed"), "{allowed:?}");
 }

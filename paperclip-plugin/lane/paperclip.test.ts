@@ -513,7 +513,6 @@ test("a claim on a warm pool the operator did not allow: create succeeds, the sa
 
 test(
   "a claim on a warm pool the operator did not allow: the draft probe says which pool",
-  { todo: "the provider's probe checks reads only; the host's warm-pool policy refuses at acquire, which the draft probe does not do" },
   async (t) => {
     const cid = need("companyId", "company, kubeconfig secret and plugin config");
     const draft = await server.api("POST", `/companies/${cid}/environments/probe-config`, {

@@ -223,11 +223,13 @@ impl ProviderHost {
     }
 
     /// Whether a config can work against the cluster; the host adds whether a NetworkPolicy
-    /// isolates the sandboxes ([`network_policy`]), checked alongside and within the call's time.
+    /// isolates the sandboxes ([`network_policy`]), checked alongside and within the call's time,
+    /// and whether its policy would deny a claim's pool or template at acquire (not ok then).
     pub async fn probe(&self, config: &str) -> Result<ProbeResult, HostError> {
         self.check_input("probe", config.len())?;
         let within = self.limits.call_timeout().min(self.limits.kube_request_timeout());
         let isolation = network_policy::probe_finding(self.kube.client.clone(), self.policy(), config, within);
+        let refusal = crate::write_guard::claim_probe_finding(self.policy(), config);
         let config = config.to_string();
         let provider = self.call("probe", move |bound, store| {
             Box::pin(async move {
@@ -237,6 +239,11 @@ impl ProviderHost {
         let (result, finding) = tokio::join!(provider, isolation);
         let mut result = result?;
         result.diagnostics.extend(finding);
+        if let Some(refusal) = refusal {
+            result.ok = false;
+            result.summary = refusal.message.clone();
+            result.diagnostics.push(refusal);
+        }
         Ok(result)
     }
 

@@ -40,6 +40,7 @@ use crate::kube_host::KubeHost;
 use crate::kube_url;
 use crate::ownership::{self, ControllerRef, Link, Owner};
 use crate::policy::{Policy, quoted};
+use crate::records::{Diagnostic, Severity};
 use sandbox_contract::k8s::agent_sandbox;
 
 /// Annotations the ServiceAccount token controller acts on.
@@ -225,23 +226,60 @@ fn check_claim(policy: &Policy, body: &Value) -> Result<(), Refusal> {
             agent_sandbox::ASSIGNED_SANDBOX_ANNOTATION
         ));
     }
-    let pools = [text("/warmPoolRef/name"), text("/warmpool").filter(|p| !matches!(*p, "none" | "default"))];
-    for pool in pools.into_iter().flatten() {
-        if !policy.allows_warm_pool(pool) {
-            return Err(format!(
-                "the policy does not name warm pool {} in `warm-pools` (a claim's pod is its pool's template, which \
-                 the operator vouches for by naming the pool)",
-                quoted(pool)
-            ));
-        }
-    }
-    if let Some(template) = text("/sandboxTemplateRef/name").filter(|t| !policy.allows_claim_template(t)) {
-        return Err(format!(
-            "the policy does not name template {} in `claim-templates` (the operator vouches for the pod a claim gets)",
-            quoted(template)
+    let pools = [text("/warmPoolRef/name"), text("/warmpool").filter(|p| !names_no_pool(p))];
+    claim_source_refusal(policy, pools.into_iter().flatten(), text("/sandboxTemplateRef/name")).map_or(Ok(()), Err)
+}
+
+/// Whether a v1alpha1 claim's `warmpool` names no pool: `none`, or `default` (any pool of its
+/// template).
+fn names_no_pool(pool: &str) -> bool {
+    matches!(pool, "none" | "default")
+}
+
+/// Why the policy refuses a claim served from `pools` or made from `template`, if it does.
+fn claim_source_refusal<'a>(
+    policy: &Policy,
+    pools: impl IntoIterator<Item = &'a str>,
+    template: Option<&str>,
+) -> Option<Refusal> {
+    let refused_pool = pools.into_iter().find(|p| !policy.allows_warm_pool(p));
+    if let Some(pool) = refused_pool {
+        return Some(format!(
+            "the policy does not name warm pool {} in `warm-pools` (a claim's pod is its pool's template, which the \
+             operator vouches for by naming the pool)",
+            quoted(pool)
         ));
     }
-    Ok(())
+    template.filter(|t| !policy.allows_claim_template(t)).map(|template| {
+        format!(
+            "the policy does not name template {} in `claim-templates` (the operator vouches for the pod a claim gets)",
+            quoted(template)
+        )
+    })
+}
+
+/// What `probe` adds for a claim config the operator's policy would refuse at acquire: the
+/// provider's probe only reads, so without this a draft probe of a claim on a pool the
+/// operator did not name says ready. The config's `claim.warmPool` is checked (unless it is
+/// v1alpha1's `none` or `default`, which name no pool), and its `claim.template` when it names
+/// no pool (a claim names the template only then, on v1alpha1; v1beta1 claims carry the pool).
+pub(crate) fn claim_probe_finding(policy: &Policy, config: &str) -> Option<Diagnostic> {
+    let config: Value = serde_json::from_str(config).ok()?;
+    if config.get("backend").and_then(Value::as_str) != Some("claim") {
+        return None;
+    }
+    let text = |key: &str| config.pointer(key).and_then(Value::as_str);
+    let pool = text("/claim/warmPool").filter(|p| !names_no_pool(p));
+    let template = text("/claim/template").filter(|_| pool.is_none());
+    let why = claim_source_refusal(policy, pool, template)?;
+    Some(Diagnostic {
+        severity: Severity::Error,
+        code: "claim-source-not-allowed".to_string(),
+        message: format!(
+            "acquire would be denied: {why}. Ask the operator to add it to the host's policy, or choose a pool the \
+             policy names (`sandbox-host policy show` lists them)."
+        ),
+    })
 }
 
 impl KubeHost {
@@ -420,6 +458,24 @@ mod tests {
         let annotated =
             json!({"spec": {"template": {"metadata": {"annotations": {"a": "b"}}, "spec": {"containers": []}}}});
         assert_eq!(pod_specs(&annotated)[0].0, Some(&json!({"annotations": {"a": "b"}})), "the template's metadata");
+    }
+
+    #[test]
+    fn probe_names_the_pool_or_template_acquire_would_be_denied() {
+        let mut policy = Policy::kubernetes_default(["a"]);
+        policy.warm_pools = vec!["python".into()];
+        policy.claim_templates = vec!["py-tpl".into()];
+        let finding = |config: serde_json::Value| claim_probe_finding(&policy, &config.to_string());
+        let other = finding(json!({"backend": "claim", "claim": {"warmPool": "team-b"}})).expect("refused");
+        assert_eq!((other.severity, other.code.as_str()), (Severity::Error, "claim-source-not-allowed"));
+        assert!(other.message.contains("\"team-b\"") && other.message.contains("warm-pools"), "{other:?}");
+        assert_eq!(finding(json!({"backend": "claim", "claim": {"warmPool": "python"}})), None);
+        assert_eq!(finding(json!({"backend": "claim", "claim": {"warmPool": "python", "template": "x"}})), None);
+        let template = finding(json!({"backend": "claim", "claim": {"template": "x"}})).expect("refused");
+        assert!(template.message.contains("claim-templates"), "{template:?}");
+        assert_eq!(finding(json!({"backend": "claim", "claim": {"warmPool": "default", "template": "py-tpl"}})), None);
+        assert_eq!(finding(json!({"backend": "job", "claim": {"warmPool": "team-b"}})), None, "not a claim");
+        assert_eq!(claim_probe_finding(&policy, "not json"), None, "the provider reports a bad config");
     }
 
     #[test]
