@@ -171,7 +171,12 @@ fn secret_references(spec: &Value) -> References {
     References { secrets: names, pull_secrets, projected_token }
 }
 
-/// A patch's refusal when it names a guarded field (see the module docs).
+/// The top-level maps of a Secret or ConfigMap whose keys are the user's data, not fields: a
+/// lease's env var may well be named `type` or `affinity`, and its Secret's values are patched.
+const DATA_MAPS: &[&str] = &["data", "stringData", "binaryData"];
+
+/// A patch's refusal when it names a guarded field (see the module docs). The keys of a
+/// top-level [`DATA_MAPS`] entry are data, not fields, and are not looked at.
 pub(crate) fn check_patch(patch_type: PatchType, body: &Value) -> Result<(), Refusal> {
     let named = |key: &str| GUARDED_FIELDS.contains(&key) || key.starts_with(SERVICE_ACCOUNT_ANNOTATIONS);
     let refused = |key: &str| {
@@ -185,17 +190,35 @@ pub(crate) fn check_patch(patch_type: PatchType, body: &Value) -> Result<(), Ref
         PatchType::Json => {
             for op in body.as_array().into_iter().flatten() {
                 for path in ["path", "from"].iter().filter_map(|k| op.get(*k).and_then(Value::as_str)) {
-                    for segment in path.split('/') {
+                    let mut segments = path.split('/').skip(1).peekable();
+                    if segments.peek().is_some_and(|first| DATA_MAPS.contains(first)) {
+                        continue;
+                    }
+                    for segment in segments {
                         let segment = segment.replace("~1", "/").replace("~0", "~");
                         if named(&segment) {
                             return Err(refused(&segment));
                         }
                     }
                 }
-                stack.extend(op.get("value"));
+                let into_data = op
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| p.split('/').nth(1).is_some_and(|first| DATA_MAPS.contains(&first)));
+                if !into_data {
+                    stack.extend(op.get("value"));
+                }
             }
         }
-        PatchType::Merge | PatchType::Strategic => stack.push(body),
+        PatchType::Merge | PatchType::Strategic => match body.as_object() {
+            Some(map) => {
+                if let Some(key) = map.keys().find(|k| named(k)) {
+                    return Err(refused(key));
+                }
+                stack.extend(map.iter().filter(|(k, _)| !DATA_MAPS.contains(&k.as_str())).map(|(_, v)| v));
+            }
+            None => stack.push(body),
+        },
     }
     while let Some(value) = stack.pop() {
         match value {
@@ -516,6 +539,10 @@ mod tests {
             (PatchType::Merge, json!({"spec": {"shutdownTime": "2030-01-01T00:00:00Z"}})),
             (PatchType::Merge, json!({"spec": {"operatingMode": "Suspended"}})),
             (PatchType::Merge, json!({"stringData": {"TOKEN": "x"}})),
+            // A Secret's keys are the lease's env var names, which may be anything a shell takes.
+            (PatchType::Merge, json!({"stringData": {"type": "x", "affinity": "y", "env": "z"}})),
+            (PatchType::Json, json!([{"op": "add", "path": "/data/nodeName", "value": "eA=="}])),
+            (PatchType::Json, json!([{"op": "replace", "path": "/stringData", "value": {"volumes": "v"}}])),
             (PatchType::Json, json!([{"op": "replace", "path": "/spec/activeDeadlineSeconds", "value": 60}])),
         ];
         for (t, body) in fine {
