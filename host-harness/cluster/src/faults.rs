@@ -54,6 +54,11 @@ pub enum Action {
     },
     /// Wait this long, then serve the request normally.
     Delay { millis: u64 },
+    /// Hold the request until the rule is removed ([`Faults::remove`], or the admin endpoint's
+    /// delete), for at most this long, then serve it normally: a test can change the cluster
+    /// while a request is known to be in flight ([`Faults::holding`]) and then let it go, with
+    /// no guess at how long the change takes.
+    Hold { millis: u64 },
     /// Close the connection before the request is applied: nothing changes, and the client
     /// sees its connection reset.
     DropBeforeApply,
@@ -117,6 +122,8 @@ pub struct Faults {
 
 struct State {
     rules: Vec<(u64, Rule)>,
+    /// Hold rules that fired and have not been removed: their requests wait.
+    holding: std::collections::HashSet<u64>,
     next_id: u64,
     rng: fastrand::Rng,
 }
@@ -194,7 +201,14 @@ impl Match {
 impl Faults {
     /// No rules; `seed` drives probabilistic rules reproducibly.
     pub fn new(seed: u64) -> Self {
-        Self { state: Mutex::new(State { rules: Vec::new(), next_id: 1, rng: fastrand::Rng::with_seed(seed) }) }
+        Self {
+            state: Mutex::new(State {
+                rules: Vec::new(),
+                holding: Default::default(),
+                next_id: 1,
+                rng: fastrand::Rng::with_seed(seed),
+            }),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -210,17 +224,25 @@ impl Faults {
         id
     }
 
-    /// Removes one rule.
+    /// Removes one rule, and lets the requests it holds go.
     pub fn remove(&self, id: u64) -> bool {
         let mut s = self.lock();
         let before = s.rules.len();
         s.rules.retain(|(i, _)| *i != id);
-        s.rules.len() != before
+        let held = s.holding.remove(&id);
+        s.rules.len() != before || held
+    }
+
+    /// Whether a [`Action::Hold`] rule has fired and holds its request (until removed).
+    pub fn holding(&self, id: u64) -> bool {
+        self.lock().holding.contains(&id)
     }
 
     /// Removes every rule.
     pub fn clear(&self) {
-        self.lock().rules.clear();
+        let mut s = self.lock();
+        s.rules.clear();
+        s.holding.clear();
     }
 
     /// The active rules with their ids.
@@ -239,7 +261,7 @@ impl Faults {
     /// request is the N-th, and its log entry lists the rule in `faults`.
     pub fn check(&self, request: &Entry) -> Vec<(u64, Action)> {
         let mut s = self.lock();
-        let State { rules, rng, .. } = &mut *s;
+        let State { rules, rng, holding, .. } = &mut *s;
         let mut fired = Vec::new();
         for (id, rule) in rules.iter_mut() {
             if !rule.matches.accepts(request) {
@@ -259,6 +281,9 @@ impl Faults {
                     continue;
                 }
                 *times -= 1;
+            }
+            if matches!(rule.action, Action::Hold { .. }) {
+                holding.insert(*id);
             }
             fired.push((*id, rule.action.clone()));
         }
@@ -320,6 +345,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_hold_holds_from_its_firing_until_its_rule_is_removed() {
+        let f = Faults::new(1);
+        let rule = Rule {
+            matches: Match { verb: Some("get".into()), ..Match::default() },
+            action: Action::Hold { millis: 60_000 },
+            after: 0,
+            times: Some(1),
+            probability: None,
+        };
+        let id = f.add(rule);
+        assert!(!f.holding(id), "not before a request came");
+        assert_eq!(f.check(&facts("get", "a")), vec![(id, Action::Hold { millis: 60_000 })]);
+        assert!(f.holding(id), "the request is held although the rule's one time is spent");
+        assert!(f.list().is_empty());
+        assert!(f.remove(id), "removing lets it go");
+        assert!(!f.holding(id));
+    }
     #[test]
     fn fires_for_the_next_k_matches_only() {
         let f = Faults::new(1);

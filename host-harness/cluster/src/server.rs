@@ -262,7 +262,7 @@ impl HttpFront {
     }
 
     /// Applies the fault rules that fire for a request and records them in its log entry. Delays
-    /// are waited out here; an error or a connection dropped before the request is applied ends
+    /// and holds are waited out here; an error or a connection dropped before the request is applied ends
     /// it (`Break`); a watch cut and a response to lose are left for the handler (`Continue`).
     async fn inject(&self, entry: &mut Entry) -> ControlFlow<Result<Response<Body>, Dropped>, Pending> {
         let mut pending = Pending::default();
@@ -270,6 +270,12 @@ impl HttpFront {
             entry.faults.push(id);
             match action {
                 Action::Delay { millis } => tokio::time::sleep(Duration::from_millis(millis)).await,
+                Action::Hold { millis } => {
+                    let end = tokio::time::Instant::now() + Duration::from_millis(millis);
+                    while self.api.faults.holding(id) && tokio::time::Instant::now() < end {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
                 Action::DropBeforeApply => return ControlFlow::Break(Err(Dropped)),
                 Action::DropAfterApply => pending.lose_response = true,
                 Action::Error { code, reason, message, retry_after_seconds } => {

@@ -1,5 +1,6 @@
 //! A command aimed at a pod that is replaced while its exec opens: the host proved the pod, the
-//! exec's request is held up (an injected delay), and meanwhile the pod is deleted and another
+//! exec's request is held at the API server (an injected hold, let go once the replacement
+//! runs), and meanwhile the pod is deleted and another
 //! pod created under its name, with no labels and no owner, as anyone with `create pods` in
 //! the namespace could. The command, and the secret env that comes with it, must not reach the
 //! new pod: execute fails, and the new pod shows no trace of the command.
@@ -19,10 +20,7 @@ use crate::context::Ctx;
 
 scenario!(EXEC_INTO_A_REPLACED_POD, "execute-into-a-replaced-pod", cluster: true, embedded: true, replaced_pod);
 
-/// How long the exec's request is held at the API server: ample for the pod's replacement.
-const HOLD: Duration = Duration::from_secs(10);
-
-/// The most the replacement, or any wait of this scenario, may take.
+/// The most any wait of this scenario may take; the exec's request is held at most twice it.
 const DEADLINE: Duration = Duration::from_secs(60);
 
 async fn replaced_pod(ctx: &Ctx<'_>) -> Outcome {
@@ -54,7 +52,7 @@ async fn replaced_pod(ctx: &Ctx<'_>) -> Outcome {
             name: Some(pod.clone()),
             ..Match::default()
         },
-        action: Action::Delay { millis: u64::try_from(HOLD.as_millis()).unwrap_or(u64::MAX) },
+        action: Action::Hold { millis: u64::try_from(2 * DEADLINE.as_millis()).unwrap_or(u64::MAX) },
         after: 0,
         times: Some(1),
         probability: None,
@@ -62,12 +60,14 @@ async fn replaced_pod(ctx: &Ctx<'_>) -> Outcome {
     let script = format!("printf %s \"$CANARY\" > \"$HOME/{marker}\"; echo ran");
     let command = ctx.host.execute(stored.clone(), sh(&script, Some(&canary)));
     let replace = async {
-        // The rule is dropped once it fired: the exec's request is then held at the API server.
-        wait(&format!("the exec's request for pod {pod} to reach the API server"), || async {
-            Ok(!cluster.faults().list().iter().any(|(id, _)| *id == rule))
+        wait(&format!("the exec's request for pod {pod} to be held at the API server"), || async {
+            Ok(cluster.faults().holding(rule))
         })
         .await?;
-        replace(&pods, &pod, &proven, &containers).await
+        let replaced = replace(&pods, &pod, &proven, &containers).await;
+        // Let the exec go on to the name's lookup, now the replacement's.
+        cluster.faults().remove(rule);
+        replaced
     };
     let (ran, replacement) = tokio::join!(command, replace);
     cluster.faults().remove(rule);
