@@ -88,11 +88,12 @@ impl LeaseScope {
         })
     }
 
-    /// Whether an object of `workload` type with `uid` is the lease's. A claim lease that lost
-    /// its Sandbox's uid takes any Sandbox its claim controls ([`LeaseScope::outside`]).
+    /// Whether `uid` is the one the lease carries for `workload`. A claim lease that lost its
+    /// Sandbox's uid names no Sandbox by uid (so nothing a Sandbox owns is in its scope); the
+    /// Sandbox its claim controls is still its own ([`LeaseScope::outside`]).
     fn names(&self, workload: Workload, uid: &str) -> bool {
         match (workload, self.claim) {
-            (Workload::Sandbox, true) => self.sandbox_uid.as_deref().is_none_or(|s| s == uid),
+            (Workload::Sandbox, true) => self.sandbox_uid.as_deref() == Some(uid),
             (Workload::Job | Workload::SandboxClaim, _) | (Workload::Sandbox, false) => uid == self.workload_uid,
         }
     }
@@ -102,18 +103,19 @@ impl LeaseScope {
     pub fn outside(&self, rt: &ResourceType, object: &Value) -> Option<String> {
         if let Some(workload) = Workload::of_resource(rt) {
             let uid = object.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-            if !self.names(workload, uid) {
+            let lost_sandbox = workload == Workload::Sandbox && self.claim && self.sandbox_uid.is_none();
+            if lost_sandbox && !self.claims(object) {
+                return Some(
+                    "the Sandbox is not controlled by the lease's SandboxClaim, and the lease records no Sandbox uid"
+                        .to_string(),
+                );
+            }
+            if !lost_sandbox && !self.names(workload, uid) {
                 return Some(format!(
                     "the {} has uid {uid:?}, which is not the one the lease carries: the lease points at another \
                      object (its uids were altered, or the object was replaced)",
                     workload.name()
                 ));
-            }
-            if workload == Workload::Sandbox && self.claim && self.sandbox_uid.is_none() && !self.claims(object) {
-                return Some(
-                    "the Sandbox is not controlled by the lease's SandboxClaim, and the lease records no Sandbox uid"
-                        .to_string(),
-                );
             }
         }
         let refs = object.pointer("/metadata/ownerReferences").and_then(Value::as_array);
@@ -227,5 +229,8 @@ mod tests {
         let lost = LeaseScope::of(&lease(Backend::Claim, "u-claim", None)).expect("scoped");
         assert_eq!(lost.outside(&sandboxes, &sandbox), None);
         assert!(lost.outside(&sandboxes, &object("u-sb", None)).is_some(), "a standalone Sandbox");
+        // Nor may it reach what any Sandbox owns: which Sandbox is its own, it cannot tell by uid.
+        let other_pod = object("u-p2", Some(("agents.x-k8s.io/v1beta1", "Sandbox", "u-anyone")));
+        assert!(lost.outside(&rt("", "pods"), &other_pod).is_some(), "another Sandbox's pod");
     }
 }
