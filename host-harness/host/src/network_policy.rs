@@ -27,6 +27,7 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use sandbox_contract::k8s::selectors;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -128,22 +129,15 @@ pub fn manifest(policy: &Policy, namespace: &str, name: &str) -> NetworkPolicy {
     }
 }
 
-/// Whether `selector` matches a pod with `labels` (`None` or empty matches every pod).
+/// Whether a NetworkPolicy's `podSelector` matches a pod with `labels`: none or `{}` selects
+/// every pod, a selector the API server would refuse selects none. Kubernetes' own selector
+/// rule ([`selectors::LabelSelector`], the one the embedded cluster serves lists with).
 fn selects(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
     let Some(selector) = selector else { return true };
-    let matched = selector.match_labels.iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
-    matched
-        && selector.match_expressions.iter().flatten().all(|e| {
-            let value = labels.get(&e.key);
-            let listed = || e.values.iter().flatten().any(|v| Some(v) == value);
-            match e.operator.as_str() {
-                "In" => listed(),
-                "NotIn" => !listed(),
-                "Exists" => value.is_some(),
-                "DoesNotExist" => value.is_none(),
-                _ => false,
-            }
-        })
+    serde_json::to_value(selector)
+        .ok()
+        .and_then(|json| selectors::LabelSelector::from_json(Some(&json)).ok())
+        .is_some_and(|rule| rule.matches(labels))
 }
 
 /// The labels a sandbox pod of `config` has: the provider's, with placeholder values, and the
