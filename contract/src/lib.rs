@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod exec;
 pub mod k8s;
+pub mod labels;
 pub mod quote;
 
 pub use exec::{ExecRequest, ExecResult};

@@ -18,10 +18,7 @@ use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID, LEASE_ID};
 /// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
 /// every object the provider creates, and proves ownership by it; the provider never sets it.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// The host's run id (hashed when it is not a valid label value).
-pub const LABEL_RUN_ID: &str = "sandbox.paperclip.io/run-id";
-/// The acquisition id (hashed when it is not a valid label value); proves adoption.
-pub const LABEL_ACQUISITION_ID: &str = "sandbox.paperclip.io/acquisition-id";
+pub use sandbox_contract::labels::{LABEL_ACQUISITION_ID, LABEL_RUN_ID};
 /// The agent id, when the request has one (hashed when not a valid label value).
 pub const LABEL_AGENT_ID: &str = "sandbox.paperclip.io/agent-id";
 /// The raw acquisition id.

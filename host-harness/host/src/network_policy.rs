@@ -35,10 +35,9 @@ use crate::policy::{Policy, quoted};
 use crate::records::{Diagnostic, Severity};
 
 /// The label every pod the provider makes carries (its value is the acquisition id).
-pub const SANDBOX_POD_LABEL: &str = "sandbox.paperclip.io/acquisition-id";
-
+pub use sandbox_contract::labels::LABEL_ACQUISITION_ID as SANDBOX_POD_LABEL;
 /// The other label the provider puts on every pod (the run id), for selectors that use it.
-const RUN_ID_LABEL: &str = "sandbox.paperclip.io/run-id";
+use sandbox_contract::labels::LABEL_RUN_ID as RUN_ID_LABEL;
 
 /// The name of the printed NetworkPolicy unless the operator picks another.
 pub const DEFAULT_NAME: &str = "sandbox-host-sandboxes";
