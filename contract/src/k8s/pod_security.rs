@@ -183,14 +183,19 @@ pub fn evaluate_pod<S: AsRef<str>>(
         .collect()
 }
 
-/// The API server's refusal of a pod that fails `violations` at `level`, word for word.
-pub fn forbidden_message(pod_name: &str, level: Level, violations: &[Violation]) -> String {
-    let reasons: Vec<&str> = violations.iter().map(|v| v.reason.as_str()).collect();
+/// The API server's refusal of a pod that fails `violations` at `level` (of the policy
+/// `version` the namespace names: `latest`, `v1.30`), word for word.
+pub fn forbidden_message(pod_name: &str, level: Level, version: &str, violations: &[Violation]) -> String {
     format!(
-        "pods {pod_name:?} is forbidden: violates PodSecurity \"{}:latest\": {}",
+        "pods {pod_name:?} is forbidden: violates PodSecurity \"{}:{version}\": {}",
         level.as_str(),
-        reasons.join(", ")
+        reasons(violations)
     )
+}
+
+/// The violations' reasons as the API server lists them in a refusal or a warning.
+pub fn reasons(violations: &[Violation]) -> String {
+    violations.iter().map(|v| v.reason.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 fn host_namespaces(pod: &Pod<'_>) -> Option<String> {

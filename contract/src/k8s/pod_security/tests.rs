@@ -47,7 +47,7 @@ fn a_bare_pod_fails_only_restricted_with_upstreams_words() {
     let bare = json!({"containers": [{"name": "c", "image": "busybox"}]});
     assert_eq!(evaluate(Level::Baseline, &bare), []);
     let violations = evaluate(Level::Restricted, &bare);
-    let message = forbidden_message("x", Level::Restricted, &violations);
+    let message = forbidden_message("x", Level::Restricted, "latest", &violations);
     assert_eq!(
         message,
         "pods \"x\" is forbidden: violates PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false \

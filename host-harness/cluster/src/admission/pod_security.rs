@@ -71,11 +71,14 @@ struct Policy {
     warn: LevelVersion,
 }
 
-fn parse_level(value: &str) -> Level {
+/// A level label's value; `None` for one that names no level (upstream then takes
+/// `restricted`).
+fn parse_level(value: &str) -> Option<Level> {
     match value {
-        "privileged" => Level::Privileged,
-        "baseline" => Level::Baseline,
-        _ => Level::Restricted,
+        "privileged" => Some(Level::Privileged),
+        "baseline" => Some(Level::Baseline),
+        "restricted" => Some(Level::Restricted),
+        _ => None,
     }
 }
 
@@ -89,12 +92,12 @@ fn parse_version(value: &str) -> String {
 fn policy(labels: Option<&serde_json::Map<String, Value>>) -> Policy {
     let label = |key: &str| labels.and_then(|l| l.get(&format!("{LABEL_PREFIX}{key}"))).and_then(Value::as_str);
     let mode = |mode: &str| LevelVersion {
-        level: label(mode).map_or(Level::Privileged, parse_level),
+        level: label(mode).map_or(Level::Privileged, |l| parse_level(l).unwrap_or(Level::Restricted)),
         version: label(&format!("{mode}-version")).map_or_else(|| "latest".to_string(), parse_version),
     };
     let enforce = mode("enforce");
     let mut warn = mode("warn");
-    let valid_enforce = label("enforce").is_some_and(|l| matches!(l, "privileged" | "baseline" | "restricted"));
+    let valid_enforce = label("enforce").and_then(parse_level).is_some();
     if label("warn").is_none() && valid_enforce && enforce.level > warn.level {
         warn.level = enforce.level;
         if label("warn-version").is_none() {
@@ -102,10 +105,6 @@ fn policy(labels: Option<&serde_json::Map<String, Value>>) -> Policy {
         }
     }
     Policy { enforce, warn }
-}
-
-fn reasons(violations: &[Violation]) -> String {
-    violations.iter().map(|v| v.reason.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// Pod Security admission of a write to `rt`: `Err` when the namespace's enforce level refuses
@@ -154,13 +153,9 @@ fn namespace_policy(store: &dyn Objects, namespace: &str) -> Policy {
 }
 
 /// The 403 of upstream's `forbiddenResponse`: the shared rule's words, naming the labelled
-/// version (a pod name holds no `:` or `"`, so the first `:latest"` is the policy's).
+/// version.
 fn forbidden(name: &str, enforce: &LevelVersion, violations: &[Violation]) -> ApiError {
-    let message = pod_security::forbidden_message(name, enforce.level, violations).replacen(
-        ":latest\"",
-        &format!(":{}\"", enforce.version),
-        1,
-    );
+    let message = pod_security::forbidden_message(name, enforce.level, &enforce.version, violations);
     ApiError { message, ..ApiError::forbidden_object("", "pods", name, "") }
 }
 
@@ -169,7 +164,7 @@ fn warnings(warn: &LevelVersion, metadata: Option<&Value>, spec: &Value) -> Vec<
     if violations.is_empty() {
         return Vec::new();
     }
-    vec![format!("would violate PodSecurity {:?}: {}", warn.label(), reasons(&violations))]
+    vec![format!("would violate PodSecurity {:?}: {}", warn.label(), pod_security::reasons(&violations))]
 }
 
 /// Upstream's `isSignificantPodUpdate`: only the pod fields an update may change that the
