@@ -2,15 +2,17 @@
 //! points at objects the provider never created (made with kubectl) touches nothing and is
 //! never resumable; namespaces come from the operator's policy, never from the provider
 //! config, and destroy works from the lease id alone; a Secret someone else made under the
-//! lease's name is neither read nor deleted.
+//! lease's name is neither read nor deleted; with the operator's key, an object that carries
+//! the managed-by label but not its signature is foreign too.
 
 use embedded_cluster::SandboxVersions;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Secret};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use provider_e2e::*;
 use provider_host::HostError;
+use provider_host::owner_signature::SIGNATURE_ANNOTATION;
 use provider_host::records::{Backend, DeleteOutcome, Lease, LeaseRef, ProviderError, ResumeOutcome};
 use serde_json::json;
 
@@ -251,4 +253,75 @@ async fn a_lease_whose_uid_is_not_its_workloads_points_at_nothing() {
             "{backend}: an empty workload-uid is no forgery: {report:?}"
         );
     }
+}
+
+/// The managed-by label is a claim anyone who may create objects in the namespace can make;
+/// with the operator's key only a signature proves ownership. Jobs made with kubectl that carry
+/// the label (one bare, one with the signature copied from the installation's own Job) are
+/// neither resumed, renewed, exec'd into nor deleted, even by a lease that names their uids; the
+/// installation's own Job keeps working.
+#[tokio::test]
+async fn a_labelled_object_without_its_signature_is_not_the_installations() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("job", json!({}));
+    let lease = h.host.acquire(request(&cfg, "signed-1")).await.expect("acquire");
+    let jobs: Api<Job> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let ours = jobs.get("pc-signed-1").await.expect("the installation's Job");
+    let signature = ours.annotations().get(SIGNATURE_ANNOTATION).expect("the host signed its Job").clone();
+    let labels = ours.labels().clone();
+    let mut forged_leases = Vec::new();
+    for (name, annotations) in [("pc-bare-1", json!({})), ("pc-copied-1", json!({SIGNATURE_ANNOTATION: signature}))] {
+        let job: Job = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}}
+        }))
+        .expect("job");
+        let made = jobs.create(&PostParams::default(), &job).await.expect("kubectl's Job");
+        let mut lease = forged(&format!("k8s:job:{NAMESPACE}:{name}"), Backend::Job, NAMESPACE, false);
+        lease.lease.workload_uid = made.uid().expect("uid");
+        lease.config = cfg.clone();
+        forged_leases.push(lease);
+    }
+    let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    eventually("the kubectl Jobs' pods run", || async {
+        let running = pods.list(&Default::default()).await.expect("pods").items;
+        ["pc-bare-1", "pc-copied-1"].iter().all(|job| {
+            running.iter().any(|p| {
+                p.labels().get("job-name").map(String::as_str) == Some(*job)
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            })
+        })
+    })
+    .await;
+    let before = fingerprints(&h).await;
+    let mark = h.cluster.requests().mark();
+    let soon = jiff::Timestamp::now().as_millisecond() + 600_000;
+    for lease in forged_leases {
+        let id = lease.lease.provider_lease_id.clone();
+        match h.host.resume_check(lease.clone()).await {
+            Ok(ResumeOutcome::Expired(why)) => assert!(why.contains("not this installation"), "{id}: {why}"),
+            other => panic!("{id}: a labelled Job without its signature is never resumable: {other:?}"),
+        }
+        match h.host.renew(lease.clone(), soon).await {
+            Ok(ResumeOutcome::Expired(_)) => {}
+            other => panic!("{id}: renew of a labelled Job without its signature: {other:?}"),
+        }
+        let exec =
+            serde_json::from_value(json!({"command": "sh", "args": ["-c", "echo ran > /tmp/ran"]})).expect("request");
+        let err = provider_error(h.host.execute(lease.clone(), exec).await.expect_err("no exec"));
+        assert!(err.message().contains("not this installation"), "{id}: {err:?}");
+        let report = h.host.destroy(lease).await.unwrap_or_else(|e| panic!("{id}: destroy: {e}"));
+        assert!(report.objects.iter().all(|o| o.outcome == DeleteOutcome::AlreadyGone), "{id}: {report:?}");
+    }
+    let sent = h.provider_calls_since(mark);
+    assert!(!sent.iter().any(|e| e.subresource == "exec"), "no exec reached a forged Job's pod: {sent:?}");
+    let writes = h.provider_writes_since(mark);
+    assert!(writes.is_empty(), "labelled Jobs without their signature were written: {writes:?}");
+    assert_eq!(fingerprints(&h).await, before, "the kubectl Jobs are untouched");
+
+    let genuine = lease_ref(&lease, &cfg);
+    assert!(matches!(h.host.renew(genuine.clone(), soon).await, Ok(ResumeOutcome::Resumable(_))), "ours renews");
+    let report = h.host.destroy(genuine).await.expect("destroy");
+    assert!(report.objects.iter().any(|o| o.kind == "Job" && o.outcome == DeleteOutcome::Deleted), "{report:?}");
 }

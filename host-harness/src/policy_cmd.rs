@@ -3,7 +3,7 @@
 //! `network-policy` (the sandboxes' isolation).
 //!
 //! Where the policy comes from: `--policy FILE` (JSON, see `provider_host::policy::Policy`),
-//! with `--namespace` and `--owner-id` overriding its fields. Without a file the default rules
+//! with `--namespace`, `--owner-id` and `--ownership-key-file` overriding its fields. Without a file the default rules
 //! apply, in the namespaces `--namespace` names, or in the single default namespace `default`
 //! when none is named. A provider config never widens it.
 
@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use provider_host::policy::Policy;
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
-use provider_host::{network_policy, rbac};
+use provider_host::{network_policy, owner_signature, rbac};
 
 use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
 
@@ -46,6 +46,11 @@ pub struct PolicyArgs {
         value_delimiter = ','
     )]
     pub claim_templates: Vec<String>,
+    /// The operator's ownership key file: one key per line (at least 32 bytes, `openssl rand
+    /// -base64 48`), the first signs what the host creates, all verify; mode 600. Replaces the
+    /// policy file's `ownership-key-file`. Without one the managed-by label alone is ownership.
+    #[arg(long, value_name = "PATH", env = "SANDBOX_HOST_OWNERSHIP_KEY_FILE")]
+    pub ownership_key_file: Option<PathBuf>,
 }
 
 impl PolicyArgs {
@@ -64,6 +69,10 @@ impl PolicyArgs {
         }
         policy.warm_pools.extend(self.warm_pools.iter().cloned());
         policy.claim_templates.extend(self.claim_templates.iter().cloned());
+        if let Some(path) = &self.ownership_key_file {
+            policy.ownership_key_file = Some(path.clone());
+        }
+        policy.load_ownership_keys()?;
         Ok(policy)
     }
 }
@@ -101,6 +110,10 @@ pub async fn show(args: InspectArgs, json: bool) -> anyhow::Result<()> {
             "operator": grants.operator,
             "effective": grants.effective,
             "refused": grants.refused,
+            "ownership": match &grants.effective.ownership_keys {
+                Some(keys) => serde_json::json!({"signed": true, "signing-key": keys.fingerprint(), "keys": keys.len()}),
+                None => serde_json::json!({"signed": false, "warning": owner_signature::UNSIGNED_MEANS}),
+            },
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {

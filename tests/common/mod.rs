@@ -8,6 +8,7 @@ use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER, SandboxVer
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use provider_host::owner_signature::OwnershipKeys;
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef};
 use provider_host::{ComponentSource, HostOptions, Limits, Policy, ProviderHost};
 use serde_json::{Value, json};
@@ -15,6 +16,9 @@ use serde_json::{Value, json};
 /// The namespace every scenario works in.
 pub const NAMESPACE: &str = "e2e";
 /// A secret value that must never show up outside the per-lease Secret.
+/// The operator's ownership key of every test host ([`provider_host::owner_signature`]).
+pub const OWNERSHIP_KEY: &str = "e2e-ownership-key-not-for-production-0001";
+
 pub const SECRET_VALUE: &str = "s3cr3t-e2e-value-7f1c";
 
 /// The component `make component` builds (or `PROVIDER_WASM`).
@@ -83,9 +87,11 @@ pub async fn load_host_with(kubeconfig: &str, limits: Limits) -> ProviderHost {
     let client = provider_host::client_from_config(config).expect("provider client");
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests");
     // The scenarios' warm pools are the test's own: any may be claimed.
+    // Signed, as an operator should run it: every scenario proves ownership by signature.
     let policy = Policy {
         warm_pools: vec!["*".into()],
         claim_templates: vec!["*".into()],
+        ownership_keys: Some(OwnershipKeys::parse(OWNERSHIP_KEY).expect("the test key")),
         ..Policy::kubernetes_default([NAMESPACE])
     };
     let options = HostOptions { policy, limits, cache_dir: Some(cache) };

@@ -81,6 +81,10 @@ impl Grants {
             Some(_) => tracing::info!(target: "provider_host::policy", contract_version,
                 rules = self.effective.resources.len(), "granted the intersection of the declared access and the policy"),
         }
+        match &self.effective.ownership_keys {
+            Some(keys) => tracing::info!(target: "provider_host::ownership", %keys, "signing what the host creates"),
+            None => tracing::warn!(target: "provider_host::ownership", "{}", crate::owner_signature::UNSIGNED_MEANS),
+        }
         for rule in &self.refused {
             tracing::warn!(target: "provider_host::policy", contract_version, refused = %describe_rule(rule),
                 "the component asked for access the operator's policy does not grant; calls that need it will be denied");

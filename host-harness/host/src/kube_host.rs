@@ -187,7 +187,7 @@ impl KubeHost {
         let object: Value = serde_json::from_str(body)
             .map_err(|e| KubeError::Invalid(format!("the request body is not valid JSON: {e}")))?;
         self.check_create(rt, namespace, &object).await?;
-        let labelled = self.policy.label_created(object).map_err(KubeError::Invalid)?;
+        let labelled = self.policy.stamp_created(rt, namespace, object).map_err(KubeError::Invalid)?;
         let url = kube_url::with_query(
             kube_url::collection(rt, namespace)?,
             [("fieldManager", Some(self.policy.owner_id.as_str()))],
@@ -216,8 +216,13 @@ impl KubeHost {
         self.check_body_size(&target, body)?;
         let patch: Value =
             serde_json::from_str(body).map_err(|e| KubeError::Invalid(format!("the patch is not valid JSON: {e}")))?;
-        ownership::check_patch_keeps_owner(patch_type, &patch, &self.policy.owner_id)
-            .map_err(|why| self.deny(&target, why))?;
+        ownership::check_patch_keeps_owner(
+            patch_type,
+            &patch,
+            &self.policy.owner_id,
+            self.policy.ownership_keys.is_some(),
+        )
+        .map_err(|why| self.deny(&target, why))?;
         crate::write_guard::check_patch(patch_type, &patch).map_err(|why| self.deny(&target, why))?;
         let current = self.read_for_write(&target).await?;
         let uid = object_uid(&target, &current)?;
@@ -351,7 +356,7 @@ impl KubeHost {
         if self.out_of_scope(rt, object).is_some() {
             return Ok(false);
         }
-        Ok(self.ownership(object).await?.allowed())
+        Ok(self.ownership(rt, object).await?.allowed())
     }
 
     /// Why `object` is not the scoped lease's ([`crate::lease_scope`]); `None` when it may be.
@@ -532,7 +537,7 @@ impl KubeHost {
         if let Some(why) = self.out_of_scope(target.rt, object) {
             return Err(self.not_the_leases(target, why));
         }
-        match self.ownership(object).await? {
+        match self.ownership(target.rt, object).await? {
             Owner::Foreign(why) => Err(self.not_owned(target, why)),
             Owner::Owned | Owner::Dependent => {
                 self.memory.show(object);
@@ -551,7 +556,7 @@ impl KubeHost {
         if let Some(why) = self.out_of_scope(target.rt, &object) {
             return Err(self.not_the_leases(target, why));
         }
-        match self.ownership(&object).await? {
+        match self.ownership(target.rt, &object).await? {
             Owner::Foreign(why) => Err(self.not_owned(target, why)),
             Owner::Owned | Owner::Dependent => Ok(object),
         }

@@ -5,9 +5,10 @@
 //! runs each lifecycle call on a fresh instance with a memory cap and a deadline. The host is
 //! the security boundary: the component's `kube` import is served by [`KubeHost`] through
 //! `kube::Client`, checked against the intersection of the operator's [`Policy`] and what the
-//! component declares ([`capabilities`]), and against ownership ([`ownership`]); its `log`
-//! import goes into `tracing` (target `provider`); its WASI is empty apart from clocks and
-//! random. [`rbac`] turns the effective policy into a least-privilege Role, [`network_policy`]
+//! component declares ([`capabilities`]), and against ownership ([`ownership`], signed with
+//! the operator's key when there is one: [`owner_signature`]); its `log` import goes into
+//! `tracing` (target `provider`); its WASI is empty apart from clocks and random. [`rbac`]
+//! turns the effective policy into a least-privilege Role, [`network_policy`]
 //! into the NetworkPolicy that isolates the sandboxes.
 //!
 //! ```no_run
@@ -38,6 +39,7 @@ pub mod lease_scope;
 pub mod limits;
 mod log_host;
 pub mod network_policy;
+pub mod owner_signature;
 pub mod ownership;
 pub mod pod_security_ceiling;
 pub mod policy;

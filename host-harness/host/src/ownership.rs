@@ -2,7 +2,7 @@
 //! or write it, so a forged or stale lease can never touch a foreign object.
 //!
 //! An object is **owned** when it carries the managed-by label with the installation's owner
-//! id, which the host stamps on every create ([`crate::policy::Policy::label_created`]). It is
+//! id, which the host stamps on every create ([`crate::policy::Policy::stamp_created`]). It is
 //! a **dependent** when its controller `ownerReference` chain (at most [`MAX_CHAIN`] hops, each
 //! link's uid checked) leads to an owned object: a Sandbox's or a Job's pod, a Sandbox's
 //! workspace claim. Kubernetes' own garbage collection follows the same references, so a
@@ -27,7 +27,9 @@ use crate::bindings::kube::{KubeError, PatchType, ResourceType};
 use crate::kube_host::{KubeHost, Target};
 use crate::kube_transport::{parse, request};
 use crate::kube_url;
+use crate::owner_signature::{self, SIGNATURE_ANNOTATION, Subject};
 use crate::policy::{AccessVerb, MANAGED_BY_LABEL, quoted};
+use sandbox_contract::labels::LABEL_ACQUISITION_ID;
 
 /// Longest controller chain followed from a dependent to an owned object (pod -> Sandbox ->
 /// SandboxClaim is two).
@@ -102,52 +104,80 @@ pub fn not_labelled(object: &Value, owner_id: &str) -> String {
 pub const NOT_OWNED: &str = "the object was not created by this installation, and no controller chain leads to one \
                              that was; a provider may only touch what its host created";
 
-/// Refuses a patch that would change the managed-by label: an owned object must stay owned
-/// and no object may be handed to another owner id.
-pub fn check_patch_keeps_owner(patch_type: PatchType, body: &Value, owner_id: &str) -> Result<(), String> {
-    let refused =
-        || format!("the patch would change or remove the {MANAGED_BY_LABEL} label, which only the host sets on create");
+/// The metadata that proves ownership, which no patch may change: the managed-by label (an
+/// owned object must stay owned, and no object may be handed to another owner id) and, when the
+/// host signs, what the ownership signature is over and is (the acquisition-id label, the
+/// signature annotation). `Some(value)`: a merge patch may set the entry to that value, which
+/// changes nothing.
+fn proof_entries(owner_id: &str, signed: bool) -> Vec<(&'static str, &'static str, Option<&str>)> {
+    let mut entries = vec![("labels", MANAGED_BY_LABEL, Some(owner_id))];
+    if signed {
+        entries.push(("labels", LABEL_ACQUISITION_ID, None));
+        entries.push(("annotations", SIGNATURE_ANNOTATION, None));
+    }
+    entries
+}
+
+/// Refuses a patch that would change the metadata that proves ownership ([`proof_entries`]).
+pub fn check_patch_keeps_owner(
+    patch_type: PatchType,
+    body: &Value,
+    owner_id: &str,
+    signed: bool,
+) -> Result<(), String> {
+    let refused = |map: &str, key: &str| {
+        let what = if map == "labels" { "label" } else { "annotation" };
+        format!("the patch would change or remove the {key} {what}, which only the host sets on create")
+    };
+    let entries = proof_entries(owner_id, signed);
     match patch_type {
         PatchType::Json => {
             let ops = body.as_array().ok_or_else(|| "a JSON patch must be an array of operations".to_string())?;
-            let label = format!("/metadata/labels/{}", MANAGED_BY_LABEL.replace('~', "~0").replace('/', "~1"));
-            let touches =
-                |path: &str| path.is_empty() || path == "/metadata" || path == "/metadata/labels" || path == label;
             for op in ops {
                 if op.get("op").and_then(Value::as_str) == Some("test") {
                     continue;
                 }
                 let paths = ["path", "from"].map(|k| op.get(k).and_then(Value::as_str));
-                if paths.into_iter().flatten().any(touches) {
-                    return Err(refused());
+                for path in paths.into_iter().flatten() {
+                    let touches = |(map, key, _): &(&str, &str, Option<&str>)| {
+                        let pointer = format!("/metadata/{map}/{}", key.replace('~', "~0").replace('/', "~1"));
+                        path.is_empty() || path == "/metadata" || path == format!("/metadata/{map}") || path == pointer
+                    };
+                    if let Some((map, key, _)) = entries.iter().find(|e| touches(e)) {
+                        return Err(refused(map, key));
+                    }
                 }
             }
             Ok(())
         }
         PatchType::Merge | PatchType::Strategic => {
             let root = body.as_object().ok_or_else(|| "a merge patch must be a JSON object".to_string())?;
+            let label = || refused("labels", MANAGED_BY_LABEL);
             if root.contains_key("$patch") {
-                return Err(refused());
+                return Err(label());
             }
             let Some(metadata) = root.get("metadata") else {
                 return Ok(());
             };
-            let metadata = metadata.as_object().ok_or_else(refused)?;
+            let metadata = metadata.as_object().ok_or_else(label)?;
             if metadata.keys().any(|k| k.starts_with('$')) {
-                return Err(refused());
+                return Err(label());
             }
-            let Some(labels) = metadata.get("labels") else {
-                return Ok(());
-            };
-            let labels = labels.as_object().ok_or_else(refused)?;
-            if labels.keys().any(|k| k.starts_with('$')) {
-                return Err(refused());
+            for (map, key, same) in entries {
+                let Some(patched) = metadata.get(map) else {
+                    continue;
+                };
+                let patched = patched.as_object().ok_or_else(|| refused(map, key))?;
+                if patched.keys().any(|k| k.starts_with('$')) {
+                    return Err(refused(map, key));
+                }
+                match (patched.get(key), same) {
+                    (None, _) => {}
+                    (Some(Value::String(v)), Some(same)) if v == same => {}
+                    (Some(_), _) => return Err(refused(map, key)),
+                }
             }
-            match labels.get(MANAGED_BY_LABEL) {
-                None => Ok(()),
-                Some(Value::String(v)) if v == owner_id => Ok(()),
-                Some(_) => Err(refused()),
-            }
+            Ok(())
         }
     }
 }
@@ -268,31 +298,34 @@ impl KindCache {
 
 /// How a followed link ended.
 pub(crate) enum Link {
-    /// The owner, read and uid-checked.
-    Read(Value),
+    /// The owner, read and uid-checked, and its type.
+    Read(Value, ResourceType),
     /// It cannot prove anything (not covered by the policy, malformed, gone, replaced); the
     /// text is for the operator's log.
     Proves(String),
 }
 
 impl KubeHost {
-    /// Whether `object` is the installation's, its dependent, or foreign (see the module docs).
-    /// An error means "could not tell" (a read of an owner failed).
-    pub(crate) async fn ownership(&self, object: &Value) -> Result<Owner, KubeError> {
+    /// Whether `object`, of type `rt`, is the installation's, its dependent, or foreign (see the
+    /// module docs). An error means "could not tell" (a read of an owner failed).
+    pub(crate) async fn ownership(&self, rt: &ResourceType, object: &Value) -> Result<Owner, KubeError> {
         let owner_id = self.policy.owner_id.as_str();
-        if managed_by(object) == Some(owner_id) {
-            // Its dependents seen later in the call (a Sandbox's pod) need no read of it.
-            if let Some(uid) = uid(object) {
-                self.memory.remember_owner(uid, true);
+        let unowned = match self.owned(rt, object) {
+            Ok(()) => {
+                // Its dependents seen later in the call (a Sandbox's pod) need no read of it.
+                if let Some(uid) = uid(object) {
+                    self.memory.remember_owner(uid, true);
+                }
+                return Ok(Owner::Owned);
             }
-            return Ok(Owner::Owned);
-        }
+            Err(why) => why,
+        };
         let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
         let mut link = controller_ref(object);
         let mut followed: Vec<String> = Vec::new();
         loop {
             let Some(reference) = link else {
-                break self.settle(&followed, Owner::Foreign(not_labelled(object, owner_id)));
+                break self.settle(&followed, Owner::Foreign(unowned));
             };
             if followed.len() >= MAX_CHAIN {
                 // Only this object's chain is too long; the links followed may still be
@@ -307,14 +340,38 @@ impl KubeHost {
                 break self.settle(&followed, verdict);
             }
             followed.push(reference.uid.clone());
-            let owner = match self.read_owner(&reference, namespace).await? {
-                Link::Read(owner) => owner,
+            let (owner, owner_type) = match self.read_owner(&reference, namespace).await? {
+                Link::Read(owner, owner_type) => (owner, owner_type),
                 Link::Proves(why) => break self.settle(&followed, Owner::Foreign(why)),
             };
-            if managed_by(&owner) == Some(owner_id) {
+            if self.owned(&owner_type, &owner).is_ok() {
                 break self.settle(&followed, Owner::Dependent);
             }
             link = controller_ref(&owner);
+        }
+    }
+
+    /// Whether `object` itself is the installation's: it has the managed-by label with the owner
+    /// id and, when the operator gave a key, a signature that verifies for it
+    /// ([`crate::owner_signature`]). `Err` says why not, for the operator's log.
+    pub(crate) fn owned(&self, rt: &ResourceType, object: &Value) -> Result<(), String> {
+        let owner_id = self.policy.owner_id.as_str();
+        if managed_by(object) != Some(owner_id) {
+            return Err(not_labelled(object, owner_id));
+        }
+        let Some(keys) = &self.policy.ownership_keys else {
+            return Ok(());
+        };
+        match owner_signature::signature(object) {
+            None => Err(format!(
+                "it has the {MANAGED_BY_LABEL} label but no {SIGNATURE_ANNOTATION} annotation: whoever made it does \
+                 not hold the installation's ownership key"
+            )),
+            Some(signature) if keys.verify(&Subject::of(rt, object, owner_id), signature) => Ok(()),
+            Some(_) => Err(format!(
+                "its {SIGNATURE_ANNOTATION} annotation does not verify for this object under the ownership keys: it \
+                 was copied from another object, altered, or signed with a key the host no longer has"
+            )),
         }
     }
 
@@ -365,7 +422,7 @@ impl KubeHost {
         if uid(&owner) != Some(reference.uid.as_str()) {
             return Ok(Link::Proves(format!("{controller} was replaced by another object of that name")));
         }
-        Ok(Link::Read(owner))
+        Ok(Link::Read(owner, rt))
     }
 
     /// The plural of `kind` in `api_version`, from discovery: cached for the host's life when
@@ -416,17 +473,18 @@ mod tests {
     }
 
     #[test]
-    fn patches_may_not_touch_the_managed_by_label() {
+    fn patches_may_not_touch_what_proves_ownership() {
         let ok = [
             (PatchType::Merge, json!({"spec": {"shutdownTime": "x"}})),
             (PatchType::Merge, json!({"metadata": {"labels": {"a": "b"}}})),
             (PatchType::Merge, json!({"metadata": {"labels": {MANAGED_BY_LABEL: OWNER}}})),
             (PatchType::Strategic, json!({"metadata": {"annotations": {"a": null}}})),
+            (PatchType::Json, json!([{"op": "add", "path": "/metadata/annotations/a", "value": "b"}])),
             (PatchType::Json, json!([{"op": "replace", "path": "/spec/x", "value": 1}])),
             (PatchType::Json, json!([{"op": "test", "path": "/metadata/labels", "value": {}}])),
         ];
         for (t, body) in ok {
-            assert_eq!(check_patch_keeps_owner(t, &body, OWNER), Ok(()), "{body}");
+            assert_eq!(check_patch_keeps_owner(t, &body, OWNER, true), Ok(()), "{body}");
         }
         let refused = [
             (PatchType::Merge, json!({"metadata": null})),
@@ -440,12 +498,28 @@ mod tests {
             (PatchType::Json, json!([{"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"}])),
             (PatchType::Json, json!([{"op": "move", "from": "/metadata/labels", "path": "/spec/x"}])),
             (PatchType::Json, json!([{"op": "replace", "path": "", "value": {}}])),
+            (PatchType::Merge, json!({"metadata": {"annotations": {SIGNATURE_ANNOTATION: "v1.00"}}})),
+            (PatchType::Merge, json!({"metadata": {"annotations": null}})),
+            (PatchType::Strategic, json!({"metadata": {"labels": {LABEL_ACQUISITION_ID: "other"}}})),
+            (PatchType::Json, json!([{"op": "remove", "path": "/metadata/annotations"}])),
+            (
+                PatchType::Json,
+                json!([{"op": "add", "path": "/metadata/annotations/sandbox.paperclip.io~1owner-signature", "value": "x"}]),
+            ),
+            (
+                PatchType::Json,
+                json!([{"op": "replace", "path": "/metadata/labels/sandbox.paperclip.io~1acquisition-id", "value": "x"}]),
+            ),
         ];
         for (t, body) in refused {
-            assert!(check_patch_keeps_owner(t, &body, OWNER).is_err(), "{body} must be refused");
+            assert!(check_patch_keeps_owner(t, &body, OWNER, true).is_err(), "{body} must be refused");
         }
-        assert!(check_patch_keeps_owner(PatchType::Json, &json!({}), OWNER).is_err());
-        assert!(check_patch_keeps_owner(PatchType::Merge, &json!([]), OWNER).is_err());
+        assert!(check_patch_keeps_owner(PatchType::Json, &json!({}), OWNER, true).is_err());
+        assert!(check_patch_keeps_owner(PatchType::Merge, &json!([]), OWNER, true).is_err());
+        // Without a key nothing is signed, so only the label is the host's.
+        let annotate = json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}]);
+        assert_eq!(check_patch_keeps_owner(PatchType::Json, &annotate, OWNER, false), Ok(()));
+        assert!(check_patch_keeps_owner(PatchType::Json, &annotate, OWNER, true).is_err());
     }
 
     #[test]

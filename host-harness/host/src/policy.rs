@@ -9,15 +9,19 @@
 //! policy and what the provider declares it needs ([`crate::capabilities`]).
 
 use std::fmt;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use sandbox_contract::{AccessRule, AccessVerb};
 
+use crate::bindings::kube::ResourceType;
 use crate::error::HostError;
 use crate::network_policy::{self, EgressRule};
+use crate::owner_signature::{self, OwnershipKeys, SIGNATURE_ANNOTATION, Subject};
 use crate::pod_security_ceiling::PodSecurityCeiling;
+use sandbox_contract::labels::LABEL_ACQUISITION_ID;
 
 /// A guest-supplied name for a message: quoted, and cut to a short prefix when long.
 pub(crate) use sandbox_contract::quote::quote as quoted;
@@ -83,6 +87,13 @@ pub struct Policy {
     /// and any registry, unless the operator relaxes them here.
     #[serde(default)]
     pub pod_security: PodSecurityCeiling,
+    /// The file of the operator's ownership keys ([`crate::owner_signature`]); read by
+    /// [`Policy::load_ownership_keys`]. Without one the managed-by label alone is ownership.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ownership_key_file: Option<PathBuf>,
+    /// The keys the host signs and verifies ownership with; never serialized.
+    #[serde(skip)]
+    pub ownership_keys: Option<OwnershipKeys>,
 }
 
 fn default_owner_id() -> String {
@@ -165,6 +176,8 @@ impl Policy {
             claim_templates: Vec::new(),
             egress: Vec::new(),
             pod_security: PodSecurityCeiling::default(),
+            ownership_key_file: None,
+            ownership_keys: None,
         }
     }
 
@@ -181,6 +194,12 @@ impl Policy {
     /// Refuses a policy that cannot be enforced as written (a bad owner id, an empty rule, a
     /// pod rule that writes).
     pub fn validate(&self) -> Result<(), HostError> {
+        if let (Some(path), None) = (&self.ownership_key_file, &self.ownership_keys) {
+            return Err(HostError::Config(format!(
+                "policy ownership-key-file {} was never read: load it with `Policy::load_ownership_keys`",
+                path.display()
+            )));
+        }
         if self.owner_id.is_empty() || !valid_label_value(&self.owner_id) {
             return Err(HostError::Config(format!(
                 "policy owner-id {} is not a valid label value (1-63 characters: letters, digits, '-', '_', '.', \
@@ -213,6 +232,14 @@ impl Policy {
                         .to_string(),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Reads the keys of `ownership-key-file`, when the policy names one.
+    pub fn load_ownership_keys(&mut self) -> Result<(), HostError> {
+        if let Some(path) = &self.ownership_key_file {
+            self.ownership_keys = Some(OwnershipKeys::read_file(path).map_err(HostError::Config)?);
         }
         Ok(())
     }
@@ -333,10 +360,18 @@ impl Policy {
         )))
     }
 
-    /// Stamps the managed-by label with the owner id into a create body. A different value the
-    /// provider set is replaced (the host, not the guest, says who owns an object) and reported
-    /// to the operator. `Err` means the body is not a JSON object with an object `metadata`.
-    pub fn label_created(&self, mut object: Value) -> Result<String, String> {
+    /// Stamps the managed-by label with the owner id into a create body of type `rt` in
+    /// `namespace`, and, with an ownership key, the signature annotation over it
+    /// ([`crate::owner_signature`]). A different label value the provider set is replaced (the
+    /// host, not the guest, says who owns an object) and reported to the operator; a signature
+    /// annotation the provider set is never kept. `Err` means the body is not a JSON object with
+    /// an object `metadata`, or, with a key, has no `metadata.name` to sign.
+    pub fn stamp_created(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        mut object: Value,
+    ) -> Result<String, String> {
         let Value::Object(root) = &mut object else {
             return Err("the request body is not a JSON object".to_string());
         };
@@ -347,13 +382,7 @@ impl Policy {
         let Value::Object(metadata) = metadata else {
             return Err("metadata of the request body is not a JSON object".to_string());
         };
-        let labels = metadata.entry("labels").or_insert_with(|| Value::Object(Map::new()));
-        if labels.is_null() {
-            *labels = Value::Object(Map::new());
-        }
-        let Value::Object(labels) = labels else {
-            return Err("metadata.labels of the request body is not a JSON object".to_string());
-        };
+        let labels = object_entry(metadata, "labels")?;
         let previous = labels.insert(MANAGED_BY_LABEL.to_string(), Value::String(self.owner_id.clone()));
         if let Some(previous) = previous.filter(|p| p.as_str() != Some(self.owner_id.as_str())) {
             tracing::warn!(
@@ -364,7 +393,45 @@ impl Policy {
                 "the provider set a different managed-by label; the host policy's owner id replaces it"
             );
         }
+        let acquisition_id = labels.get(LABEL_ACQUISITION_ID).and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = metadata.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let signature = match &self.ownership_keys {
+            Some(_) if name.is_empty() => {
+                return Err("the host signs what it creates over its name, so a body needs `metadata.name` (a \
+                            `generateName` alone cannot be signed)"
+                    .to_string());
+            }
+            Some(keys) => Some(keys.sign(&Subject {
+                group: &rt.group,
+                plural: &rt.plural,
+                namespace: namespace.unwrap_or_default(),
+                name: &name,
+                owner_id: &self.owner_id,
+                acquisition_id: &acquisition_id,
+            })),
+            None => None,
+        };
+        let annotations = object_entry(metadata, "annotations")?;
+        match signature {
+            Some(signature) => annotations.insert(SIGNATURE_ANNOTATION.to_string(), Value::String(signature)),
+            None => annotations.remove(SIGNATURE_ANNOTATION),
+        };
+        if annotations.is_empty() {
+            metadata.remove("annotations");
+        }
         serde_json::to_string(&object).map_err(|e| format!("cannot encode the labelled body: {e}"))
+    }
+}
+
+/// The object under `key` in `metadata` (created when absent or null).
+fn object_entry<'m>(metadata: &'m mut Map<String, Value>, key: &str) -> Result<&'m mut Map<String, Value>, String> {
+    let entry = metadata.entry(key).or_insert_with(|| Value::Object(Map::new()));
+    if entry.is_null() {
+        *entry = Value::Object(Map::new());
+    }
+    match entry {
+        Value::Object(map) => Ok(map),
+        _ => Err(format!("metadata.{key} of the request body is not a JSON object")),
     }
 }
 
@@ -372,6 +439,10 @@ impl fmt::Display for Policy {
     /// The policy as an operator reads it: owner id, namespaces, then one line per rule.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "owner id    {} (label {MANAGED_BY_LABEL})", self.owner_id)?;
+        match &self.ownership_keys {
+            Some(keys) => writeln!(f, "ownership   signed ({keys})")?,
+            None => writeln!(f, "ownership   label only. Warning: {}", owner_signature::UNSIGNED_MEANS)?,
+        }
         let namespaces = if self.namespaces.is_empty() { "none".to_string() } else { self.namespaces.join(", ") };
         writeln!(f, "namespaces  {namespaces}")?;
         let listed = |names: &[String]| if names.is_empty() { "none".to_string() } else { names.join(", ") };
@@ -441,6 +512,10 @@ mod tests {
 
     fn policy() -> Policy {
         Policy::kubernetes_default(["agents"])
+    }
+
+    fn jobs() -> ResourceType {
+        ResourceType { group: "batch".into(), version: "v1".into(), plural: "jobs".into() }
     }
 
     use AccessVerb::*;
@@ -515,7 +590,9 @@ mod tests {
     #[test]
     fn created_objects_get_the_owner_id() {
         let p = Policy { owner_id: "team-prod".into(), ..policy() };
-        let label = |v: Value| p.label_created(v).map(|out| serde_json::from_str::<Value>(&out).expect("json"));
+        let label = |v: Value| {
+            p.stamp_created(&jobs(), Some("agents"), v).map(|out| serde_json::from_str::<Value>(&out).expect("json"))
+        };
         let v = label(json!({"kind": "Secret", "metadata": {"name": "s", "labels": {"a": "b"}}})).expect("labels");
         assert_eq!(v["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
         assert_eq!(v["metadata"]["labels"]["a"], "b");
@@ -525,6 +602,24 @@ mod tests {
         assert_eq!(replaced["metadata"]["labels"][MANAGED_BY_LABEL], "team-prod");
         assert!(label(json!([1])).is_err());
         assert!(label(json!({"metadata": {"labels": []}})).is_err());
+        let forged = label(json!({"metadata": {"annotations": {SIGNATURE_ANNOTATION: "v1.00"}}})).expect("labels");
+        assert_eq!(forged["metadata"].get("annotations"), None, "without a key the host signs nothing");
+    }
+
+    #[test]
+    fn with_a_key_created_objects_are_signed_over_their_subject() {
+        let keys = OwnershipKeys::parse("0123456789abcdef0123456789abcdef").expect("a key");
+        let p = Policy { owner_id: "team-prod".into(), ownership_keys: Some(keys.clone()), ..policy() };
+        let body = json!({"metadata": {"name": "pc-1", "labels": {LABEL_ACQUISITION_ID: "a1"},
+            "annotations": {SIGNATURE_ANNOTATION: "v1.forged", "keep": "me"}}});
+        let out: Value =
+            serde_json::from_str(&p.stamp_created(&jobs(), Some("agents"), body).expect("signed")).expect("json");
+        let served = json!({"metadata": {"name": "pc-1", "namespace": "agents", "labels": out["metadata"]["labels"]}});
+        let signature = out["metadata"]["annotations"][SIGNATURE_ANNOTATION].as_str().expect("signed");
+        assert!(keys.verify(&Subject::of(&jobs(), &served, "team-prod"), signature));
+        assert_eq!(out["metadata"]["annotations"]["keep"], "me");
+        let unnamed = p.stamp_created(&jobs(), Some("agents"), json!({"metadata": {"generateName": "pc-"}}));
+        assert!(unnamed.expect_err("no name").contains("generateName"));
     }
 
     #[test]

@@ -224,7 +224,8 @@ impl ProviderHost {
 
     /// Whether a config can work against the cluster; the host adds whether a NetworkPolicy
     /// isolates the sandboxes ([`network_policy`]), checked alongside and within the call's time,
-    /// and whether its policy would deny a claim's pool or template at acquire (not ok then).
+    /// whether its policy would deny a claim's pool or template at acquire (not ok then), and a
+    /// warning when it has no ownership key ([`crate::owner_signature`]).
     pub async fn probe(&self, config: &str) -> Result<ProbeResult, HostError> {
         self.check_input("probe", config.len())?;
         let within = self.limits.call_timeout().min(self.limits.kube_request_timeout());
@@ -239,6 +240,7 @@ impl ProviderHost {
         let (result, finding) = tokio::join!(provider, isolation);
         let mut result = result?;
         result.diagnostics.extend(finding);
+        result.diagnostics.extend(crate::owner_signature::probe_finding(self.policy().ownership_keys.as_ref()));
         if let Some(refusal) = refusal {
             result.ok = false;
             result.summary = refusal.message.clone();

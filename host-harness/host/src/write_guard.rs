@@ -38,7 +38,7 @@ use serde_json::Value;
 use crate::bindings::kube::{KubeError, PatchType, ResourceType};
 use crate::kube_host::KubeHost;
 use crate::kube_url;
-use crate::ownership::{self, ControllerRef, Link, Owner};
+use crate::ownership::{ControllerRef, Link, Owner};
 use crate::policy::{Policy, quoted};
 use crate::records::{Diagnostic, Severity};
 use sandbox_contract::k8s::agent_sandbox;
@@ -404,7 +404,7 @@ impl KubeHost {
             Ok(None) => return Ok(()),
             Err(e) => return Err(Check::Failed(e)),
         };
-        match self.ownership(&secret).await.map_err(Check::Failed)? {
+        match self.ownership(&rt, &secret).await.map_err(Check::Failed)? {
             Owner::Owned | Owner::Dependent => Ok(()),
             Owner::Foreign(why) => {
                 tracing::warn!(target: "provider_host::ownership", secret = %quoted(name), reason = %why,
@@ -428,7 +428,7 @@ impl KubeHost {
             return Ok(());
         }
         match self.read_owner(&reference, namespace).await.map_err(Check::Failed)? {
-            Link::Read(owner) if ownership::managed_by(&owner) == Some(self.policy.owner_id.as_str()) => {
+            Link::Read(owner, rt) if self.owned(&rt, &owner).is_ok() => {
                 self.memory.remember_owner(&reference.uid, true);
                 Ok(())
             }

@@ -1,12 +1,13 @@
 //! The contract suite: what every sandbox-provider component must prove, runnable against any
 //! component that exports the provider world (`sandbox-host contract`, and `tests/`).
 //!
-//! Each scenario runs on a fresh host under an owner id of its own, so everything the provider
-//! creates in it carries that id and the leak audit ([`audit`]) can find it: after the scenario
-//! every lease it made is destroyed once more, and once garbage collection settles nothing may
-//! remain, and nothing may ever have existed without an owner or an expiry. Scenarios use only
-//! the contract and, where they say so, the cluster: a component that declares no `kube` access
-//! is held to the contract alone, and the Kubernetes-only scenarios say they were skipped.
+//! Each scenario runs on a fresh host under an owner id and an ownership key of its own, so
+//! everything the provider creates in it carries that id and the leak audit ([`audit`]) can
+//! find it: after the scenario every lease it made is destroyed once more, and once garbage
+//! collection settles nothing may remain, and nothing may ever have existed without an owner
+//! or an expiry. Scenarios use only the contract and, where they say so, the cluster: a
+//! component that declares no `kube` access is held to the contract alone, and the
+//! Kubernetes-only scenarios say they were skipped.
 
 pub mod audit;
 pub mod cluster;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::core::{ApiResource, GroupVersion};
+use provider_host::owner_signature::OwnershipKeys;
 use provider_host::policy::{AccessVerb, Policy};
 use provider_host::{ComponentSource, HostOptions, Limits, ProviderHost};
 
@@ -221,13 +223,17 @@ impl<'a> World<'a> {
     }
 }
 
+/// A host's options: the suite's namespace, `owner_id`, and an ownership key of its own, so
+/// every scenario runs with ownership proved by signature as an operator should run it.
 fn host_options(options: &SuiteOptions, owner_id: String) -> HostOptions {
+    let key = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
     HostOptions {
         // The configs name the pools the suite claims from; the operator running it vouches for them.
         policy: Policy {
             owner_id,
             warm_pools: vec!["*".into()],
             claim_templates: vec!["*".into()],
+            ownership_keys: Some(OwnershipKeys::parse(&key).expect("64 random hex characters make a key")),
             ..Policy::kubernetes_default([options.namespace.clone()])
         },
         limits: options.limits.clone(),

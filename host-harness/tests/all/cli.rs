@@ -1,6 +1,7 @@
 //! The `sandbox-host` binary from outside: `cluster` serves a cluster another process can use,
 //! `simulate` drives a cluster's workloads from another process, `fault` and `requests` steer it.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -644,6 +645,25 @@ fn policy_show_and_rbac_print_the_effective_grant() {
     assert!(stdout.contains("(contract 0.4.0)"), "{stdout}");
     assert!(stdout.contains("namespaces  agents"), "{stdout}");
     assert!(stdout.contains("refused: nothing"), "{stdout}");
+    assert!(stdout.contains("ownership   label only. Warning: the host has no ownership key"), "{stdout}");
+
+    let key = "cli-test-ownership-key-0123456789abcdef";
+    let key_file = dir.join("ownership-key");
+    std::fs::write(&key_file, format!("{key}\n")).expect("key");
+    let key_arg = key_file.to_string_lossy().to_string();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, stdout, stderr) = inspect(&["policy", "show", "--ownership-key-file", &key_arg]);
+    assert_eq!(code, Some(1), "a key file others may read is refused: {stdout}");
+    assert!(stderr.contains("chmod 600") && !stderr.contains(key), "{stderr}");
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (code, stdout, stderr) = inspect(&["policy", "show", "--ownership-key-file", &key_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("ownership   signed (signing key ") && !stdout.contains(key), "{stdout}");
+    let (code, stdout, stderr) = inspect(&["policy", "show", "--json", "--ownership-key-file", &key_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let shown: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!((shown["ownership"]["signed"].as_bool(), shown["ownership"]["keys"].as_u64()), (Some(true), Some(1)));
+    assert!(!stdout.contains(key), "{stdout}");
 
     let narrow = dir.join("policy.json");
     let rules = json!({"namespaces": ["agents"], "owner-id": "team-a", "resources": [
