@@ -63,6 +63,10 @@ export interface HostSettings {
   /** The templates a v1alpha1 SandboxClaim may name (`*`: any); none by default. */
   claimTemplates: string[];
   ownerId?: string;
+  /** The operator's sandbox-host policy file (pod-security ceiling, egress, ...). */
+  policyFile?: string;
+  /** The operator's ownership key file: the host signs what it creates and proves it by that. */
+  ownershipKeyFile?: string;
   cacheDir: string;
   limitsFile?: string;
   cluster: ClusterSetting;
@@ -217,6 +221,8 @@ export function hostSettings(instance: unknown, kubeconfig: KubeconfigValue): { 
     warmPools: names("allowedWarmPools", "warm pool") ?? [],
     claimTemplates: names("allowedClaimTemplates", "template") ?? [],
     ownerId: text("ownerId"),
+    policyFile: text("policyFile"),
+    ownershipKeyFile: text("ownershipKeyFile"),
     cacheDir: text("cacheDir") ?? defaultCacheDir(),
     limitsFile: text("limitsFile"),
     cluster,
@@ -235,6 +241,8 @@ export function settingsKey(s: HostSettings): string {
     s.warmPools,
     s.claimTemplates,
     s.ownerId ?? null,
+    s.policyFile ?? null,
+    s.ownershipKeyFile ?? null,
     s.cacheDir,
     s.limitsFile ?? null,
     cluster,

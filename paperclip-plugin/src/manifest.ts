@@ -78,6 +78,16 @@ const manifest: PaperclipPluginManifestV1 = {
         type: "string",
         description: "This installation's owner id, stamped on everything it creates; share it between replicas only.",
       },
+      policyFile: {
+        type: "string",
+        description:
+          "A sandbox-host policy file (JSON) on the worker's machine: the pod-security ceiling, sandbox egress, pod Secrets and ServiceAccounts. The fields above replace or add to its own.",
+      },
+      ownershipKeyFile: {
+        type: "string",
+        description:
+          "A file (mode 600) of ownership keys, one per line, at least 32 bytes (`openssl rand -base64 48`): the host signs everything it creates and treats only what it signed as this installation's. Without one, anyone who can create objects in the namespaces with the managed-by label can make one the host will use.",
+      },
       cacheDir: { type: "string", description: "Where sandbox-host caches the compiled component (default: ~/.cache/paperclip-sandbox-host)." },
       limitsFile: { type: "string", description: "A sandbox-host limits file (JSON) for every call." },
       allowAmbientCredentials: {

@@ -330,7 +330,9 @@ export class ServeClient {
     for (const ns of s.namespaces) args.push(`--namespace=${ns}`);
     for (const pool of s.warmPools) args.push(`--warm-pool=${pool}`);
     for (const template of s.claimTemplates) args.push(`--claim-template=${template}`);
+    if (s.policyFile) args.push(`--policy=${s.policyFile}`);
     if (s.ownerId) args.push(`--owner-id=${s.ownerId}`);
+    if (s.ownershipKeyFile) args.push(`--ownership-key-file=${s.ownershipKeyFile}`);
     if (s.limitsFile) args.push(`--limits=${s.limitsFile}`);
     if (kubeconfigFile !== undefined) args.push("--untrusted-kubeconfig", `--kubeconfig=${kubeconfigFile}`);
     if (s.cluster.kind === "none") args.push("--no-cluster");

@@ -1,9 +1,9 @@
-// The plugin in the SDK's environment harness against the embedded cluster: config checks
-// with paths, a whole lease life (assertLeaseLifecycle), a retried acquire that adopts, an
+// The plugin in the SDK's environment harness against the embedded cluster, with an ownership
+// key: config checks with paths, a whole lease life (assertLeaseLifecycle), a retried acquire that adopts, an
 // expired lease as the SDK expects, a fresh acquire after it, requestedExpiresAt, and a
 // killed sandbox-host serve restarted without losing a lease.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -23,7 +23,10 @@ let config: Record<string, unknown>;
 before(async () => {
   cluster = await Cluster.start();
   cache = mkdtempSync(join(tmpdir(), "paperclip-plugin-cache-"));
-  h = await harness(instanceConfig(cache));
+  // Signed ownership, as an operator should run it.
+  const ownershipKeyFile = join(cache, "ownership-key");
+  writeFileSync(ownershipKeyFile, "plugin-test-ownership-key-0123456789abcdef\n", { mode: 0o600 });
+  h = await harness({ ...instanceConfig(cache), ownershipKeyFile });
   config = {
     namespace: "default",
     image: "busybox:1.36",
@@ -61,6 +64,7 @@ test("validateConfig reports every problem with its path and keeps Paperclip's k
   const probe = await h.probe(base("env-probe"));
   assert.equal(probe.ok, true, JSON.stringify(probe));
   assert.ok((probe.diagnostics ?? []).every((d) => ["info", "warning", "error"].includes(d.severity) && d.code));
+  assert.ok(!(probe.diagnostics ?? []).some((d) => d.code === "unsigned-ownership"), `the host has the operator's key: ${JSON.stringify(probe)}`);
 });
 
 test("a lease lives its whole life; a retried acquire adopts; a fresh one after the end is new", async () => {

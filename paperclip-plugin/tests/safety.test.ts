@@ -96,3 +96,24 @@ test("a request larger than sandbox-host takes is refused in the worker, not lef
   assert.equal(probe.ok, false);
   assert.match(probe.summary ?? "", /request-too-large: the probe request is \d+ bytes; sandbox-host takes at most \d+/);
 });
+
+test("the operator's ownership key reaches sandbox-host: one others may read is refused, none at all is warned of", async () => {
+  const kubeconfig = [
+    "apiVersion: v1", "kind: Config", "current-context: c",
+    "contexts:", "- name: c", "  context: {cluster: k, user: u}",
+    "clusters:", "- name: k", "  cluster: {server: 'https://127.0.0.1:1'}",
+    "users:", "- name: u", "  user: {token: t}",
+  ].join("\n");
+  const secretKey = "safety-test-ownership-key-0123456789abcdef";
+  const shared = join(scratch, "shared-key");
+  writeFileSync(shared, `${secretKey}\n`, { mode: 0o644 });
+  const refused = await harness({ ...instanceConfig(join(scratch, "cache")), ownershipKeyFile: shared });
+  const probe = await within(30_000, "probe", refused.probe({ driverKey: DRIVER_KEY, companyId: "c-1", environmentId: "e-key", config: config({ kubeconfig }) }));
+  assert.equal(probe.ok, false);
+  assert.match(JSON.stringify(probe), /may be read by others .*chmod 600/);
+  assert.ok(!JSON.stringify(probe).includes(secretKey), "the key is never quoted");
+
+  const unsigned = await harness(instanceConfig(join(scratch, "cache")));
+  const warned = await within(30_000, "probe", unsigned.probe({ driverKey: DRIVER_KEY, companyId: "c-1", environmentId: "e-nokey", config: config({ kubeconfig }) }));
+  assert.ok((warned.diagnostics ?? []).some((d) => d.code === "unsigned-ownership" && d.severity === "warning"), JSON.stringify(warned));
+});
