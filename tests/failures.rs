@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use embedded_cluster::behaviour::{Behaviour, START_DELAY};
+use embedded_cluster::behaviour::{Behaviour, START_DELAY, UNSCHEDULABLE};
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::batch::v1::Job;
@@ -214,13 +214,49 @@ async fn image_pull_failures_fail_fast_and_clean_up() {
     nothing_left(&h, "pc-pull-1").await;
 }
 
+/// Unschedulable that lasts the whole readiness deadline is a retryable capacity error, with
+/// the scheduler's words.
 #[tokio::test]
 async fn unschedulable_is_a_retryable_capacity_error() {
     let h = Harness::start(SandboxVersions::Both).await;
     knob_namespace(&h, &Behaviour { unschedulable: true, ..Default::default() }).await;
-    let err = provider_error(h.host.acquire(request(&config("job", json!({})), "full-1")).await.expect_err("capacity"));
+    let cfg = config("job", json!({"readinessTimeoutSeconds": 3}));
+    let err = provider_error(h.host.acquire(request(&cfg, "full-1")).await.expect_err("capacity"));
     assert_eq!(err.kind(), "capacity", "{err:?}");
-    assert!(err.retryable());
+    assert!(err.retryable() && err.message().contains("nodes are available"), "{err:?}");
+}
+
+/// Unschedulable clears by itself on a real cluster (a volume claim binds, a terminating pod
+/// frees its node): an acquire that sees it keeps waiting, and gets its sandbox once the
+/// scheduler places the pod, instead of tearing everything down at the first sighting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_for_a_moment_is_waited_out() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    knob_namespace(&h, &Behaviour { unschedulable: true, ..Default::default() }).await;
+    for backend in ["job", "sandbox"] {
+        let cfg = config(backend, json!({"readinessTimeoutSeconds": 24}));
+        let id = format!("moment-{backend}");
+        let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+        let namespaces: Api<Namespace> = Api::all(h.admin.clone());
+        // Its own task: the acquire keeps this one busy while the guest runs.
+        let clear_once_seen = tokio::spawn(async move {
+            eventually(&format!("{backend}: the scheduler marks the pod unschedulable"), || async {
+                pods.list(&ListParams::default()).await.expect("pods").items.iter().any(|p| {
+                    let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+                    conditions.into_iter().flatten().any(|c| c.reason.as_deref() == Some("Unschedulable"))
+                })
+            })
+            .await;
+            let clear = json!({"metadata": {"annotations": {UNSCHEDULABLE: null}}});
+            namespaces.patch(NAMESPACE, &PatchParams::default(), &Patch::Merge(clear)).await.expect("clear the knob");
+        });
+        let acquired = h.host.acquire(request(&cfg, &id)).await;
+        clear_once_seen.await.expect("the knob was cleared once the pod was unschedulable");
+        let lease = acquired.unwrap_or_else(|e| panic!("{backend}: waited out: {e}"));
+        assert!(lease.pod_name.is_some(), "{backend}: {lease:?}");
+        h.host.destroy(lease_ref(&lease, &cfg)).await.expect("destroy");
+        knob_namespace(&h, &Behaviour { unschedulable: true, ..Default::default() }).await;
+    }
 }
 
 #[tokio::test]

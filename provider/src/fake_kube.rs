@@ -138,8 +138,9 @@ pub enum PodBehaviour {
     ConfigError,
     /// `CrashLoopBackOff`.
     CrashLoop,
-    /// `PodScheduled=False`, reason `Unschedulable`.
-    Unschedulable,
+    /// `PodScheduled=False`, reason `Unschedulable`; scheduled and Ready `until` this long after
+    /// creation when set (a volume claim binds, a node frees up), never when `None`.
+    Unschedulable { until: Option<Duration> },
     /// The container exits 0 (phase Succeeded).
     Succeeds,
     /// The container exits 1 (phase Failed).
@@ -571,7 +572,7 @@ impl State {
             labels["batch.kubernetes.io/job-name"] = json!(owner_key.3);
             labels["job-name"] = json!(owner_key.3);
         }
-        let scheduled = if self.behaviour == PodBehaviour::Unschedulable {
+        let scheduled = if matches!(self.behaviour, PodBehaviour::Unschedulable { .. }) {
             condition("PodScheduled", "False", "Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.", None)
         } else {
             json!({"type": "PodScheduled", "status": "True"})
@@ -616,7 +617,8 @@ impl State {
             PodBehaviour::CrashLoop => Some((Duration::from_millis(5), PodStep::CrashLoop)),
             PodBehaviour::Succeeds => Some((Duration::from_millis(5), PodStep::Succeeded)),
             PodBehaviour::Fails => Some((Duration::from_millis(5), PodStep::Failed)),
-            PodBehaviour::NeverReady | PodBehaviour::NoPod | PodBehaviour::Unschedulable => None,
+            PodBehaviour::Unschedulable { until } => until.map(|after| (after, PodStep::Ready)),
+            PodBehaviour::NeverReady | PodBehaviour::NoPod => None,
         };
         if let Some((after, step)) = step {
             self.schedule(after, Action::Pod(pod_key, step));

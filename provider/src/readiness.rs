@@ -4,7 +4,8 @@
 //! are cluster-wide, so the pods created after the workload all arrive as events), or from a
 //! fresh list when the workload already existed, through an [`EventStream`] that survives
 //! disconnects. On a plain read 410 proves nothing: only 404 means the workload is gone. Every
-//! pod event is read for fail-fast causes. For a Sandbox, once its pod is ready, the Sandbox
+//! pod event is read for fail-fast causes; one that may clear by itself (Unschedulable while a
+//! volume claim binds or a node frees up) is waited out and answered only at the deadline. For a Sandbox, once its pod is ready, the Sandbox
 //! itself is watched until its Ready condition is True at the current generation. One deadline
 //! bounds the whole wait; transient failures of its reads and watches are retried until then
 //! (see `retry`).
@@ -99,6 +100,9 @@ enum Verdict {
     Ready(PodInfo),
     Failed(Failure),
     Waiting(String),
+    /// Not ready for a cause that may clear by itself ([`Failure::clears_by_itself`]): waited
+    /// out, and the answer if the deadline passes first.
+    Held(Failure),
 }
 
 fn owned_by(pod: &Value, uid: &str) -> bool {
@@ -133,6 +137,7 @@ fn judge(pods: &BTreeMap<String, Value>, target: &Target<'_>) -> Verdict {
     }
     match live.first() {
         Some((_, PodState::Ready(info))) => Verdict::Ready(info.clone()),
+        Some((_, PodState::Failed(f))) if f.clears_by_itself() => Verdict::Held(f.clone()),
         Some((_, PodState::Failed(f))) => Verdict::Failed(f.clone()),
         Some((_, PodState::Starting(why))) => Verdict::Waiting(why.clone()),
         Some((name, PodState::Terminating)) => Verdict::Waiting(format!("pod {name} is terminating")),
@@ -209,10 +214,11 @@ fn wait_for_pod<K: Kube>(
         let waiting = match judge(owned, target) {
             Verdict::Ready(info) => return Ok(info),
             Verdict::Failed(f) => return Err(WaitError::Failed(f)),
-            Verdict::Waiting(why) => why,
+            Verdict::Waiting(why) => WaitError::Timeout(why),
+            Verdict::Held(f) => WaitError::Failed(f),
         };
         match pods.next(clock, log, deadline).map_err(WaitError::Api)? {
-            None => return Err(WaitError::Timeout(waiting)),
+            None => return Err(waiting),
             Some(Change::Upsert(pod)) => {
                 if owned_by(&pod, target.uid)
                     && let Some(name) = object::name(&pod)
@@ -270,7 +276,8 @@ fn wait_for_sandbox<K: Kube>(
                 let tracked = object::annotation(&sandbox, POD_NAME_ANNOTATION).filter(|n| !n.is_empty());
                 return Ok((tracked.unwrap_or(target.name) == pod.name).then_some(pod));
             }
-            SandboxState::Starting(why) => why,
+            SandboxState::Starting(why) => WaitError::Timeout(format!("pod {} is ready but {why}", pod.name)),
+            SandboxState::Failed(f) if f.clears_by_itself() => WaitError::Failed(f),
             SandboxState::Suspended => {
                 return Err(WaitError::Failed(Failure::new(
                     Cause::Suspended,
@@ -281,7 +288,7 @@ fn wait_for_sandbox<K: Kube>(
             SandboxState::Failed(f) => return Err(WaitError::Failed(f)),
         };
         match stream.next(clock, log, deadline).map_err(WaitError::Api)? {
-            None => return Err(WaitError::Timeout(format!("pod {} is ready but {waiting}", pod.name))),
+            None => return Err(waiting),
             Some(Change::Upsert(s)) => sandbox = s,
             Some(Change::Deleted(_)) => return Err(WaitError::Failed(target.deleted())),
             Some(Change::Relisted(items)) => match items.into_iter().find(|s| object::name(s) == Some(target.name)) {

@@ -101,6 +101,13 @@ impl Failure {
         )
     }
 
+    /// Whether the cause may clear by itself (a volume claim binds, a terminating pod frees its
+    /// node, an autoscaler adds one): a wait keeps waiting and reports it only if its deadline
+    /// passes first, never tearing the sandbox down on the first sighting.
+    pub fn clears_by_itself(&self) -> bool {
+        matches!(self.cause, Cause::Unschedulable)
+    }
+
     /// The classified error for a caller that needed the sandbox ready.
     pub fn into_error(self) -> ProviderError {
         match self.cause {

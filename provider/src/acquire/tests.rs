@@ -128,7 +128,6 @@ fn fail_fast_causes_are_classified_and_cleaned_up() {
         (PodBehaviour::ImagePull, "image-pull", false, "cannot pull"),
         (PodBehaviour::ConfigError, "rejected", false, "CreateContainerConfigError"),
         (PodBehaviour::CrashLoop, "rejected", false, "keeps exiting"),
-        (PodBehaviour::Unschedulable, "capacity", true, "no node can run"),
         (PodBehaviour::Succeeds, "rejected", false, "must keep running"),
         (PodBehaviour::Fails, "rejected", false, "failed"),
     ];
@@ -143,6 +142,27 @@ fn fail_fast_causes_are_classified_and_cleaned_up() {
             assert_nothing_left(&env);
             assert_no_secret(&env, &err.to_string());
         }
+    }
+}
+
+/// Unschedulable clears by itself on a real cluster (a volume claim binds within the second, a
+/// terminating pod frees its node): it is waited out, and answered `capacity` with the
+/// scheduler's words only when the readiness deadline passes.
+#[test]
+fn an_unschedulable_pod_is_waited_out_until_the_deadline() {
+    for backend in ["sandbox", "job"] {
+        let env = Env::new();
+        env.kube.set_behaviour(PodBehaviour::Unschedulable { until: Some(Duration::from_secs(3)) });
+        let lease = env.provider().acquire(request(&config(backend), "acq-sched")).expect("scheduled after 3 s");
+        assert!(lease.pod_name.is_some(), "{backend}: {lease:?}");
+
+        let env = Env::new();
+        env.kube.set_behaviour(PodBehaviour::Unschedulable { until: None });
+        let err = env.provider().acquire(request(&config(backend), "acq-never")).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("capacity", true), "{backend}: {err}");
+        assert!(err.message().contains("no node can run") && err.message().contains("Insufficient cpu"), "{err}");
+        assert_eq!(env.clock.monotonic(), Duration::from_secs(20), "{backend}: waited until the deadline");
+        assert_nothing_left(&env);
     }
 }
 
