@@ -157,6 +157,55 @@ async fn a_missing_pool_fails_fast_and_leaves_nothing() {
     .await;
 }
 
+/// A pool the operator named but whose template runs as root: the host reads the template and
+/// holds it to the pod-security ceiling as any pod spec, so probe says acquire would be denied
+/// and acquire creates nothing.
+#[tokio::test]
+async fn a_pools_template_above_the_pod_security_ceiling_is_refused() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let spec = PoolSpec {
+        namespace: NAMESPACE.into(),
+        name: "root-pool".into(),
+        template: "root".into(),
+        replicas: 0,
+        image: "busybox:1.36".into(),
+    };
+    let version = "v1beta1";
+    let mut template = warm_pool::template_manifest(&spec, version);
+    template["spec"]["podTemplate"]["spec"]["securityContext"] = json!({"runAsUser": 0});
+    template["spec"]["podTemplate"]["spec"]["containers"][0]["securityContext"] =
+        json!({"privileged": true, "capabilities": {"add": ["SYS_ADMIN"]}});
+    let extension = |kind: &str, plural: &str| {
+        let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", version, kind);
+        Api::<DynamicObject>::namespaced_with(
+            h.admin.clone(),
+            NAMESPACE,
+            &ApiResource::from_gvk_with_plural(&gvk, plural),
+        )
+    };
+    let post = Default::default();
+    let object = |v: serde_json::Value| serde_json::from_value::<DynamicObject>(v).expect("object");
+    extension("SandboxTemplate", "sandboxtemplates").create(&post, &object(template)).await.expect("template");
+    let pool = warm_pool::pool_manifest(&spec, version);
+    extension("SandboxWarmPool", "sandboxwarmpools").create(&post, &object(pool)).await.expect("pool");
+
+    let cfg = config("claim", json!({"claim": {"warmPool": "root-pool", "template": "root"}}));
+    let probe = h.host.probe(&cfg).await.expect("probe");
+    let finding = probe.diagnostics.iter().find(|d| d.code == provider_host::warm_pool_ceiling::OVER_CEILING);
+    assert!(!probe.ok && finding.is_some(), "{probe:?}");
+    assert!(
+        probe.summary.contains("\"root-pool\"'s template \"root\"") && probe.summary.contains("privileged"),
+        "{probe:?}"
+    );
+
+    let mark = h.cluster.requests().mark();
+    let error = h.host.acquire(request(&cfg, "root-1")).await.expect_err("refused");
+    let message = error.to_string();
+    assert!(message.contains("pod-security ceiling") && message.contains("runAsNonRoot"), "{message}");
+    let writes = h.provider_writes_since(mark);
+    assert!(writes.is_empty(), "a refused claim creates nothing: {writes:?}");
+}
+
 /// Acquires `count` leases at once; their claimed Sandboxes.
 async fn burst(h: &Harness, cfg: &str, tag: &str, count: usize) -> Vec<provider_host::records::Lease> {
     let acquires = (0..count).map(|i| h.host.acquire(request(cfg, &format!("{tag}-{i}"))));

@@ -49,6 +49,7 @@ pub mod runner;
 pub mod serve;
 mod state;
 mod versions;
+pub mod warm_pool_ceiling;
 mod wasi;
 mod write_guard;
 

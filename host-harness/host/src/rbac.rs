@@ -3,8 +3,10 @@
 //! host itself needs to enforce it, bound to that ServiceAccount.
 //!
 //! What the host adds: `get` on every type it patches or deletes (it reads the object first to
-//! prove ownership and take its uid as a precondition), and `list` on NetworkPolicies (`probe`
-//! checks one isolates the sandboxes, [`crate::network_policy`]). Discovery (`served-versions`,
+//! prove ownership and take its uid as a precondition), `list` on NetworkPolicies (`probe`
+//! checks one isolates the sandboxes, [`crate::network_policy`]), and, when claims may be
+//! created, `get` on warm pools and templates (a claim's template is checked against the
+//! pod-security ceiling, [`crate::warm_pool_ceiling`]). Discovery (`served-versions`,
 //! and the kind lookups behind owner chains) needs no rule: Kubernetes lets every authenticated
 //! user read discovery documents (the `system:discovery` ClusterRole). Nothing else is
 //! generated: no wildcard, no ClusterRole, no verb nobody uses. A policy that needs a
@@ -21,6 +23,7 @@ use serde_json::Value;
 use crate::error::HostError;
 use crate::network_policy;
 use crate::policy::{ANY_NAMESPACE, AccessRule, AccessVerb, Policy};
+use sandbox_contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP, TEMPLATES, WARM_POOLS};
 
 /// The RBAC verbs of one policy rule, in the order kubectl prints them, with the host's own.
 fn verbs(rule: &AccessRule) -> Vec<String> {
@@ -97,6 +100,14 @@ fn rules(policy: &Policy, namespace: &str) -> Result<Vec<PolicyRule>, HostError>
         verbs: vec!["list".to_string()],
         ..Default::default()
     });
+    if policy.rule(EXTENSIONS_GROUP, CLAIMS).is_some_and(|r| r.allows(AccessVerb::Create)) {
+        out.push(PolicyRule {
+            api_groups: Some(vec![EXTENSIONS_GROUP.to_string()]),
+            resources: Some(vec![WARM_POOLS.to_string(), TEMPLATES.to_string()]),
+            verbs: vec!["get".to_string()],
+            ..Default::default()
+        });
+    }
     Ok(out)
 }
 
@@ -176,6 +187,8 @@ mod tests {
                 {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "delete"]},
                 {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["agents"], "verbs": ["get"]},
                 {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list"]},
+                {"apiGroups": ["extensions.agents.x-k8s.io"], "resources": ["sandboxwarmpools", "sandboxtemplates"],
+                 "verbs": ["get"]},
             ])
         );
         assert!(!objects.iter().any(|o| o.to_string().contains('*')), "no wildcard anywhere");

@@ -41,6 +41,7 @@ use crate::kube_url;
 use crate::ownership::{ControllerRef, Link, Owner};
 use crate::policy::{Policy, quoted};
 use crate::records::{Diagnostic, Severity};
+use crate::warm_pool_ceiling::{ClaimSource, names_no_pool};
 use sandbox_contract::k8s::agent_sandbox;
 
 /// Annotations the ServiceAccount token controller acts on.
@@ -253,12 +254,6 @@ fn check_claim(policy: &Policy, body: &Value) -> Result<(), Refusal> {
     claim_source_refusal(policy, pools.into_iter().flatten(), text("/sandboxTemplateRef/name")).map_or(Ok(()), Err)
 }
 
-/// Whether a v1alpha1 claim's `warmpool` names no pool: `none`, or `default` (any pool of its
-/// template).
-fn names_no_pool(pool: &str) -> bool {
-    matches!(pool, "none" | "default")
-}
-
 /// Why the policy refuses a claim served from `pools` or made from `template`, if it does.
 fn claim_source_refusal<'a>(
     policy: &Policy,
@@ -329,6 +324,11 @@ impl KubeHost {
         }
         if rt.group == agent_sandbox::EXTENSIONS_GROUP && rt.plural == agent_sandbox::CLAIMS {
             check_claim(&self.policy, body).map_err(refuse)?;
+            if let Some(namespace) = namespace {
+                self.check_claim_template(&rt.version, namespace, ClaimSource::of_claim(body))
+                    .await
+                    .map_err(|refused| self.claim_template_refusal(refused))?;
+            }
         }
         for (metadata, spec) in pod_specs(body) {
             self.check_pod_spec(spec, namespace).await.map_err(|e| match e {

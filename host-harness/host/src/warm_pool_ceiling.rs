@@ -1,0 +1,177 @@
+//! A warm pool's template under the pod-security ceiling: a claim's pod is the template's, which
+//! no provider body carries, so the host reads it and checks it as it checks a pod spec a
+//! provider sends ([`crate::pod_security_ceiling`]).
+//!
+//! The operator vouches for a pool by naming it in `warm-pools`; naming it does not lift the
+//! ceiling. A claim's **template** is the SandboxTemplate its pool's `spec.sandboxTemplateRef`
+//! names (or, for a v1alpha1 claim, the one its own `spec.sandboxTemplateRef` names), and its
+//! pod is the template's `spec.podTemplate`. The host reads the pool and the template with its
+//! own credentials (the Role `sandbox-host rbac` prints grants `get` on both) before it sends a
+//! claim's create, and `probe` reports a template above the ceiling for a claim config
+//! (`warm-pool-over-ceiling`). A pool or template that does not exist is the claim controller's
+//! to report; one the host may not read refuses the claim, since nothing would be checked.
+//! Limit: the template can change after the check; an operator who lets others edit templates
+//! should enforce the same level with Pod Security Admission on the namespace.
+
+use serde_json::Value;
+
+use crate::bindings::kube::{KubeError, ResourceType};
+use crate::kube_host::KubeHost;
+use crate::policy::quoted;
+use crate::records::{Diagnostic, Severity};
+use sandbox_contract::k8s::agent_sandbox::{EXTENSIONS_GROUP, EXTENSIONS_VERSIONS, TEMPLATES, WARM_POOLS};
+
+/// The probe error of a claim config whose template exceeds the ceiling.
+pub const OVER_CEILING: &str = "warm-pool-over-ceiling";
+
+/// Where a claim's pod comes from, as its body or config names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClaimSource<'a> {
+    /// The warm pool it is served from (none for v1alpha1's `none` and `default`).
+    pub pool: Option<&'a str>,
+    /// The template a v1alpha1 claim names.
+    pub template: Option<&'a str>,
+}
+
+/// Whether a v1alpha1 claim's `warmpool` names no pool: `none`, or `default` (any pool of its
+/// template).
+pub(crate) fn names_no_pool(pool: &str) -> bool {
+    matches!(pool, "none" | "default")
+}
+
+impl<'a> ClaimSource<'a> {
+    /// Where a SandboxClaim body says its pod comes from (`spec.warmPoolRef.name` in v1beta1,
+    /// `spec.warmpool` and `spec.sandboxTemplateRef.name` in v1alpha1).
+    pub(crate) fn of_claim(body: &'a Value) -> Self {
+        let text = |key: &str| body.pointer(key).and_then(Value::as_str);
+        let pool = text("/spec/warmPoolRef/name").or_else(|| text("/spec/warmpool").filter(|p| !names_no_pool(p)));
+        ClaimSource { pool, template: text("/spec/sandboxTemplateRef/name") }
+    }
+}
+
+/// Why a claim's template cannot be checked or exceeds the ceiling.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The template exceeds the ceiling: the text says how.
+    OverCeiling(String),
+    /// A read the check needs failed.
+    Unreadable(KubeError),
+}
+
+fn resource(version: &str, plural: &str) -> ResourceType {
+    ResourceType { group: EXTENSIONS_GROUP.to_string(), version: version.to_string(), plural: plural.to_string() }
+}
+
+impl KubeHost {
+    /// Checks the template a claim in `namespace` (of extensions API `version`) would get its pod
+    /// from against the ceiling: `Ok(true)` when it is under it, `Ok(false)` when the pool or
+    /// template does not exist in that version (the claim controller reports that).
+    pub(crate) async fn check_claim_template(
+        &self,
+        version: &str,
+        namespace: &str,
+        source: ClaimSource<'_>,
+    ) -> Result<bool, Refused> {
+        let template_name = match source.pool {
+            Some(pool) => {
+                let read = self.read_as_host(&resource(version, WARM_POOLS), Some(namespace), pool).await;
+                let Some(pool_object) = read.map_err(Refused::Unreadable)? else {
+                    return Ok(false);
+                };
+                match pool_object.pointer("/spec/sandboxTemplateRef/name").and_then(Value::as_str) {
+                    Some(name) => name.to_string(),
+                    None => return Ok(false),
+                }
+            }
+            None => match source.template {
+                Some(name) => name.to_string(),
+                None => return Ok(false),
+            },
+        };
+        let read = self.read_as_host(&resource(version, TEMPLATES), Some(namespace), &template_name).await;
+        let Some(template) = read.map_err(Refused::Unreadable)? else {
+            return Ok(false);
+        };
+        let Some(spec) = template.pointer("/spec/podTemplate/spec") else {
+            return Ok(false);
+        };
+        let metadata = template.pointer("/spec/podTemplate/metadata");
+        self.policy.pod_security.check(metadata, spec).map_err(|why| {
+            let from = match source.pool {
+                Some(pool) => format!("warm pool {}'s template {}", quoted(pool), quoted(&template_name)),
+                None => format!("template {}", quoted(&template_name)),
+            };
+            Refused::OverCeiling(format!("{from}: {why}"))
+        })?;
+        Ok(true)
+    }
+
+    /// The refusal of a claim's create whose template cannot be checked or exceeds the ceiling.
+    pub(crate) fn claim_template_refusal(&self, refused: Refused) -> KubeError {
+        let why = match refused {
+            Refused::OverCeiling(why) => why,
+            Refused::Unreadable(e) => format!(
+                "the host could not read the claim's warm pool or template to check its pod against the \
+                 pod-security ceiling ({e}); grant it `get` on {WARM_POOLS} and {TEMPLATES} (the Role `sandbox-host \
+                 rbac` prints does)"
+            ),
+        };
+        tracing::warn!(target: "provider_host::policy", reason = %why, "claim refused: its template is not under the ceiling");
+        KubeError::Denied(format!("host denies create of sandboxclaims: {why}"))
+    }
+}
+
+/// What `probe` adds for a claim config whose pool's (or named) template exceeds the ceiling:
+/// an error, since acquire would be denied. The served extensions version is found by trying
+/// each; nothing when there is no cluster, no pool or template, or it cannot be read (acquire
+/// says why).
+pub(crate) async fn probe_finding(kube: &KubeHost, config: &str) -> Option<Diagnostic> {
+    kube.client.as_ref()?;
+    let config: Value = serde_json::from_str(config).ok()?;
+    if config.get("backend").and_then(Value::as_str) != Some("claim") {
+        return None;
+    }
+    let namespace = config.get("namespace")?.as_str()?;
+    if !kube.policy.allows_namespace(namespace) {
+        return None;
+    }
+    let text = |key: &str| config.pointer(key).and_then(Value::as_str);
+    let pool = text("/claim/warmPool").filter(|p| !names_no_pool(p));
+    let source = ClaimSource { pool, template: text("/claim/template").filter(|_| pool.is_none()) };
+    for version in EXTENSIONS_VERSIONS {
+        match kube.check_claim_template(version, namespace, source).await {
+            Ok(true) => return None,
+            Ok(false) => continue,
+            Err(Refused::OverCeiling(why)) => {
+                return Some(Diagnostic {
+                    severity: Severity::Error,
+                    code: OVER_CEILING.to_string(),
+                    message: format!(
+                        "acquire would be denied: {why}. Fix the template, or ask the operator to relax the ceiling."
+                    ),
+                });
+            }
+            Err(Refused::Unreadable(_)) => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_claim_names_its_pod_by_pool_or_template() {
+        let beta = json!({"spec": {"warmPoolRef": {"name": "py"}}});
+        assert_eq!(ClaimSource::of_claim(&beta), ClaimSource { pool: Some("py"), template: None });
+        let alpha = json!({"spec": {"warmpool": "py", "sandboxTemplateRef": {"name": "t"}}});
+        assert_eq!(ClaimSource::of_claim(&alpha), ClaimSource { pool: Some("py"), template: Some("t") });
+        for no_pool in ["none", "default"] {
+            let cold = json!({"spec": {"warmpool": no_pool, "sandboxTemplateRef": {"name": "t"}}});
+            assert_eq!(ClaimSource::of_claim(&cold), ClaimSource { pool: None, template: Some("t") }, "{no_pool}");
+        }
+        assert_eq!(ClaimSource::of_claim(&json!({})), ClaimSource { pool: None, template: None });
+    }
+}
