@@ -8,7 +8,9 @@
 // never lost to a crash of the host, and a killed acquire adopts what it had made. `execute`
 // is not: a command the dead child had been sent may have run, so it fails instead of running
 // twice (one still waiting for its child to start is sent to the next). A child that keeps
-// dying (three exits within ten seconds) fails calls instead.
+// dying (three exits within ten seconds) fails calls instead. A request the child answers
+// `busy` (it queues no more commands for that lease) was never taken, so it is sent again
+// after a pause, commands included, for up to two minutes.
 //
 // Secrets: the kubeconfig reaches the child as a file only the worker's user can read, which
 // lives from just before the child starts until it has read it (its `hello` answer, or its
@@ -35,6 +37,11 @@ const CRASH_LIMIT = 3;
 const CRASH_WINDOW_MS = 10_000;
 /** The id of the greeting each child gets; calls count from 1. */
 const HELLO_ID = 0;
+/** How long a request answered `busy` is sent again, and the pauses between (doubling). */
+const BUSY_RETRY_MS = 120_000;
+const BUSY_PAUSE_MS = 100;
+const BUSY_MAX_PAUSE_MS = 2_000;
+
 /** How long a child may take to load the component and answer `hello`. */
 const HELLO_TIMEOUT_MS = 60_000;
 /** The longest delay `setTimeout` keeps (a longer one fires at once). */
@@ -79,6 +86,9 @@ interface Pending {
   attempts: number;
   extraMs: number;
   idempotent: boolean;
+  /** When sandbox-host first answered `busy` to it, and how often since. */
+  busySince?: number;
+  busyRetries?: number;
   /** Whether the line was written to the child it was last sent to. */
   written: boolean;
   /** The child the call was last sent to. */
@@ -351,6 +361,7 @@ export class ServeClient {
       return;
     }
     if (typeof message.id !== "number") return;
+    if (message.error?.kind === "busy" && this.resendWhenFree(message.id)) return;
     const pending = this.settle(message.id);
     if (!pending) return;
     if (message.error) {
@@ -367,6 +378,26 @@ export class ServeClient {
     } else {
       pending.resolve(message.result ?? null);
     }
+  }
+
+  /**
+   * A request sandbox-host answered `busy` was never taken (it queues no more commands for the
+   * lease, or in all): it is sent again after a growing pause, a command included, for up to
+   * BUSY_RETRY_MS; false when that time is up and the caller gets the answer.
+   */
+  private resendWhenFree(id: number): boolean {
+    const pending = this.pending.get(id);
+    if (!pending) return false;
+    const now = Date.now();
+    pending.busySince ??= now;
+    if (now - pending.busySince > BUSY_RETRY_MS) return false;
+    pending.busyRetries = (pending.busyRetries ?? 0) + 1;
+    // Not an attempt, and nothing ran: should the child die meanwhile, it is sent again.
+    pending.attempts -= 1;
+    pending.written = false;
+    const pause = Math.min(BUSY_PAUSE_MS * 2 ** Math.min(pending.busyRetries - 1, 5), BUSY_MAX_PAUSE_MS);
+    setTimeout(() => this.send(id), pause);
+    return true;
   }
 
   private greet(child: Child, message: { result?: unknown; error?: unknown }): void {

@@ -4,7 +4,7 @@
 // redacted from output, exit codes and stderr, stdin, a timeout, the plugin's own env, output
 // cut at the provider's cap, and a lease without a provider id refused.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -125,4 +125,21 @@ test("an execute on a lease without a provider lease id is refused", async () =>
     h.execute({ ...base("env-exec-none"), lease, command: "sh", timeoutMs: -1 }),
     /invalid-params: timeoutMs must be a number of milliseconds/,
   );
+});
+
+test("commands beyond what sandbox-host queues for one lease are sent again, never failed busy", async () => {
+  // One call at a time: sandbox-host takes 8 commands of a lease and answers the rest `busy`.
+  const limits = join(cache, "narrow-limits.json");
+  writeFileSync(limits, JSON.stringify({ "max-concurrent-calls": 1 }));
+  const narrow = await harness({ ...instanceConfig(cache), limitsFile: limits });
+  const count = 12;
+  const results = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      narrow.execute({ ...base(ENVIRONMENT), lease, command: "sh", args: ["-c", `sleep 0.2; echo ${i}`] }),
+    ),
+  );
+  results.forEach((r, i) => {
+    assert.equal(r.exitCode, 0, JSON.stringify(r));
+    assert.equal(r.stdout.trim(), String(i));
+  });
 });
