@@ -25,6 +25,14 @@ after(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
+/** A kubeconfig of a cluster nobody serves. */
+const UNREACHABLE_KUBECONFIG = [
+  "apiVersion: v1", "kind: Config", "current-context: c",
+  "contexts:", "- name: c", "  context: {cluster: k, user: u}",
+  "clusters:", "- name: k", "  cluster: {server: 'https://127.0.0.1:1'}",
+  "users:", "- name: u", "  user: {token: t}",
+].join("\n");
+
 const config = (extra: Record<string, unknown>) => ({ namespace: "default", image: "busybox:1.36", backend: "job", ...extra });
 
 async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
@@ -86,24 +94,14 @@ test("a request larger than sandbox-host takes is refused in the worker, not lef
   writeFileSync(limits, JSON.stringify({ "max-input-bytes": 1000 }));
   const h = await harness({ ...instanceConfig(join(scratch, "cache")), limitsFile: limits });
   // A cluster nobody serves: the request never leaves the worker.
-  const kubeconfig = [
-    "apiVersion: v1", "kind: Config", "current-context: c",
-    "contexts:", "- name: c", "  context: {cluster: k, user: u}",
-    "clusters:", "- name: k", "  cluster: {server: 'https://127.0.0.1:1'}",
-    "users:", "- name: u", "  user: {token: t}",
-  ].join("\n");
+  const kubeconfig = UNREACHABLE_KUBECONFIG;
   const probe = await within(30_000, "probe", h.probe({ driverKey: DRIVER_KEY, companyId: "c-1", environmentId: "e-1", config: config({ kubeconfig, labels: { big: "x".repeat(200_000) } }) }));
   assert.equal(probe.ok, false);
   assert.match(probe.summary ?? "", /request-too-large: the probe request is \d+ bytes; sandbox-host takes at most \d+/);
 });
 
 test("the operator's ownership key reaches sandbox-host: one others may read is refused, none at all is warned of", async () => {
-  const kubeconfig = [
-    "apiVersion: v1", "kind: Config", "current-context: c",
-    "contexts:", "- name: c", "  context: {cluster: k, user: u}",
-    "clusters:", "- name: k", "  cluster: {server: 'https://127.0.0.1:1'}",
-    "users:", "- name: u", "  user: {token: t}",
-  ].join("\n");
+  const kubeconfig = UNREACHABLE_KUBECONFIG;
   const secretKey = "safety-test-ownership-key-0123456789abcdef";
   const shared = join(scratch, "shared-key");
   writeFileSync(shared, `${secretKey}\n`, { mode: 0o644 });
