@@ -4,7 +4,7 @@
 // earlier step it needs when that step failed).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, before, test, type TestContext } from "node:test";
 
@@ -66,10 +66,13 @@ function paperclipVersion(): string {
 
 const REF_CANARY = `ref-canary-${randomUUID()}`;
 const INLINE_CANARY = `inline-canary-${randomUUID()}`;
+/** The operator's ownership key: the host signs what it creates; never in Paperclip's records. */
+const OWNERSHIP_KEY = `ownership-key-${randomUUID()}${randomUUID()}`;
 
 let server: PaperclipServer;
 let cluster: Cluster;
 let scratch: string;
+let ownershipKeyFile: string;
 let standIn: string;
 let standInOut: string;
 /** The uids of what was on the cluster before any test ran (the leak audit's baseline). */
@@ -117,6 +120,8 @@ before(async () => {
   scratch = scratchDir();
   standInOut = join(scratch, "stand-in-records");
   standIn = writeStandInAgent(join(scratch, "bin"), standInOut, ["REF_TOKEN", "INLINE_TOKEN"]);
+  ownershipKeyFile = join(scratch, "ownership-key");
+  writeFileSync(ownershipKeyFile, `${OWNERSHIP_KEY}\n`, { mode: 0o600 });
   cluster = await Cluster.start(sandboxHostBinary(plugin));
   baseline = new Set((await clusterObjects(cluster)).map((o) => o.uid));
   server = await PaperclipServer.start();
@@ -176,7 +181,7 @@ test("company, kubeconfig secret and plugin config", async (t) => {
 
   const config = await server.api("POST", `/plugins/${pluginId}/config`, {
     companyId: cid,
-    configJson: { allowedNamespaces: ["default"], allowedWarmPools: [POOL] },
+    configJson: { allowedNamespaces: ["default"], allowedWarmPools: [POOL], ownershipKeyFile },
   });
   t.diagnostic(`POST /plugins/:id/config: ${show(config)}`);
   assert.equal(config.status, 200, show(config));
@@ -206,6 +211,11 @@ test("environment on backend job: create, draft probe, saved probe, PATCH", asyn
   t.diagnostic(`draft probe: ${show(draft)}`);
   assert.equal(draft.status, 200, show(draft));
   assert.equal(draft.json.ok, true, `the draft probe failed: ${show(draft)}`);
+  // Paperclip passes the plugin's diagnostics on: the host has the operator's key, so none
+  // says ownership is unsigned (the namespace's missing NetworkPolicy is still warned of).
+  const codes = ((draft.json.details?.diagnostics ?? []) as { code?: string }[]).map((d) => d.code);
+  assert.ok(codes.length > 0, `the draft probe's answer carries no diagnostics: ${show(draft)}`);
+  assert.ok(!codes.includes("unsigned-ownership"), `the host runs without the operator's ownership key: ${codes}`);
 
   const created = await server.api("POST", `/companies/${cid}/environments`, {
     name: "lane job",
@@ -721,7 +731,7 @@ test("no Paperclip record holds a secret value in plain text (nor base64, base64
   const dump = await dumpDatabase(server.pgPort);
   t.diagnostic(`database dump: ${dump.split("\n").length} rows`);
   assert.ok(dump.includes(need("secretEnvEnvId", "secretEnv")), "the dump does not hold the environments (is it the right database?)");
-  const found = findCanaries(dump, [REF_CANARY, INLINE_CANARY]);
+  const found = findCanaries(dump, [REF_CANARY, INLINE_CANARY, OWNERSHIP_KEY]);
   assert.deepEqual(found, [], `secret values found in the database:\n${found.join("\n")}`);
 });
 
