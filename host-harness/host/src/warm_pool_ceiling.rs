@@ -106,18 +106,23 @@ impl KubeHost {
         Ok(true)
     }
 
-    /// The refusal of a claim's create whose template cannot be checked or exceeds the ceiling.
+    /// The answer to a claim's create whose template exceeds the ceiling (denied) or could not
+    /// be read: a 403 says which grant is missing; any other failure of the read is passed on as
+    /// it came, so the provider treats a blip as a blip and retries.
     pub(crate) fn claim_template_refusal(&self, refused: Refused) -> KubeError {
-        let why = match refused {
-            Refused::OverCeiling(why) => why,
-            Refused::Unreadable(e) => format!(
+        match refused {
+            Refused::OverCeiling(why) => {
+                tracing::warn!(target: "provider_host::policy", reason = %why,
+                    "claim refused: its template exceeds the pod-security ceiling");
+                KubeError::Denied(format!("host denies create of sandboxclaims: {why}"))
+            }
+            Refused::Unreadable(KubeError::Forbidden(why)) => KubeError::Forbidden(format!(
                 "the host could not read the claim's warm pool or template to check its pod against the \
-                 pod-security ceiling ({e}); grant it `get` on {WARM_POOLS} and {TEMPLATES} (the Role `sandbox-host \
+                 pod-security ceiling ({why}); grant it `get` on {WARM_POOLS} and {TEMPLATES} (the Role `sandbox-host \
                  rbac` prints does)"
-            ),
-        };
-        tracing::warn!(target: "provider_host::policy", reason = %why, "claim refused: its template is not under the ceiling");
-        KubeError::Denied(format!("host denies create of sandboxclaims: {why}"))
+            )),
+            Refused::Unreadable(other) => other,
+        }
     }
 }
 
