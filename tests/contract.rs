@@ -10,9 +10,11 @@ use std::time::Duration;
 use contract_suite::audit::Observer;
 use contract_suite::matrix::{self, Operation};
 use contract_suite::{Cluster, Report, SuiteOptions, Verdict};
+use embedded_cluster::behaviour::TERMINATION_DELAY;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::core::ApiResource;
 use provider_e2e::component_path;
 use provider_host::policy::MANAGED_BY_LABEL;
@@ -172,4 +174,42 @@ async fn the_leak_audit_catches_what_is_left_and_what_was_unguarded() {
     let left = observer.settled(Duration::from_millis(500)).await.expect_err("a leak is found");
     assert!(left.contains("Secret left"), "{left}");
     assert_eq!(observer.unguarded(), vec![format!("Secret {NAMESPACE}/left")]);
+}
+
+/// A pod within its grace period is not a leak yet: a real kubelet waits the whole period for a
+/// main process that ignores SIGTERM. The audit waits for it (the grace period from when it saw
+/// it terminating, plus its settle time) instead of failing the scenario at its settle time.
+#[tokio::test]
+async fn the_leak_audit_waits_out_a_terminating_pods_grace_period() {
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
+    let admin = cluster.client().await.expect("client");
+    Cluster::Embedded(&cluster).ensure_namespace(NAMESPACE).await.expect("namespace");
+    let slow = json!({"metadata": {"annotations": {TERMINATION_DELAY: "3s"}}});
+    Api::<Namespace>::all(admin.clone())
+        .patch(NAMESPACE, &PatchParams::default(), &Patch::Merge(slow))
+        .await
+        .expect("pods take 3 s to stop");
+    let jobs = ApiResource::erase::<Job>(&());
+    let observer = Observer::start(admin.clone(), NAMESPACE, "contract-grace", vec![jobs]).await;
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "graced", "labels": {MANAGED_BY_LABEL: "contract-grace"}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 20,
+            "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}}
+    }))
+    .expect("job");
+    Api::<Job>::namespaced(admin.clone(), NAMESPACE).create(&PostParams::default(), &job).await.expect("job");
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NAMESPACE);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let pod_name = loop {
+        let listed = pods.list(&Default::default()).await.expect("pods").items;
+        if let Some(p) = listed.iter().find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")) {
+            break p.metadata.name.clone().expect("name");
+        }
+        assert!(tokio::time::Instant::now() < deadline, "waited 60 s for the Job's pod to run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let background = DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() };
+    Api::<Job>::namespaced(admin, NAMESPACE).delete("graced", &background).await.expect("delete the Job");
+    observer.settled(Duration::from_secs(1)).await.expect("the pod stops within its grace period");
+    assert!(pods.get_opt(&pod_name).await.expect("get").is_none(), "the pod is gone, not merely given up on");
 }

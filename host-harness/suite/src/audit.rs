@@ -60,6 +60,8 @@ pub struct Observer {
     namespace: String,
     selector: String,
     types: Vec<ApiResource>,
+    /// Terminating pods the audit found left, by uid: when first seen so, and their grace period.
+    terminating: Mutex<BTreeMap<String, (tokio::time::Instant, Duration)>>,
 }
 
 impl Observer {
@@ -107,7 +109,7 @@ impl Observer {
         for rx in ready {
             let _ = tokio::time::timeout(Duration::from_secs(10), rx).await;
         }
-        Self { seen, tasks, admin, namespace: namespace.to_string(), selector, types }
+        Self { seen, tasks, admin, namespace: namespace.to_string(), selector, types, terminating: Mutex::default() }
     }
 
     /// The types watched: those the provider may create.
@@ -157,7 +159,15 @@ impl Observer {
         let pods: Api<Pod> = Api::namespaced(self.admin.clone(), &self.namespace);
         for pod in pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items {
             if owned_by_seen(pod.metadata.owner_references.as_ref()) {
-                left.push(format!("Pod {}", pod.metadata.name.as_deref().unwrap_or("?")));
+                let name = pod.metadata.name.as_deref().unwrap_or("?");
+                let grace = pod.metadata.deletion_timestamp.as_ref().and(pod.metadata.deletion_grace_period_seconds);
+                left.push(match grace {
+                    Some(grace) => format!("Pod {name} (terminating, grace period {grace} s)"),
+                    None => format!("Pod {name}"),
+                });
+                if let (Some(uid), Some(grace)) = (&pod.metadata.uid, grace) {
+                    self.note_terminating(uid, grace);
+                }
             }
         }
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.admin.clone(), &self.namespace);
@@ -169,16 +179,31 @@ impl Observer {
         Ok(left)
     }
 
-    /// Waits up to `settle` for nothing to be left; the leftovers otherwise.
+    /// Remembers a terminating pod's grace period, from the first time the audit saw it so.
+    fn note_terminating(&self, uid: &str, grace_seconds: i64) {
+        if let Ok(mut terminating) = self.terminating.lock() {
+            let grace = Duration::from_secs(u64::try_from(grace_seconds).unwrap_or(0));
+            terminating.entry(uid.to_string()).or_insert((tokio::time::Instant::now(), grace));
+        }
+    }
+
+    /// Waits up to `settle` for nothing to be left, and longer for a pod the audit found
+    /// terminating: its grace period from when it was first seen so, plus `settle` (a real
+    /// kubelet waits the whole period for a main process that ignores SIGTERM, then syncs).
+    /// Durations, not the pod's `deletionTimestamp`: the cluster's clock may not be this one's.
+    /// The leftovers otherwise.
     pub async fn settled(&self, settle: Duration) -> Result<(), String> {
-        let deadline = tokio::time::Instant::now() + settle;
+        let started = tokio::time::Instant::now();
         loop {
             let left = self.leftovers().await?;
             if left.is_empty() {
                 return Ok(());
             }
+            let graced =
+                self.terminating.lock().ok().and_then(|t| t.values().map(|(seen, grace)| *seen + *grace).max());
+            let deadline = graced.map_or(started + settle, |until| (started + settle).max(until + settle));
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!("left behind after {} s: {}", settle.as_secs(), left.join(", ")));
+                return Err(format!("left behind after {} s: {}", started.elapsed().as_secs(), left.join(", ")));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
