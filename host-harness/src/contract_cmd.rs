@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, matrix};
+use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, matrix, warm_pool};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 
@@ -61,6 +61,10 @@ pub struct ContractArgs {
     /// Where precompiled components are cached.
     #[arg(long, default_value = "target/provider-cache")]
     pub cache_dir: PathBuf,
+    /// On a real cluster, delete the suite's own warm pool (`contract-pool`) and its template
+    /// at the end; without it they stay for the next run, and the run says so.
+    #[arg(long)]
+    pub clean_up: bool,
 }
 
 /// The component's driver key, which chooses the default configs.
@@ -140,6 +144,9 @@ pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    if let Cluster::Real { .. } = &cluster {
+        suite_pool_left(&cluster, &args).await?;
+    }
     if args.json {
         print!("{}", report.to_json_lines());
     } else {
@@ -155,4 +162,27 @@ pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if report.passed() { 0 } else { 1 })
+}
+
+/// On a real cluster, the suite's own warm pool outlives the run (its members are running pods):
+/// deleted with `--clean-up`, otherwise named on stderr with how to delete it. A pool a given
+/// config names is the operator's and never deleted.
+async fn suite_pool_left(cluster: &Cluster<'_>, args: &ContractArgs) -> anyhow::Result<()> {
+    let admin = cluster.admin().await?;
+    let pool = contract_suite::CONTRACT_POOL;
+    let Ok(Some(status)) = warm_pool::status(&admin, &args.namespace, pool).await else {
+        return Ok(());
+    };
+    let shown = format!("SandboxWarmPool {}/{pool} and its SandboxTemplate", args.namespace);
+    if args.clean_up {
+        warm_pool::delete(&admin, &args.namespace, pool, Some(&status.template)).await?;
+        eprintln!("deleted {shown} (--clean-up)");
+    } else {
+        eprintln!(
+            "left in place for the next run: {shown} ({} member Sandboxes); remove them with --clean-up, or \
+             `sandbox-host pool --kubeconfig KUBECONFIG --namespace {} --name {pool} delete --template {}`",
+            status.members, args.namespace, status.template
+        );
+    }
+    Ok(())
 }

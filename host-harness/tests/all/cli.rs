@@ -767,6 +767,41 @@ async fn network_policy_prints_what_probe_looks_for() {
     assert!(stderr.contains("\"10.0.0.1\" is not a CIDR") && stderr.contains("/32"), "{stderr}");
 }
 
+/// On a real cluster (a kubeconfig), `contract` says that its own warm pool stays for the next
+/// run, since its members are running pods, and `--clean-up` deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_on_a_kubeconfig_names_the_pool_it_leaves_and_cleans_it_up() {
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
+    let dir = temp_dir("contract-pool");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig")).expect("write");
+    let run = |extra: &[&str]| {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.args(["contract", "--no-matrix", "--scenario", "lifecycle", "--component"])
+            .arg(component())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .args(extra);
+        cmd.output()
+    };
+    let out = run(&[]).await.expect("run sandbox-host contract");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("left in place for the next run: SandboxWarmPool contract/contract-pool"), "{stderr}");
+    assert!(stderr.contains("--clean-up"), "{stderr}");
+
+    let out = run(&["--clean-up"]).await.expect("run sandbox-host contract --clean-up");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("deleted SandboxWarmPool contract/contract-pool"), "{stderr}");
+    let admin = cluster.client().await.expect("client");
+    let left = contract_suite::warm_pool::status(&admin, "contract", "contract-pool").await.expect("status");
+    assert!(left.is_none(), "the pool is gone: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `contract` prints the fault matrix of the operations asked for as a table with its pass
 /// count, and a config whose readiness wait does not fit a cell's deadline fails the clean
 /// run, saying what to set.
