@@ -59,6 +59,49 @@ pub const HOST_GRACE: Duration = Duration::from_secs(5);
 /// The status a shell reports for a command that `SIGKILL` ended (128 + 9).
 pub const KILLED_STATUS: i32 = 137;
 
+/// Linux's standard signals by number (`kill -l`), 1 to 31.
+const SIGNALS: [&str; 31] = [
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+/// The signal a status of the script names: the shell's `wait` reports a command a signal
+/// ended as 128 plus its number, which is all an exec's exit code can carry (runc and kubectl
+/// read 137 and 143 the same way). A command that exits 128 + n by itself reads the same.
+pub fn signal_of_status(status: i32) -> Option<&'static str> {
+    let number = usize::try_from(status.checked_sub(128)?).ok()?;
+    SIGNALS.get(number.checked_sub(1)?).copied()
+}
+
 /// What the header sets up for one command.
 pub struct Invocation<'a> {
     pub command: &'a str,

@@ -130,7 +130,11 @@ pub fn execute<K: Kube>(
     };
     let result = ExecResult {
         exit_code: if killed_at_timeout { None } else { output.exit_code },
-        signal: killed_at_timeout.then(|| "SIGKILL".to_string()),
+        signal: if killed_at_timeout {
+            Some("SIGKILL".to_string())
+        } else {
+            output.exit_code.and_then(exec_wrapper::signal_of_status).map(str::to_string)
+        },
         timed_out: killed_at_timeout,
         stdout: text(&output.stdout, output.stdout_truncated),
         stderr: text(&output.stderr, output.stderr_truncated),

@@ -27,6 +27,21 @@ fn sh(script: &str) -> ExecRequest {
 }
 
 #[test]
+fn a_signal_that_ended_the_command_is_named_with_its_status() {
+    assert_eq!(crate::exec_wrapper::signal_of_status(143), Some("SIGTERM"));
+    assert_eq!(crate::exec_wrapper::signal_of_status(137), Some("SIGKILL"));
+    assert_eq!(crate::exec_wrapper::signal_of_status(130), Some("SIGINT"));
+    for plain in [0, 1, 3, 125, 126, 127, 128, 160, 255, -1, i32::MIN] {
+        assert_eq!(crate::exec_wrapper::signal_of_status(plain), None, "{plain}");
+    }
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    let result = env.provider().execute(stored(&lease, &config), sh("kill -TERM $$")).expect("runs");
+    assert_eq!((result.exit_code, result.signal.as_deref(), result.timed_out), (Some(143), Some("SIGTERM"), false));
+    env.provider().destroy(stored(&lease, &config)).expect("destroys");
+}
+
+#[test]
 fn a_command_s_output_and_exit_code_come_back() {
     let env = Env::new();
     for backend in ["sandbox", "job"] {
