@@ -70,6 +70,13 @@ impl FromKube for ProviderError {
                 "{action} failed: the connection to the API server failed ({m}). Check the host's cluster access; \
                  retry the call."
             )),
+            KubeError::Other { code, message } if *code >= 500 && kubelet_unreachable(message) => {
+                Self::unavailable(format!(
+                    "{action} failed: the API server could not reach the node's kubelet ({message}). The node may be \
+                     down, or its kubelet port (10250) closed to the control plane; retry later, and acquire a new \
+                     sandbox if the node is gone."
+                ))
+            }
             KubeError::Other { code, message } if *code == 429 || *code >= 500 => Self::unavailable(format!(
                 "{action} failed with HTTP {code} ({message}). The API server is overloaded or failing; retry later."
             )),
@@ -78,6 +85,12 @@ impl FromKube for ProviderError {
             )),
         }
     }
+}
+
+/// Whether an API server error says it could not reach a kubelet (an exec, log or port-forward
+/// is proxied to the node): kube-apiserver's `error dialing backend: dial tcp ...:10250: ...`.
+fn kubelet_unreachable(message: &str) -> bool {
+    message.contains("error dialing backend") || message.contains(":10250")
 }
 
 #[cfg(test)]
@@ -109,6 +122,15 @@ mod tests {
             assert_eq!(mapped.retryable(), retryable, "{error:?}");
             assert!(mapped.message().starts_with("create Sandbox ns/pc-1"), "{}", mapped.message());
         }
+    }
+
+    #[test]
+    fn an_unreachable_kubelet_is_not_called_an_overloaded_api_server() {
+        let dial = "error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused";
+        let e = ProviderError::from_kube(&KubeError::Other { code: 500, message: dial.into() }, "exec in pod ns/p");
+        assert_eq!((e.kind(), e.retryable()), ("unavailable", true));
+        assert!(e.message().contains("could not reach the node's kubelet") && e.message().contains(dial), "{e}");
+        assert!(!e.message().contains("overloaded"), "{e}");
     }
 
     #[test]
