@@ -31,6 +31,10 @@ impl WorkloadKind {
     }
 }
 
+/// How a kubelet words a container config error that is only its cache catching up (its
+/// `failed to sync secret cache: timed out waiting for the condition`): it clears by itself.
+const KUBELET_CACHE_SYNC: [&str; 2] = ["failed to sync secret cache", "failed to sync configmap cache"];
+
 /// Why a sandbox cannot become (or stay) ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
@@ -235,6 +239,11 @@ pub fn pod_state(pod: &Value, own_secret: Option<&str>) -> PodState {
                 return PodState::Starting(format!(
                     "pod {name} waits for its Secret {}, created right after the workload ({reason}{detail})",
                     own_secret.unwrap_or_default()
+                ));
+            }
+            "CreateContainerConfigError" if KUBELET_CACHE_SYNC.iter().any(|m| message.contains(m)) => {
+                return PodState::Starting(format!(
+                    "pod {name} waits for its kubelet to sync its Secret and ConfigMap cache ({reason}{detail})"
                 ));
             }
             "CreateContainerConfigError" => {
@@ -493,6 +502,22 @@ mod tests {
         assert_eq!(cause(pod_state(&missing("other"), Some("pc-1-env"))), Cause::ContainerConfig);
         assert_eq!(cause(pod_state(&missing("pc-1-env"), None)), Cause::ContainerConfig, "nobody creates it");
         assert_eq!(cause(pod_state(&waiting("CreateContainerConfigError"), Some("pc-1-env"))), Cause::ContainerConfig);
+    }
+
+    /// A real kubelet reports its own cache catching up as a config error; it clears by itself.
+    #[test]
+    fn a_kubelet_cache_still_syncing_is_starting() {
+        for what in ["secret", "configmap"] {
+            let syncing =
+                pod(json!({"phase": "Pending", "containerStatuses": [{"name": "sandbox", "state": {"waiting": {
+                "reason": "CreateContainerConfigError",
+                "message": format!("failed to sync {what} cache: timed out waiting for the condition")}}}]}));
+            let state = pod_state(&syncing, None);
+            assert!(
+                matches!(&state, PodState::Starting(why) if why.contains("timed out waiting")),
+                "{what}: {state:?}"
+            );
+        }
     }
 
     #[test]
