@@ -72,8 +72,25 @@ async fn stop_signal() -> anyhow::Result<&'static str> {
     }
 }
 
+/// What the operator says of the target cluster's kube-controller-manager (`simulate
+/// --controller-manager`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ControllerManager {
+    /// Look for it: its leader Lease, its pod in kube-system, its port on the API server's host.
+    Auto,
+    /// It runs (however started): leave Jobs and garbage collection to it.
+    Running,
+    /// None runs: simulate its Job controller and garbage collector too.
+    Absent,
+}
+
 /// Runs the chosen controllers against the cluster of a kubeconfig until Ctrl-C or SIGTERM.
-pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f64) -> anyhow::Result<()> {
+pub async fn simulate(
+    kubeconfig: &Path,
+    kinds: &[ControllerKind],
+    time_scale: f64,
+    said: ControllerManager,
+) -> anyhow::Result<()> {
     let yaml = std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
     let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
     let client = kube::Client::try_from(config.clone()).context("build the client")?;
@@ -85,7 +102,13 @@ pub async fn simulate(kubeconfig: &Path, kinds: &[ControllerKind], time_scale: f
     );
     let clock = Arc::new(Clock::scaled(time_scale));
     let mut tasks = Vec::new();
-    let manager = controller_manager(&client).await;
+    let manager = match said {
+        ControllerManager::Auto => controller_manager(&client, &config).await,
+        ControllerManager::Running => {
+            Some("--controller-manager running says kube-controller-manager runs".to_string())
+        }
+        ControllerManager::Absent => None,
+    };
     for kind in kinds {
         if let (Some(why), ControllerKind::Job | ControllerKind::Gc) = (&manager, kind) {
             say!("not starting {kind}: {why}, and it runs its own");
@@ -136,22 +159,55 @@ async fn impersonating(config: &kube::Config, kind: ControllerKind) -> anyhow::R
     Ok(client)
 }
 
-/// Why kube-controller-manager is taken to be running (its leader-election Lease in
-/// kube-system renewed within the last minute), or `None`. Two Job controllers or garbage
-/// collectors on one cluster fight (status conflicts, finalizers left on pods), so simulate
-/// starts neither where the server already has them. A server without the Lease (or without
-/// coordination.k8s.io) has none.
-async fn controller_manager(client: &kube::Client) -> Option<String> {
+/// kube-controller-manager's secure port, where it serves `/healthz`.
+const CONTROLLER_MANAGER_PORT: u16 = 10257;
+
+/// Why kube-controller-manager is taken to be running, or `None`: its leader-election Lease in
+/// kube-system renewed within the last minute; else a Running pod of it in kube-system (a
+/// kubeadm static pod, labelled `component: kube-controller-manager`); else its secure port
+/// (10257) open on the API server's host (one started with `--leader-elect=false` as a plain
+/// process holds no Lease and has no pod). Two Job controllers or garbage collectors on one
+/// cluster fight (status conflicts, finalizers left on pods), so simulate starts neither where
+/// the server already has them; `--controller-manager` overrides what is found.
+async fn controller_manager(client: &kube::Client, config: &kube::Config) -> Option<String> {
     use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::Pod;
     let leases: kube::Api<Lease> = kube::Api::namespaced(client.clone(), "kube-system");
-    let lease = match leases.get_opt("kube-controller-manager").await {
-        Ok(lease) => lease?,
-        Err(e) => {
-            say!("could not read kube-system/kube-controller-manager's Lease ({e}); assuming no controller manager");
-            return None;
+    match leases.get_opt("kube-controller-manager").await {
+        Ok(Some(lease)) => {
+            if let Some(renewed) = lease.spec.and_then(|s| s.renew_time).map(|t| t.0) {
+                let age = jiff::Timestamp::now().duration_since(renewed).as_secs();
+                if age < 60 {
+                    return Some(format!("kube-controller-manager holds its leader Lease (renewed {age} s ago)"));
+                }
+            }
         }
-    };
-    let renewed = lease.spec.and_then(|s| s.renew_time).map(|t| t.0)?;
-    let age = jiff::Timestamp::now().duration_since(renewed).as_secs();
-    (age < 60).then(|| format!("kube-controller-manager holds its leader Lease (renewed {age} s ago)"))
+        Ok(None) => {}
+        Err(e) => say!("could not read kube-system/kube-controller-manager's Lease ({e}); looking further"),
+    }
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "kube-system");
+    let labelled = kube::api::ListParams::default().labels("component=kube-controller-manager");
+    match pods.list(&labelled).await {
+        Ok(list) => {
+            let running =
+                list.items.iter().find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            if let Some(pod) = running {
+                return Some(format!(
+                    "kube-controller-manager runs as pod kube-system/{}",
+                    pod.metadata.name.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+        Err(e) => say!("could not list kube-system's pods ({e}); looking further"),
+    }
+    let host = config.cluster_url.host()?.to_string();
+    let address = format!("{host}:{CONTROLLER_MANAGER_PORT}");
+    let connect = tokio::net::TcpStream::connect(address.as_str());
+    match tokio::time::timeout(std::time::Duration::from_secs(2), connect).await {
+        Ok(Ok(_)) => Some(format!(
+            "kube-controller-manager's port {CONTROLLER_MANAGER_PORT} is open on the API server's host {host} (say \
+             --controller-manager absent if that is something else)"
+        )),
+        _ => None,
+    }
 }

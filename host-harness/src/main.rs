@@ -41,6 +41,10 @@ enum Command {
         /// Run cluster time this many times faster than real time (delays and deadlines).
         #[arg(long, default_value_t = 1.0)]
         time_scale: f64,
+        /// Whether the cluster runs kube-controller-manager (whose Job controller and garbage
+        /// collector simulate then leaves alone): found out by default.
+        #[arg(long, value_enum, default_value = "auto")]
+        controller_manager: cluster_cmd::ControllerManager,
     },
     /// Inject faults into a running embedded cluster.
     Fault(admin_cmd::FaultArgs),
@@ -190,8 +194,8 @@ fn main() -> anyhow::Result<()> {
         let done = |r: anyhow::Result<()>| r.map(|()| 0);
         match cli.command {
             Command::Cluster(args) => done(cluster_cmd::serve(args).await),
-            Command::Simulate { kubeconfig, controllers, time_scale } => {
-                done(cluster_cmd::simulate(&kubeconfig, &controllers, time_scale).await)
+            Command::Simulate { kubeconfig, controllers, time_scale, controller_manager } => {
+                done(cluster_cmd::simulate(&kubeconfig, &controllers, time_scale, controller_manager).await)
             }
             Command::Fault(args) => done(admin_cmd::fault(args).await),
             Command::Requests(args) => done(admin_cmd::requests(args).await),

@@ -10,7 +10,7 @@ use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
@@ -411,6 +411,64 @@ async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
     use embedded_cluster::ControllerKind::{Gc, Job};
     let entries = cluster.requests().entries();
     assert!(!entries.iter().any(|e| e.user == Job.user() || e.user == Gc.user()), "neither ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What `simulate` (with `extra` flags) says of its controllers until it has said whether it
+/// runs the Job controller; the process is stopped then.
+async fn simulate_report(kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
+    use std::io::BufRead as _;
+    let mut child = Command::new(BIN)
+        .args(["simulate", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start sandbox-host simulate");
+    let stdout = child.stdout.take().expect("stdout");
+    let _reaper = Reaper(child);
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let about_job = line.starts_with("not starting job") || line.starts_with("job acts as");
+            seen.push(line);
+            if about_job {
+                break;
+            }
+        }
+        seen
+    });
+    tokio::time::timeout(Duration::from_secs(30), lines).await.expect("simulate reports").expect("join")
+}
+
+/// kube-controller-manager started without leader election holds no Lease: simulate finds it
+/// by its pod in kube-system, and the operator's `--controller-manager` overrides what it finds
+/// either way (`running` for one started as a plain process elsewhere).
+#[tokio::test]
+async fn simulate_finds_a_controller_manager_by_its_pod_and_takes_the_operators_word() {
+    let (cluster, dir, kubeconfig) = api_server_only("simulate-kcm-pod").await;
+    let lines = simulate_report(&kubeconfig, &["--controller-manager", "running"]).await;
+    assert!(lines.iter().any(|l| l.starts_with("not starting job: --controller-manager running")), "{lines:?}");
+
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(cluster.client().await.expect("client"), "kube-system");
+    let pod = serde_json::from_value(json!({
+        "metadata": {"name": "kube-controller-manager-cp-1", "labels": {"component": "kube-controller-manager"}},
+        "spec": {"containers": [{"name": "kube-controller-manager", "image": "registry.k8s.io/kube-controller-manager:v1.33.0"}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("the controller manager's static pod");
+    let running = json!({"status": {"phase": "Running"}});
+    pods.patch_status("kube-controller-manager-cp-1", &PatchParams::default(), &Patch::Merge(running))
+        .await
+        .expect("it runs");
+    let lines = simulate_report(&kubeconfig, &[]).await;
+    assert!(
+        lines.iter().any(|l| l.starts_with("not starting job: kube-controller-manager runs as pod kube-system/")),
+        "{lines:?}"
+    );
+    let lines = simulate_report(&kubeconfig, &["--controller-manager", "absent"]).await;
+    assert!(lines.iter().any(|l| l.starts_with("job acts as")), "{lines:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
