@@ -372,7 +372,6 @@ async fn simulate_outlives_a_reader_that_went_away() {
 
 #[tokio::test]
 async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
-    use std::io::BufRead as _;
     let (cluster, dir, kubeconfig) = api_server_only("simulate-kcm").await;
     let client = cluster.client().await.expect("client");
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, "kube-system");
@@ -381,25 +380,7 @@ async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
         "spec": {"holderIdentity": "cp-1_abc", "leaseDurationSeconds": 15, "renewTime": now}}))
     .expect("lease");
     leases.create(&PostParams::default(), &lease).await.expect("the controller manager's lease");
-    let mut child = Command::new(BIN)
-        .args(["simulate", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start sandbox-host simulate");
-    let stdout = child.stdout.take().expect("stdout");
-    let _reaper = Reaper(child);
-    let lines = tokio::task::spawn_blocking(move || {
-        let mut seen = Vec::new();
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            seen.push(line);
-            if seen.iter().filter(|l| l.starts_with("not starting") || l.contains(" acts as ")).count() == 4 {
-                break;
-            }
-        }
-        seen
-    });
-    let lines = tokio::time::timeout(Duration::from_secs(30), lines).await.expect("simulate reports").expect("join");
+    let lines = simulate_report(&kubeconfig, &[], "gc").await;
     for kind in ["job", "gc"] {
         assert!(
             lines.iter().any(|l| l.starts_with(&format!("not starting {kind}: kube-controller-manager holds its leader Lease"))),
@@ -415,8 +396,8 @@ async fn simulate_leaves_jobs_and_collection_to_a_running_controller_manager() {
 }
 
 /// What `simulate` (with `extra` flags) says of its controllers until it has said whether it
-/// runs the Job controller; the process is stopped then.
-async fn simulate_report(kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
+/// runs controller `last`; the process is stopped then.
+async fn simulate_report(kubeconfig: &Path, extra: &[&str], last: &str) -> Vec<String> {
     use std::io::BufRead as _;
     let mut child = Command::new(BIN)
         .args(["simulate", "--kubeconfig"])
@@ -427,12 +408,14 @@ async fn simulate_report(kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
         .expect("start sandbox-host simulate");
     let stdout = child.stdout.take().expect("stdout");
     let _reaper = Reaper(child);
+    let last = last.to_string();
     let lines = tokio::task::spawn_blocking(move || {
         let mut seen = Vec::new();
         for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let about_job = line.starts_with("not starting job") || line.starts_with("job acts as");
+            let about_last =
+                line.starts_with(&format!("not starting {last}")) || line.starts_with(&format!("{last} acts as"));
             seen.push(line);
-            if about_job {
+            if about_last {
                 break;
             }
         }
@@ -447,7 +430,7 @@ async fn simulate_report(kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
 #[tokio::test]
 async fn simulate_finds_a_controller_manager_by_its_pod_and_takes_the_operators_word() {
     let (cluster, dir, kubeconfig) = api_server_only("simulate-kcm-pod").await;
-    let lines = simulate_report(&kubeconfig, &["--controller-manager", "running"]).await;
+    let lines = simulate_report(&kubeconfig, &["--controller-manager", "running"], "job").await;
     assert!(lines.iter().any(|l| l.starts_with("not starting job: --controller-manager running")), "{lines:?}");
 
     let pods: Api<k8s_openapi::api::core::v1::Pod> =
@@ -462,12 +445,12 @@ async fn simulate_finds_a_controller_manager_by_its_pod_and_takes_the_operators_
     pods.patch_status("kube-controller-manager-cp-1", &PatchParams::default(), &Patch::Merge(running))
         .await
         .expect("it runs");
-    let lines = simulate_report(&kubeconfig, &[]).await;
+    let lines = simulate_report(&kubeconfig, &[], "job").await;
     assert!(
         lines.iter().any(|l| l.starts_with("not starting job: kube-controller-manager runs as pod kube-system/")),
         "{lines:?}"
     );
-    let lines = simulate_report(&kubeconfig, &["--controller-manager", "absent"]).await;
+    let lines = simulate_report(&kubeconfig, &["--controller-manager", "absent"], "job").await;
     assert!(lines.iter().any(|l| l.starts_with("job acts as")), "{lines:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
