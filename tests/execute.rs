@@ -78,6 +78,22 @@ async fn a_command_past_its_timeout_is_killed_and_said_so() {
     h.host.destroy(stored).await.expect("destroy");
 }
 
+/// A command that reads only the start of a large input answers as soon as it ends: the rest
+/// of the input, which nobody reads, does not hold the exec open until the timeout.
+#[tokio::test]
+async fn a_command_that_leaves_its_input_unread_answers_at_once() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("job", json!({}));
+    let lease = h.host.acquire(request(&cfg, "exec-unread")).await.expect("acquire");
+    let stored = lease_ref(&lease, &cfg);
+    let mut head = sh("head -c 5");
+    head.stdin = Some("x".repeat(404 * 1024));
+    head.timeout_ms = Some(60_000);
+    let result = run(&h, &stored, head).await;
+    assert_eq!((result.exit_code, result.timed_out, result.stdout.as_str()), (Some(0), false, "xxxxx"), "{result:?}");
+    h.host.destroy(stored).await.expect("destroy");
+}
+
 #[tokio::test]
 async fn a_destroyed_lease_runs_nothing() {
     let h = Harness::start(SandboxVersions::Both).await;

@@ -170,16 +170,31 @@ async fn run(
     let status = process.take_status();
     let input = options.stdin.unwrap_or_default();
     let (mut out, mut err) = (Capped::default(), Capped::default());
+    // Input is written while the output is read, and the final status ends the exec whether
+    // or not all of it was taken: a command that leaves most of its input unread (`head -c 5`)
+    // must not hold the host's write, and with it the exec, until the timeout.
     let streams = async {
-        if let Some(pipe) = stdin.as_mut() {
-            // A command that exits without reading its input is no error of the host's.
-            let _ = pipe.write_all(&input).await;
-            let _ = pipe.flush().await;
-        }
-        tokio::join!(out.read(stdout, cap), err.read(stderr, cap));
-        match status {
-            Some(status) => status.await,
-            None => None,
+        let write = async {
+            if let Some(pipe) = stdin.as_mut() {
+                // A command that exits without reading its input is no error of the host's.
+                let _ = pipe.write_all(&input).await;
+                let _ = pipe.flush().await;
+            }
+        };
+        let finish = async {
+            tokio::join!(out.read(stdout, cap), err.read(stderr, cap));
+            match status {
+                Some(status) => status.await,
+                None => None,
+            }
+        };
+        tokio::pin!(write, finish);
+        let mut written = false;
+        loop {
+            tokio::select! {
+                () = &mut write, if !written => written = true,
+                status = &mut finish => break status,
+            }
         }
     };
     let finished = tokio::time::timeout_at(end, streams).await;
