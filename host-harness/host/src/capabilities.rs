@@ -81,9 +81,15 @@ impl Grants {
             Some(_) => tracing::info!(target: "provider_host::policy", contract_version,
                 rules = self.effective.resources.len(), "granted the intersection of the declared access and the policy"),
         }
-        match &self.effective.ownership_keys {
-            Some(keys) => tracing::info!(target: "provider_host::ownership", %keys, "signing what the host creates"),
-            None => tracing::warn!(target: "provider_host::ownership", "{}", crate::owner_signature::UNSIGNED_MEANS),
+        // A component granted no Kubernetes access creates nothing to own.
+        match (&self.effective.ownership_keys, self.effective.resources.is_empty()) {
+            (_, true) => {}
+            (Some(keys), false) => {
+                tracing::info!(target: "provider_host::ownership", %keys, "signing what the host creates")
+            }
+            (None, false) => {
+                tracing::warn!(target: "provider_host::ownership", "{}", crate::owner_signature::UNSIGNED_MEANS)
+            }
         }
         for rule in &self.refused {
             tracing::warn!(target: "provider_host::policy", contract_version, refused = %describe_rule(rule),
