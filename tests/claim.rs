@@ -206,6 +206,42 @@ async fn a_pools_template_above_the_pod_security_ceiling_is_refused() {
     assert!(writes.is_empty(), "a refused claim creates nothing: {writes:?}");
 }
 
+/// A v1alpha1 claim names its own template besides its pool, and starts cold from it when the
+/// pool has no ready member: that template is held to the ceiling too, whatever the pool's is.
+#[tokio::test]
+async fn a_v1alpha1_claims_own_template_above_the_ceiling_is_refused() {
+    let h = Harness::start(SandboxVersions::V1alpha1Only).await;
+    pool(&h, EMPTY_POOL, 0).await;
+    let mut root = warm_pool::template_manifest(
+        &PoolSpec {
+            namespace: NAMESPACE.into(),
+            name: "unused".into(),
+            template: "root".into(),
+            replicas: 0,
+            image: "busybox:1.36".into(),
+        },
+        "v1alpha1",
+    );
+    root["spec"]["podTemplate"]["spec"]["securityContext"] = json!({"runAsUser": 0});
+    let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", "v1alpha1", "SandboxTemplate");
+    let templates: Api<DynamicObject> =
+        Api::namespaced_with(h.admin.clone(), NAMESPACE, &ApiResource::from_gvk_with_plural(&gvk, "sandboxtemplates"));
+    let root: DynamicObject = serde_json::from_value(root).expect("template");
+    templates.create(&Default::default(), &root).await.expect("the root template");
+
+    let cfg = config("claim", json!({"claim": {"warmPool": EMPTY_POOL, "template": "root"}}));
+    let probe = h.host.probe(&cfg).await.expect("probe");
+    assert!(
+        !probe.ok && probe.summary.contains("template \"root\"") && probe.summary.contains("runAsNonRoot"),
+        "{probe:?}"
+    );
+    let mark = h.cluster.requests().mark();
+    let error = h.host.acquire(request(&cfg, "alpha-root-1")).await.expect_err("refused");
+    assert!(error.to_string().contains("pod-security ceiling"), "{error}");
+    let writes = h.provider_writes_since(mark);
+    assert!(writes.is_empty(), "a refused claim creates nothing: {writes:?}");
+}
+
 /// Acquires `count` leases at once; their claimed Sandboxes.
 async fn burst(h: &Harness, cfg: &str, tag: &str, count: usize) -> Vec<provider_host::records::Lease> {
     let acquires = (0..count).map(|i| h.host.acquire(request(cfg, &format!("{tag}-{i}"))));

@@ -3,9 +3,10 @@
 //! provider sends ([`crate::pod_security_ceiling`]).
 //!
 //! The operator vouches for a pool by naming it in `warm-pools`; naming it does not lift the
-//! ceiling. A claim's **template** is the SandboxTemplate its pool's `spec.sandboxTemplateRef`
-//! names (or, for a v1alpha1 claim, the one its own `spec.sandboxTemplateRef` names), and its
-//! pod is the template's `spec.podTemplate`. The host reads the pool and the template with its
+//! ceiling. A claim's **templates** are the SandboxTemplate its pool's `spec.sandboxTemplateRef`
+//! names and, for a v1alpha1 claim, the one its own `spec.sandboxTemplateRef` names (it starts
+//! cold from that one when the pool has no ready member); its pod is a template's
+//! `spec.podTemplate`. The host reads the pool and the template with its
 //! own credentials (the Role `sandbox-host rbac` prints grants `get` on both) before it sends a
 //! claim's create, and `probe` reports a template above the ceiling for a claim config
 //! (`warm-pool-over-ceiling`). A pool or template that does not exist is the claim controller's
@@ -49,6 +50,18 @@ impl<'a> ClaimSource<'a> {
     }
 }
 
+impl<'a> ClaimSource<'a> {
+    /// What the provider's claim of extensions `version` names for a claim config: a v1beta1
+    /// claim only its pool (`claim.warmPool`), a v1alpha1 claim its template (`claim.template`)
+    /// and its pool.
+    fn of_config(config: &'a Value, version: &str) -> Self {
+        let text = |key: &str| config.pointer(key).and_then(Value::as_str);
+        let pool = text("/claim/warmPool").filter(|p| !names_no_pool(p));
+        let template = text("/claim/template").filter(|_| version == "v1alpha1");
+        ClaimSource { pool, template }
+    }
+}
+
 /// Why a claim's template cannot be checked or exceeds the ceiling.
 #[derive(Debug)]
 pub(crate) enum Refused {
@@ -63,32 +76,39 @@ fn resource(version: &str, plural: &str) -> ResourceType {
 }
 
 impl KubeHost {
-    /// Checks the template a claim in `namespace` (of extensions API `version`) would get its pod
-    /// from against the ceiling: `Ok(true)` when it is under it, `Ok(false)` when the pool or
-    /// template does not exist in that version (the claim controller reports that).
+    /// Checks the templates a claim in `namespace` (of extensions API `version`) may get its pod
+    /// from against the ceiling: its pool's, and the one it names itself (a v1alpha1 claim
+    /// starts cold from it when the pool has no ready member). `Ok(true)` when one was found and
+    /// all found are under it, `Ok(false)` when none exists in that version (the claim
+    /// controller reports that).
     pub(crate) async fn check_claim_template(
         &self,
         version: &str,
         namespace: &str,
         source: ClaimSource<'_>,
     ) -> Result<bool, Refused> {
-        let template_name = match source.pool {
-            Some(pool) => {
-                let read = self.read_as_host(&resource(version, WARM_POOLS), Some(namespace), pool).await;
-                let Some(pool_object) = read.map_err(Refused::Unreadable)? else {
-                    return Ok(false);
-                };
-                match pool_object.pointer("/spec/sandboxTemplateRef/name").and_then(Value::as_str) {
-                    Some(name) => name.to_string(),
-                    None => return Ok(false),
-                }
+        let mut pools_template = None;
+        if let Some(pool) = source.pool {
+            let read = self.read_as_host(&resource(version, WARM_POOLS), Some(namespace), pool).await;
+            if let Some(pool_object) = read.map_err(Refused::Unreadable)? {
+                pools_template =
+                    pool_object.pointer("/spec/sandboxTemplateRef/name").and_then(Value::as_str).map(str::to_string);
             }
-            None => match source.template {
-                Some(name) => name.to_string(),
-                None => return Ok(false),
-            },
-        };
-        let read = self.read_as_host(&resource(version, TEMPLATES), Some(namespace), &template_name).await;
+        }
+        let mut checked = false;
+        if let (Some(pool), Some(name)) = (source.pool, &pools_template) {
+            let from = format!("warm pool {}'s template {}", quoted(pool), quoted(name));
+            checked |= self.check_template(version, namespace, name, &from).await?;
+        }
+        if let Some(name) = source.template.filter(|t| pools_template.as_deref() != Some(*t)) {
+            checked |= self.check_template(version, namespace, name, &format!("template {}", quoted(name))).await?;
+        }
+        Ok(checked)
+    }
+
+    /// Reads template `name` and holds its pod to the ceiling; `Ok(false)` when it does not exist.
+    async fn check_template(&self, version: &str, namespace: &str, name: &str, from: &str) -> Result<bool, Refused> {
+        let read = self.read_as_host(&resource(version, TEMPLATES), Some(namespace), name).await;
         let Some(template) = read.map_err(Refused::Unreadable)? else {
             return Ok(false);
         };
@@ -96,13 +116,7 @@ impl KubeHost {
             return Ok(false);
         };
         let metadata = template.pointer("/spec/podTemplate/metadata");
-        self.policy.pod_security.check(metadata, spec).map_err(|why| {
-            let from = match source.pool {
-                Some(pool) => format!("warm pool {}'s template {}", quoted(pool), quoted(&template_name)),
-                None => format!("template {}", quoted(&template_name)),
-            };
-            Refused::OverCeiling(format!("{from}: {why}"))
-        })?;
+        self.policy.pod_security.check(metadata, spec).map_err(|why| Refused::OverCeiling(format!("{from}: {why}")))?;
         Ok(true)
     }
 
@@ -126,7 +140,7 @@ impl KubeHost {
     }
 }
 
-/// What `probe` adds for a claim config whose pool's (or named) template exceeds the ceiling:
+/// What `probe` adds for a claim config whose pool's (or own) template exceeds the ceiling:
 /// an error, since acquire would be denied. The served extensions version is found by trying
 /// each; nothing when there is no cluster, no pool or template, or it cannot be read (acquire
 /// says why).
@@ -140,10 +154,8 @@ pub(crate) async fn probe_finding(kube: &KubeHost, config: &str) -> Option<Diagn
     if !kube.policy.allows_namespace(namespace) {
         return None;
     }
-    let text = |key: &str| config.pointer(key).and_then(Value::as_str);
-    let pool = text("/claim/warmPool").filter(|p| !names_no_pool(p));
-    let source = ClaimSource { pool, template: text("/claim/template").filter(|_| pool.is_none()) };
     for version in EXTENSIONS_VERSIONS {
+        let source = ClaimSource::of_config(&config, version);
         match kube.check_claim_template(version, namespace, source).await {
             Ok(true) => return None,
             Ok(false) => continue,
@@ -178,5 +190,8 @@ mod tests {
             assert_eq!(ClaimSource::of_claim(&cold), ClaimSource { pool: None, template: Some("t") }, "{no_pool}");
         }
         assert_eq!(ClaimSource::of_claim(&json!({})), ClaimSource { pool: None, template: None });
+        let config = json!({"backend": "claim", "claim": {"warmPool": "py", "template": "t"}});
+        assert_eq!(ClaimSource::of_config(&config, "v1beta1"), ClaimSource { pool: Some("py"), template: None });
+        assert_eq!(ClaimSource::of_config(&config, "v1alpha1"), ClaimSource { pool: Some("py"), template: Some("t") });
     }
 }
