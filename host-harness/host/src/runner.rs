@@ -232,9 +232,8 @@ impl ProviderHost {
         let within = self.limits.call_timeout().min(self.limits.kube_request_timeout());
         let isolation = network_policy::probe_finding(self.kube.client.clone(), self.policy(), config, within);
         let refusal = crate::write_guard::claim_probe_finding(self.policy(), config);
-        let checked_config = config.to_string();
         let template = async {
-            let check = crate::warm_pool_ceiling::probe_finding(&self.kube, &checked_config);
+            let check = crate::warm_pool_ceiling::probe_finding(&self.kube, config);
             tokio::time::timeout(within, check).await.ok().flatten()
         };
         let config = config.to_string();
