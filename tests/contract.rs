@@ -184,11 +184,11 @@ async fn the_leak_audit_waits_out_a_terminating_pods_grace_period() {
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
     let admin = cluster.client().await.expect("client");
     Cluster::Embedded(&cluster).ensure_namespace(NAMESPACE).await.expect("namespace");
-    let slow = json!({"metadata": {"annotations": {TERMINATION_DELAY: "3s"}}});
+    let slow = json!({"metadata": {"annotations": {TERMINATION_DELAY: "5s"}}});
     Api::<Namespace>::all(admin.clone())
         .patch(NAMESPACE, &PatchParams::default(), &Patch::Merge(slow))
         .await
-        .expect("pods take 3 s to stop");
+        .expect("pods take 5 s to stop");
     let jobs = ApiResource::erase::<Job>(&());
     let observer = Observer::start(admin.clone(), NAMESPACE, "contract-grace", vec![jobs]).await;
     let job: Job = serde_json::from_value(json!({
@@ -210,6 +210,17 @@ async fn the_leak_audit_waits_out_a_terminating_pods_grace_period() {
     };
     let background = DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() };
     Api::<Job>::namespaced(admin, NAMESPACE).delete("graced", &background).await.expect("delete the Job");
+    // The audit starts once garbage collection has marked the pod terminating: before that it
+    // is an ordinary leftover, which only the settle time covers.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let pod = pods.get_opt(&pod_name).await.expect("get").expect("the pod is still stopping (5 s)");
+        if pod.metadata.deletion_timestamp.is_some() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "waited 60 s for the Job's pod to be deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     observer.settled(Duration::from_secs(1)).await.expect("the pod stops within its grace period");
     assert!(pods.get_opt(&pod_name).await.expect("get").is_none(), "the pod is gone, not merely given up on");
 }
