@@ -146,7 +146,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// Makes temporary names unique between threads of one process.
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `bytes` (also the ownership signature's encoding).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

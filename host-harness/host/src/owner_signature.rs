@@ -32,6 +32,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use crate::bindings::kube::ResourceType;
+use crate::compile_cache::hex;
 use crate::records::{Diagnostic, Severity};
 use sandbox_contract::labels::LABEL_ACQUISITION_ID;
 
@@ -211,10 +212,6 @@ fn refuse_shared_file(metadata: &std::fs::Metadata, path: &Path) -> Result<(), S
 #[cfg(not(unix))]
 fn refuse_shared_file(_: &std::fs::Metadata, _: &Path) -> Result<(), String> {
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
