@@ -32,7 +32,7 @@ async fn pool(h: &Harness, name: &str, replicas: u32) {
         image: "busybox:1.36".into(),
     };
     warm_pool::apply(&h.admin, &spec).await.expect("apply the pool");
-    warm_pool::wait_ready(&h.admin, NAMESPACE, name, replicas, Duration::from_secs(30)).await.expect("pool Ready");
+    warm_pool::wait_ready(&h.admin, NAMESPACE, name, replicas, WAIT).await.expect("pool Ready");
 }
 
 fn claim_config(pool: &str) -> String {
@@ -82,7 +82,7 @@ async fn lifecycle(versions: SandboxVersions, version: &str, sandbox_version: &s
     let adopted = sandboxes(&h, sandbox_version).get(&sandbox.name).await.expect("the adopted Sandbox");
     let owner = adopted.metadata.owner_references.clone().unwrap_or_default();
     assert!(owner.iter().any(|o| o.uid == lease.workload_uid && o.controller == Some(true)), "owned by the claim");
-    warm_pool::wait_ready(&h.admin, NAMESPACE, POOL, 2, Duration::from_secs(20)).await.expect("the pool refills");
+    warm_pool::wait_ready(&h.admin, NAMESPACE, POOL, 2, WAIT).await.expect("the pool refills");
 
     let stored = LeaseRef { lease: lease.clone(), config: cfg.clone() };
     let exec: ExecRequest =
@@ -262,7 +262,7 @@ async fn a_burst_as_large_as_the_pool_is_all_warm_and_a_larger_one_falls_back_to
     for lease in leases {
         h.host.destroy(LeaseRef { lease, config: cfg.clone() }).await.expect("destroy");
     }
-    warm_pool::wait_ready(&h.admin, NAMESPACE, POOL, SIZE as u32, Duration::from_secs(30)).await.expect("refilled");
+    warm_pool::wait_ready(&h.admin, NAMESPACE, POOL, SIZE as u32, WAIT).await.expect("refilled");
 
     // The pool cannot replenish during the larger burst (its creates fail), so exactly the
     // claims it has no member for must start cold, and still succeed.

@@ -421,9 +421,7 @@ async fn a_hung_api_server_never_outlives_the_call() {
     // Each request the host sends for the provider ends before the call does, even though the
     // per-request timeout (10 s) is longer than the call (3 s): the provider hears of it and
     // answers, instead of the host ending the call under it.
-    let started = Instant::now();
-    let probe = host.probe(&config("job", json!({}))).await.expect("probe answers");
-    assert!(started.elapsed() < Duration::from_secs(3), "answered within the call: {:?}", started.elapsed());
+    let probe = host.probe(&config("job", json!({}))).await.expect("probe answers before the host ends the call");
     assert!(!probe.ok);
     assert!(
         probe

@@ -105,13 +105,17 @@ pub fn sandboxes(h: &Harness, version: &str) -> Api<DynamicObject> {
     Api::namespaced_with(h.admin.clone(), NAMESPACE, &ar)
 }
 
+/// How long a test waits for the cluster where the wait is not what it tests: controllers
+/// that finish in a second on an idle machine, with a wide margin for a loaded one.
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Polls `f` until true, for states no single watch shows (controllers act asynchronously).
 pub async fn eventually<F, Fut>(what: &str, mut f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + WAIT;
     while tokio::time::Instant::now() < deadline {
         if f().await {
             return;

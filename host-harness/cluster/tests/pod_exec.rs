@@ -93,7 +93,7 @@ async fn exec(pods: &Api<Pod>, argv: &[&str], stdin: Option<&[u8]>) -> Ran {
         attached.join().await.expect("the exec's task");
         Ran { stdout, stderr, status }
     };
-    tokio::time::timeout(Duration::from_secs(20), run).await.expect("the exec ends in time")
+    tokio::time::timeout(common::WAIT, run).await.expect("the exec ends in time")
 }
 
 fn exit_code(status: &Option<Status>) -> Option<String> {
@@ -307,7 +307,7 @@ async fn messages(mut ws: tokio_tungstenite::WebSocketStream<tokio::net::TcpStre
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(20), read).await.expect("the exec ends in time");
+    tokio::time::timeout(common::WAIT, read).await.expect("the exec ends in time");
     let _ = ws.close(None).await;
     out
 }
@@ -377,9 +377,9 @@ async fn kubectl_exec_prints_the_output_and_exits_with_the_commands_code() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Polls until `done` holds, for at most 30 seconds, or fails saying what it waited for.
+/// Polls until `done` holds, for at most [`common::WAIT`], or fails saying what it waited for.
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + common::WAIT;
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -436,7 +436,7 @@ async fn tty_exec(pods: &Api<Pod>, script: &str) -> (String, Option<Status>) {
         let stdout = read_all(attached.stdout()).await;
         (stdout, status.await)
     };
-    tokio::time::timeout(Duration::from_secs(30), run).await.expect("the TTY exec ends in time")
+    tokio::time::timeout(common::WAIT, run).await.expect("the TTY exec ends in time")
 }
 
 #[tokio::test]
@@ -502,7 +502,7 @@ async fn kubectl_exec_it_gets_a_terminal() {
         }
         String::from_utf8_lossy(&out).into_owned()
     });
-    let printed = match tokio::time::timeout(Duration::from_secs(30), reader).await {
+    let printed = match tokio::time::timeout(common::WAIT, reader).await {
         Ok(printed) => printed.expect("join"),
         Err(_) => {
             let _ = child.kill();

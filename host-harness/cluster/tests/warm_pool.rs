@@ -452,14 +452,10 @@ async fn a_pool_of_a_hundred_is_ready_in_seconds() {
     let c = full_cluster(SandboxVersions::V1beta1Only).await;
     let k = Kinds::of(&c, SandboxVersions::V1beta1Only).await;
     k.template("tmpl", json!({})).await;
-    let started = std::time::Instant::now();
     k.pool("big", "tmpl", 100).await;
     eventually("100 members created", || async { k.members("big").await.len() == 100 }).await;
-    let created = started.elapsed();
-    // Under a second on an idle machine: the pool creates in doubling batches, not one member
-    // per pass. (Ready takes longer, about 5 s in a debug build on two cores: the pods' start and
-    // the Sandbox controller are the bound there, so that wait only has the helpers' limit.)
-    assert!(created < Duration::from_secs(5), "creating 100 members took {created:?}");
+    // How fast is `make bench`'s to say; here, that the pool creates in doubling batches, not
+    // one member per pass (counted below).
     k.pool_ready("big", 100).await;
     assert_eq!(k.members("big").await.len(), 100, "no member too many");
     // Each pass that creates first lists the members afresh: few lists, few passes.

@@ -36,6 +36,11 @@ use crate::scenarios::{Scenario, Stop};
 /// How long a scenario may run before it fails as stuck.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long a scenario waits for the cluster to do what it does by itself (remove a deleted
+/// object, end an expired one) where that wait is not what the scenario tests: a real
+/// kubelet's default grace period of 30 s, with a margin for a loaded machine.
+pub(crate) const CLUSTER_WAIT: Duration = Duration::from_secs(60);
+
 /// How long garbage collection may take to remove what a scenario left.
 const SETTLE: Duration = Duration::from_secs(30);
 

@@ -23,13 +23,17 @@ pub fn sandbox_resource(version: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", version, "Sandbox"), "sandboxes")
 }
 
+/// How long a test waits for the cluster where the wait is not what it tests: controllers
+/// that finish in a second on an idle machine, with a wide margin for a loaded one.
+pub const WAIT: Duration = Duration::from_secs(120);
+
 /// Waits (by watching) until `cond` holds for the named object, or fails the test.
 pub async fn wait_for<K, C>(api: &Api<K>, name: &str, cond: C, what: &str) -> Option<K>
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     C: Condition<K>,
 {
-    tokio::time::timeout(Duration::from_secs(20), await_condition(api.clone(), name, cond))
+    tokio::time::timeout(WAIT, await_condition(api.clone(), name, cond))
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
         .unwrap_or_else(|e| panic!("watch failed waiting for {what}: {e}"))
@@ -59,7 +63,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + WAIT;
     while tokio::time::Instant::now() < deadline {
         if f().await {
             return;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use provider_host::records::ResumeOutcome;
 
 use super::{Outcome, ensure, failed, scenario};
+use crate::CLUSTER_WAIT;
 use crate::context::{Ctx, now_millis};
 
 scenario!(REQUESTED_EXPIRY, "requested-expiry", cluster: false, embedded: false, requested_expiry);
@@ -39,12 +40,16 @@ async fn after_expiry(ctx: &Ctx<'_>) -> Outcome {
     request.requested_expires_at = Some(now_millis() + 4_000);
     let lease = ctx.acquire(request).await.map_err(|e| failed("acquire", e))?;
     ensure!(lease.expires_at.is_some(), "the lease has no expiry");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(4) + CLUSTER_WAIT;
     loop {
         if !ctx.usable(&lease).await? {
             break;
         }
-        ensure!(tokio::time::Instant::now() < deadline, "the cluster kept the sandbox 25 s past its expiry");
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the cluster kept the sandbox {} s past its expiry",
+            CLUSTER_WAIT.as_secs()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     match ctx.host.resume_check(ctx.stored(&lease)).await.map_err(|e| failed("resume-check", e))? {

@@ -64,9 +64,13 @@ async fn foreign_object(ctx: &Ctx<'_>) -> Outcome {
     ctx.host.destroy(ctx.stored(&lease)).await.map_err(|e| failed("destroy", e))?;
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.admin()?.clone(), &lease.namespace, &workload.resource);
     let name = workload.object.metadata.name.clone().unwrap_or_default();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + crate::CLUSTER_WAIT;
     while api.get_opt(&name).await.map_err(|e| e.to_string())?.is_some() {
-        ensure!(tokio::time::Instant::now() < deadline, "destroy left {name} in place");
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "destroy left {name} in place for {} s",
+            crate::CLUSTER_WAIT.as_secs()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     api.create(&PostParams::default(), &recreation(&workload.object, false)).await.map_err(|e| e.to_string())?;

@@ -12,6 +12,7 @@ use provider_host::records::{Lease, ResumeOutcome};
 use serde_json::json;
 
 use super::{Outcome, ensure, failed, scenario};
+use crate::CLUSTER_WAIT;
 use crate::context::{Ctx, Workload};
 
 scenario!(WORKLOAD_DELETED, "resume-after-workload-deleted", cluster: true, embedded: false, workload_deleted);
@@ -35,10 +36,10 @@ fn api(ctx: &Ctx<'_>, lease: &Lease, workload: &Workload) -> Result<Api<DynamicO
 /// Deletes the workload and waits until the cluster no longer has it.
 async fn delete_and_wait(api: &Api<DynamicObject>, name: &str) -> Result<(), String> {
     api.delete(name, &DeleteParams::background()).await.map_err(|e| e.to_string())?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + CLUSTER_WAIT;
     while api.get_opt(name).await.map_err(|e| e.to_string())?.is_some() {
         if tokio::time::Instant::now() >= deadline {
-            return Err(format!("{name} was not deleted within 20 s"));
+            return Err(format!("{name} was not deleted within {} s", CLUSTER_WAIT.as_secs()));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
