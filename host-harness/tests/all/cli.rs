@@ -850,7 +850,8 @@ async fn contract_on_a_kubeconfig_names_the_pool_it_leaves_and_cleans_it_up() {
 fn contract_prints_the_fault_matrix_of_one_operation() {
     let dir = temp_dir("contract-matrix");
     let config = dir.join("job.json");
-    let job = json!({"namespace": "contract", "backend": "job", "image": "busybox:1.36", "readinessTimeoutSeconds": 4});
+    let job =
+        json!({"namespace": "contract", "backend": "job", "image": "busybox:1.36", "readinessTimeoutSeconds": 20});
     std::fs::write(&config, job.to_string()).expect("config");
     let run = |config: &Path| {
         Command::new(BIN)
@@ -873,10 +874,11 @@ fn contract_prints_the_fault_matrix_of_one_operation() {
     assert!(!stdout.contains("acquire #"), "only the operation asked for: {stdout}");
 
     let slow = dir.join("slow.json");
-    std::fs::write(&slow, json!({"namespace": "contract", "backend": "job", "image": "busybox:1.36"}).to_string())
-        .expect("config");
+    let slow_job =
+        json!({"namespace": "contract", "backend": "job", "image": "busybox:1.36", "readinessTimeoutSeconds": 120});
+    std::fs::write(&slow, slow_job.to_string()).expect("config");
     let out = run(&slow);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("matrix release clean") && stdout.contains("Set it to at most 4"), "{stdout}");
+    assert!(stdout.contains("matrix release clean") && stdout.contains("Set it to at most 24"), "{stdout}");
 }
