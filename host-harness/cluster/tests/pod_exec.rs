@@ -11,34 +11,18 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use embedded_cluster::faults::{Action, Match, Rule};
-use embedded_cluster::{ADMIN_USER, ClusterConfig, ControllerKind, EmbeddedCluster};
+use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
 use futures::{SinkExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, DeleteParams, PostParams};
-use kube::runtime::wait::Condition;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+use common::exec::{cluster, exec, exit_code, read_all, running, sleeping, wait_until};
 use common::rbac::{api_error, typed};
-
-/// A cluster whose only controller is the kubelet (pods run; nothing else writes).
-async fn cluster(config: ClusterConfig) -> EmbeddedCluster {
-    EmbeddedCluster::start(ClusterConfig { controllers: vec![ControllerKind::Kubelet], ..config })
-        .await
-        .expect("start the embedded cluster")
-}
-
-fn running(container: &'static str) -> impl Condition<Pod> {
-    move |p: Option<&Pod>| {
-        p.and_then(|p| p.status.as_ref()).and_then(|s| s.container_statuses.as_ref()).is_some_and(|cs| {
-            cs.iter().any(|c| c.name == container && c.state.as_ref().is_some_and(|s| s.running.is_some()))
-        })
-    }
-}
 
 /// Creates the `creds` Secret and the running pod `shell` (container `main`, `workingDir: /app`,
 /// the Secret's keys as variables, and `TOKEN` from one key).
@@ -61,56 +45,12 @@ async fn shell_pod(c: &EmbeddedCluster) -> Api<Pod> {
     pods
 }
 
-/// What one exec printed and its final status.
-struct Ran {
-    stdout: String,
-    stderr: String,
-    status: Option<Status>,
-}
-
-async fn read_all(reader: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
-    let mut out = Vec::new();
-    if let Some(mut r) = reader {
-        r.read_to_end(&mut out).await.expect("read the exec's output");
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Runs `argv` in `shell` through kube-rs, feeding `stdin` if given.
-async fn exec(pods: &Api<Pod>, argv: &[&str], stdin: Option<&[u8]>) -> Ran {
-    let params = AttachParams::default().container("main").stdin(stdin.is_some());
-    let run = async {
-        let mut attached = pods.exec("shell", argv.to_vec(), &params).await.expect("exec");
-        let status = attached.take_status().expect("status future");
-        if let Some(data) = stdin {
-            let mut writer = attached.stdin().expect("stdin");
-            writer.write_all(data).await.expect("write stdin");
-            // kube-rs sends v5's close signal on shutdown (dropping the writer is not the end).
-            writer.shutdown().await.expect("close stdin");
-        }
-        let (stdout, stderr) = tokio::join!(read_all(attached.stdout()), read_all(attached.stderr()));
-        let status = status.await;
-        attached.join().await.expect("the exec's task");
-        Ran { stdout, stderr, status }
-    };
-    tokio::time::timeout(common::WAIT, run).await.expect("the exec ends in time")
-}
-
-fn exit_code(status: &Option<Status>) -> Option<String> {
-    let status = status.as_ref()?;
-    if status.status.as_deref() == Some("Success") {
-        return Some("0".to_string());
-    }
-    let causes = status.details.as_ref()?.causes.as_ref()?;
-    causes.iter().find(|c| c.reason.as_deref() == Some("ExitCode")).and_then(|c| c.message.clone())
-}
-
 #[tokio::test]
 async fn kube_rs_execs_stream_output_stdin_env_and_files() {
     let c = cluster(ClusterConfig::default()).await;
     let pods = shell_pod(&c).await;
 
-    let ran = exec(&pods, &["sh", "-c", "echo out; echo err >&2; exit 3"], None).await;
+    let ran = exec(&pods, "shell", &["sh", "-c", "echo out; echo err >&2; exit 3"], None).await;
     assert_eq!((ran.stdout.as_str(), ran.stderr.as_str()), ("out\n", "err\n"));
     assert_eq!(exit_code(&ran.status).as_deref(), Some("3"));
     let status = ran.status.expect("status");
@@ -120,24 +60,29 @@ async fn kube_rs_execs_stream_output_stdin_env_and_files() {
         Some("command terminated with non-zero exit code: command terminated with exit code 3")
     );
 
-    let ran = exec(&pods, &["cat"], Some(b"hello")).await;
+    let ran = exec(&pods, "shell", &["cat"], Some(b"hello")).await;
     assert_eq!(ran.stdout, "hello", "stdin is forwarded and closed with v5's close signal");
     assert_eq!(ran.status.and_then(|s| s.status).as_deref(), Some("Success"));
 
-    let ran =
-        exec(&pods, &["sh", "-c", r#"printf %s "$TOKEN" | wc -c; echo "$GREETING"; echo "${HOME:+home}""#], None).await;
+    let ran = exec(
+        &pods,
+        "shell",
+        &["sh", "-c", r#"printf %s "$TOKEN" | wc -c; echo "$GREETING"; echo "${HOME:+home}""#],
+        None,
+    )
+    .await;
     let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
     assert_eq!(lines, ["12", "hello bot", "home"], "{}", ran.stderr);
 
-    let ran = exec(&pods, &["pwd"], None).await;
+    let ran = exec(&pods, "shell", &["pwd"], None).await;
     let pwd = PathBuf::from(ran.stdout.trim());
     assert!(pwd.ends_with("app") && pwd.to_string_lossy().contains("embedded-cluster-"), "{pwd:?}");
-    let ran = exec(&pods, &["sh", "-c", "echo kept > notes.txt"], None).await;
+    let ran = exec(&pods, "shell", &["sh", "-c", "echo kept > notes.txt"], None).await;
     assert_eq!(exit_code(&ran.status).as_deref(), Some("0"), "{}", ran.stderr);
-    let ran = exec(&pods, &["cat", "notes.txt"], None).await;
+    let ran = exec(&pods, "shell", &["cat", "notes.txt"], None).await;
     assert_eq!(ran.stdout, "kept\n", "files persist across the pod's execs");
 
-    let ran = exec(&pods, &["no-such-program-anywhere"], None).await;
+    let ran = exec(&pods, "shell", &["no-such-program-anywhere"], None).await;
     let status = ran.status.expect("status");
     assert_eq!(status.reason.as_deref(), Some("InternalError"));
     assert!(status.message.is_some_and(|m| m.contains("executable file not found in $PATH")));
@@ -209,19 +154,9 @@ async fn exec_refusals_are_404_400_and_403_before_any_upgrade() {
         refused(pods.exec("shell", ["true"], &params).await),
         (500, "injected fault: InternalError".to_string())
     );
-    let ran = exec(&pods, &["true"], None).await;
+    let ran = exec(&pods, "shell", &["true"], None).await;
     assert_eq!(exit_code(&ran.status).as_deref(), Some("0"));
     assert_eq!(c.running_execs(), 0);
-}
-
-/// Whether a live process runs `sleep` with this argument (zombies have no command line).
-fn sleeping(marker: &str) -> bool {
-    let wanted = format!("sleep\0{marker}\0");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|entry| std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline == wanted.as_bytes()))
 }
 
 #[tokio::test]
@@ -245,7 +180,7 @@ async fn a_dropped_client_and_the_time_limit_kill_the_process() {
     })
     .await;
 
-    let ran = exec(&pods, &["sleep", "987.652"], None).await;
+    let ran = exec(&pods, "shell", &["sleep", "987.652"], None).await;
     let status = ran.status.expect("status");
     assert_eq!((status.reason.as_deref(), status.code), (Some("Timeout"), Some(504)));
     assert!(status.message.is_some_and(|m| m.contains("limit per exec (2s)")));
@@ -377,27 +312,19 @@ async fn kubectl_exec_prints_the_output_and_exits_with_the_commands_code() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Polls until `done` holds, for at most [`common::WAIT`], or fails saying what it waited for.
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + common::WAIT;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 #[tokio::test]
 async fn what_an_exec_starts_in_the_background_lives_until_the_pod_is_deleted() {
     let c = cluster(ClusterConfig::default()).await;
     let pods = shell_pod(&c).await;
 
-    let ran = exec(&pods, &["sh", "-c", "nohup sleep 987.661 >/dev/null 2>&1 & echo $! > bridge.pid"], None).await;
+    let ran =
+        exec(&pods, "shell", &["sh", "-c", "nohup sleep 987.661 >/dev/null 2>&1 & echo $! > bridge.pid"], None).await;
     assert_eq!(exit_code(&ran.status).as_deref(), Some("0"), "{}", ran.stderr);
     // It was started before the exec's `sh` exited; it shows as `sleep` once `nohup` has run it.
     wait_until("the background process running after its exec ended", || sleeping("987.661")).await;
     assert_eq!(c.running_execs(), 0, "the exec itself is over");
 
-    let ran = exec(&pods, &["sh", "-c", r#"kill -0 "$(cat bridge.pid)" && echo alive"#], None).await;
+    let ran = exec(&pods, "shell", &["sh", "-c", r#"kill -0 "$(cat bridge.pid)" && echo alive"#], None).await;
     assert_eq!(ran.stdout, "alive\n", "a later exec in the pod sees it: {}", ran.stderr);
     assert!(sleeping("987.661"));
 
@@ -409,7 +336,7 @@ async fn what_an_exec_starts_in_the_background_lives_until_the_pod_is_deleted() 
 async fn what_execs_left_running_dies_with_the_cluster() {
     let c = cluster(ClusterConfig::default()).await;
     let pods = shell_pod(&c).await;
-    let ran = exec(&pods, &["sh", "-c", "nohup sleep 987.662 >/dev/null 2>&1 &"], None).await;
+    let ran = exec(&pods, "shell", &["sh", "-c", "nohup sleep 987.662 >/dev/null 2>&1 &"], None).await;
     assert_eq!(exit_code(&ran.status).as_deref(), Some("0"), "{}", ran.stderr);
     wait_until("the background process running after its exec ended", || sleeping("987.662")).await;
     drop(c);
@@ -422,7 +349,7 @@ async fn an_exec_streams_until_whatever_holds_its_output_closes_it() {
     let pods = shell_pod(&c).await;
     // As with containerd: the background writer inherited stdout, and the exec ends when it is
     // done with it, not when `sh` exits.
-    let ran = exec(&pods, &["sh", "-c", "(sleep 1; echo late) & echo early"], None).await;
+    let ran = exec(&pods, "shell", &["sh", "-c", "(sleep 1; echo late) & echo early"], None).await;
     assert_eq!(ran.stdout, "early\nlate\n", "{}", ran.stderr);
     assert_eq!(exit_code(&ran.status).as_deref(), Some("0"));
 }
@@ -524,7 +451,7 @@ async fn a_command_kills_its_own_group_as_the_providers_watchdog_does() {
     let pods = shell_pod(&c).await;
     // The provider's exec script ends a timed-out command with `kill -9 "-$$"`: the exec's
     // process leads its group, so that takes what it started along.
-    let ran = exec(&pods, &["sh", "-c", r#"sleep 987.671 & kill -9 "-$$""#], None).await;
+    let ran = exec(&pods, "shell", &["sh", "-c", r#"sleep 987.671 & kill -9 "-$$""#], None).await;
     assert_eq!(exit_code(&ran.status).as_deref(), Some("137"), "{}", ran.stderr);
     wait_until("the command's background process killed with its group", || !sleeping("987.671")).await;
 }

@@ -9,6 +9,7 @@ use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::wait::{Condition, await_condition};
 
+pub mod exec;
 pub mod rbac;
 
 /// A full cluster (API server and every controller).
