@@ -17,6 +17,7 @@ use crate::authorization::{Access, Identity};
 use crate::clock::Clock;
 use crate::controllers::kubelet::KubeletConfig;
 use crate::controllers::kubelet::exec::{DEFAULT_EXEC_LIMIT, ExecHost};
+use crate::controllers::kubelet::pid_namespace::PodProcess;
 use crate::controllers::{self, ControllerKind};
 use crate::faults::Faults;
 use crate::rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP};
@@ -212,6 +213,13 @@ impl EmbeddedCluster {
     /// A kube-rs client as any known user.
     pub async fn client_as(&self, user: &str) -> anyhow::Result<kube::Client> {
         tls::client_from_kubeconfig(&self.kubeconfig(user)?).await
+    }
+
+    /// The processes of a pod's PID namespace, as the machine sees them, so a test can count
+    /// what execs left (zombies included); `None` while the pod has none (no exec yet, or the
+    /// machine gives no namespaces: see the kubelet's `pid_namespace`).
+    pub fn pod_processes(&self, pod_uid: &str) -> Option<Vec<PodProcess>> {
+        self.api.exec.pod_processes(pod_uid)
     }
 
     /// The fault-injection rules.

@@ -56,4 +56,5 @@ mod watch;
 
 pub use cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster, PROVIDER_USER, VIEWER_USER};
 pub use controllers::ControllerKind;
+pub use controllers::kubelet::pid_namespace::PodProcess;
 pub use resources::SandboxVersions;

@@ -58,6 +58,7 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use crate::apiserver::ApiServer;
 use crate::controllers::kubelet::exec::ExecSpec;
 use crate::controllers::kubelet::exec_env::{self, ConfigData};
+use crate::controllers::kubelet::pid_namespace::MainProcess;
 use crate::fanout::{FeedEnd, Interest, Route as FeedRoute};
 use crate::remote_command::{self, Protocol};
 use crate::request::{Query, query_values};
@@ -163,6 +164,7 @@ pub fn upgrade(
         stdout: options.stdout,
         stderr: options.stderr,
         tty: options.tty,
+        main_process: MainProcess::of(&pod),
     };
     let response = switching_protocols(&websocket.key, protocol)?;
     let on_upgrade = hyper::upgrade::on(&mut req);

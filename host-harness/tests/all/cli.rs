@@ -135,8 +135,22 @@ fn cluster_command_stops_in_order_on_sigterm() {
         &["run", "sigterm", "--image", "busybox:1.36", "--restart", "Never", "--", "sleep", "infinity"],
     );
     kubectl(&kubeconfig, &["wait", "--for=condition=Ready", "pod/sigterm", "--timeout=120s"]);
-    let pid = kubectl(&kubeconfig, &["exec", "sigterm", "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"]);
-    let pid = pid.trim().to_string();
+    kubectl(&kubeconfig, &["exec", "sigterm", "--", "sh", "-c", "sleep 300.417 >/dev/null 2>&1 &"]);
+    // Its pid on this machine (`$!` would say its pid in the pod's PID namespace).
+    let sleeping = || {
+        std::fs::read_dir("/proc").expect("/proc").flatten().find_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            (cmdline == b"sleep\x00300.417\x00").then(|| e.file_name().to_string_lossy().into_owned())
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pid = loop {
+        if let Some(pid) = sleeping() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the exec's background process never showed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let proc_dir = PathBuf::from("/proc").join(&pid);
     assert!(proc_dir.exists(), "the background process {pid} outlives its exec");
     let root_prefix = format!("embedded-cluster-{}-", child.id());

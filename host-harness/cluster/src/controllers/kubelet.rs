@@ -41,6 +41,7 @@ mod exec_sessions;
 mod ip_pool;
 mod merge_patch;
 mod node;
+pub(crate) mod pid_namespace;
 mod pod_state;
 mod pod_status;
 mod runner;

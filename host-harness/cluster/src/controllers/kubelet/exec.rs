@@ -83,6 +83,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
 use super::exec_sessions::{Guardian, Processes};
+use super::pid_namespace::{self, MainProcess, Namespaces, PodProcess};
 
 /// How long an exec may run unless the cluster is configured otherwise.
 pub const DEFAULT_EXEC_LIMIT: Duration = Duration::from_secs(10 * 60);
@@ -111,6 +112,8 @@ pub struct ExecSpec {
     pub stderr: bool,
     /// The client asked for a terminal: stdin, stdout and stderr are then the terminal.
     pub tty: bool,
+    /// What PID 1 of the pod's namespace stands in for.
+    pub main_process: MainProcess,
 }
 
 /// Why a process could not be started; shown to the client in the exec's final status, worded
@@ -147,6 +150,8 @@ pub type Output = Box<dyn AsyncRead + Send + Unpin>;
 struct Entry {
     pod_uid: String,
     session: Pid,
+    /// The process runs in the pod's namespace, `nsenter`'s child, in a session of its own.
+    entered: bool,
     /// The exec still streams; once not, its process has exited and what it left runs on.
     streaming: bool,
 }
@@ -160,11 +165,19 @@ struct Registry {
     guardian: Option<Guardian>,
     /// The guardian could not be started (and that was said once).
     guardian_failed: bool,
+    /// The pods' PID namespaces.
+    namespaces: Namespaces,
 }
 
 impl Registry {
-    /// Tracks a new session, with the guardian (started at the first).
+    /// Tracks a new session, with the guardian.
     fn register(&mut self, id: u64, entry: Entry) {
+        self.guard(entry.session);
+        self.entries.insert(id, entry);
+    }
+
+    /// Has the guardian (started at the first session) kill `session` if the cluster dies.
+    fn guard(&mut self, session: Pid) {
         if self.guardian.is_none() && !self.guardian_failed {
             match Guardian::spawn() {
                 Ok(guardian) => self.guardian = Some(guardian),
@@ -179,9 +192,8 @@ impl Registry {
             }
         }
         if let Some(guardian) = &mut self.guardian {
-            guardian.register(entry.session);
+            guardian.register(session);
         }
-        self.entries.insert(id, entry);
     }
 
     fn forget(&mut self, id: u64) {
@@ -211,11 +223,17 @@ impl Registry {
         for id in ids {
             let Some(entry) = self.entries.get(&id) else { continue };
             if processes.alive(entry.session) {
-                processes.kill(entry.session);
+                kill_exec(&mut processes, entry.session, entry.entered);
             }
             if !entry.streaming {
                 self.forget(id);
             }
+        }
+        if let Some(namespace) = self.namespaces.remove(pod_uid) {
+            if let Some(guardian) = self.guardian.as_mut() {
+                guardian.forget(namespace.session());
+            }
+            drop(namespace);
         }
     }
 }
@@ -247,6 +265,7 @@ pub struct Process {
     host: Arc<ExecHost>,
     id: u64,
     session: Pid,
+    entered: bool,
 }
 
 impl std::fmt::Debug for Process {
@@ -263,7 +282,7 @@ impl Process {
     /// Kills the exec's session: the process and whatever it started that is still in it. Only
     /// before the process is waited for, while its pid, the session's id, cannot be anyone's.
     pub fn kill_all(&self) {
-        Processes::default().kill(self.session);
+        kill_exec(&mut Processes::default(), self.session, self.entered);
     }
 
     /// Sets the terminal's size, as a client's resize message asks; nothing without a TTY.
@@ -284,11 +303,21 @@ impl Drop for Process {
 }
 
 impl ExecHost {
-    /// A host whose execs may run for `limit`; its root directory is made at the first exec.
+    /// A host whose execs may run for `limit`, each pod's in a PID namespace of its own where
+    /// the machine gives one; its root directory is made at the first exec.
     pub fn new(limit: Duration) -> Self {
         let n = NEXT_ROOT.fetch_add(1, Ordering::Relaxed);
         let root = std::env::temp_dir().join(format!("embedded-cluster-{}-{n}", std::process::id()));
         Self { root, limit, registry: Mutex::default(), next_id: AtomicU64::new(0), stopped: watch::Sender::new(false) }
+    }
+
+    /// A host that runs execs as plain processes of the machine, as where no namespace can be
+    /// made, so tests reach that path on any machine.
+    #[cfg(test)]
+    pub(crate) fn without_namespaces(limit: Duration) -> Self {
+        let host = Self::new(limit);
+        host.lock().namespaces = Namespaces::disabled();
+        host
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -310,6 +339,12 @@ impl ExecHost {
         self.root.join("pods").join(safe_segment(pod_uid))
     }
 
+    /// The processes of a pod's PID namespace (what a real pod's `ps` shows), `None` while it
+    /// has none (no exec yet, or the machine gives no namespaces).
+    pub fn pod_processes(&self, pod_uid: &str) -> Option<Vec<PodProcess>> {
+        self.lock().namespaces.get(pod_uid).map(pid_namespace::PodNamespace::processes)
+    }
+
     /// How many execs stream now (what finished execs left running is not counted).
     pub fn running(&self) -> usize {
         self.lock().entries.values().filter(|e| e.streaming).count()
@@ -325,8 +360,34 @@ impl ExecHost {
         std::fs::create_dir_all(&cwd).map_err(|source| StartError::WorkingDir { path: cwd.clone(), source })?;
 
         let program = spec.argv.first().cloned().unwrap_or_default();
-        let mut command = Command::new(&program);
-        command.args(spec.argv.iter().skip(1)).current_dir(&cwd).env_clear();
+        // Under the lock, so a concurrent stop or deletion either refuses this exec or kills it.
+        let mut registry = self.lock();
+        if *self.stopped.borrow() {
+            return Err(StartError::Stopped);
+        }
+        if registry.deleted.contains(&spec.pod_uid) {
+            return Err(StartError::PodDeleted);
+        }
+        registry.prune(&mut Processes::default());
+        let namespace = registry.namespaces.get_or_start(&spec.pod_uid, spec.main_process);
+        let entered = namespace.is_some();
+        let argv = match namespace {
+            Some((namespace, made)) => {
+                let path =
+                    spec.env.get("PATH").map(|p| OsString::from_vec(p.clone())).or_else(|| std::env::var_os("PATH"));
+                if !pid_namespace::executable(&program, path.as_deref(), &cwd) {
+                    return Err(StartError::NotFound(program));
+                }
+                let (session, argv) = (namespace.session(), namespace.enter(&spec.argv, &cwd, spec.tty));
+                if made {
+                    registry.guard(session);
+                }
+                argv
+            }
+            None => spec.argv.clone(),
+        };
+        let mut command = Command::new(&argv[0]);
+        command.args(argv.iter().skip(1)).current_dir(&cwd).env_clear();
         if let Some(path) = std::env::var_os("PATH") {
             command.env("PATH", path);
         }
@@ -349,18 +410,8 @@ impl ExecHost {
             }
         }
         command.kill_on_drop(true);
-        lead_a_session(&mut command, spec.tty);
-
-        // Registered under the lock, so a concurrent stop or deletion either refuses this exec
-        // or kills it.
-        let mut registry = self.lock();
-        if *self.stopped.borrow() {
-            return Err(StartError::Stopped);
-        }
-        if registry.deleted.contains(&spec.pod_uid) {
-            return Err(StartError::PodDeleted);
-        }
-        registry.prune(&mut Processes::default());
+        // Inside a namespace the exec's own process takes the terminal (`setsid --ctty`).
+        lead_a_session(&mut command, spec.tty && !entered);
         let child = command.spawn().map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => StartError::NotFound(program.clone()),
             _ => StartError::Spawn { program: program.clone(), source },
@@ -374,13 +425,23 @@ impl ExecHost {
             // The child is already reaped; `kill_on_drop` covers the impossible rest.
             return Err(StartError::Spawn { program, source: std::io::Error::other("the process has no id") });
         };
+
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        registry.register(id, Entry { pod_uid: spec.pod_uid.clone(), session, streaming: true });
+        registry.register(id, Entry { pod_uid: spec.pod_uid.clone(), session, entered, streaming: true });
         drop(registry);
         tracing::debug!(pod_uid = %spec.pod_uid, program = %quote(&program), pid = session.as_raw_nonzero().get(), "exec started");
 
-        let mut process =
-            Process { stdin: None, stdout: None, stderr: None, terminal: None, child, host: self.clone(), id, session };
+        let mut process = Process {
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            terminal: None,
+            child,
+            host: self.clone(),
+            id,
+            session,
+            entered,
+        };
         match host_side {
             // On an error the process is dropped, which kills it.
             Some(host_side) => {
@@ -406,7 +467,7 @@ impl ExecHost {
         let Some(entry) = registry.entries.get_mut(&id) else { return };
         let mut processes = Processes::default();
         if !exited {
-            processes.kill(entry.session);
+            kill_exec(&mut processes, entry.session, entry.entered);
         } else if !registry.deleted.contains(&entry.pod_uid) && processes.alive(entry.session) {
             entry.streaming = false;
             return;
@@ -426,8 +487,14 @@ impl ExecHost {
     /// After missing deletions (a lagging feed): clean up every pod not in `live`.
     pub fn keep_only(&self, live: &HashSet<String>) {
         let mut registry = self.lock();
-        let gone: HashSet<String> =
-            registry.entries.values().map(|e| e.pod_uid.clone()).filter(|u| !live.contains(u)).collect();
+        let gone: HashSet<String> = registry
+            .entries
+            .values()
+            .map(|e| &e.pod_uid)
+            .chain(registry.namespaces.pods())
+            .filter(|u| !live.contains(*u))
+            .cloned()
+            .collect();
         for uid in &gone {
             registry.kill_pod(uid);
         }
@@ -454,9 +521,13 @@ impl ExecHost {
             if let Some(entry) = registry.entries.get(&id)
                 && processes.alive(entry.session)
             {
-                processes.kill(entry.session);
+                kill_exec(&mut processes, entry.session, entry.entered);
             }
             registry.forget(id);
+        }
+        let pods: Vec<String> = registry.namespaces.pods().cloned().collect();
+        for uid in pods {
+            drop(registry.namespaces.remove(&uid));
         }
         // Nothing is listed any more: the guardian exits without killing anything.
         registry.guardian = None;
@@ -473,6 +544,18 @@ impl Drop for ExecHost {
 
 /// Makes the process the leader of a new session (`setsid`) and, with a TTY, gives it the
 /// terminal on its stdin as its controlling terminal (`TIOCSCTTY`), as runc does.
+/// Kills an exec's session and, for one in a pod's namespace, the session its process leads
+/// there (`nsenter` is the session's leader, its child leads one of its own): what the
+/// process started goes with it, as a runtime's kill of an exec's process group would take it.
+fn kill_exec(processes: &mut Processes, session: Pid, entered: bool) {
+    if entered {
+        for inner in pid_namespace::children_of(session.as_raw_nonzero().get()).into_iter().filter_map(Pid::from_raw) {
+            processes.kill(inner);
+        }
+    }
+    processes.kill(session);
+}
+
 fn lead_a_session(command: &mut Command, tty: bool) {
     // SAFETY: the closure runs in the child between fork and exec, where only
     // async-signal-safe work is allowed. It makes two system calls, `setsid` and an `ioctl`

@@ -24,6 +24,7 @@ fn spec(uid: &str, argv: &[&str]) -> ExecSpec {
         stdout: true,
         stderr: true,
         tty: false,
+        main_process: MainProcess::Sleep,
     }
 }
 
@@ -88,7 +89,8 @@ async fn a_missing_program_is_the_runtimes_error() {
 
 #[tokio::test]
 async fn what_an_exec_leaves_running_lives_until_its_pod_is_deleted() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    // Without a namespace the cluster keeps the session (in one, the namespace holds it).
+    let host = Arc::new(ExecHost::without_namespaces(DEFAULT_EXEC_LIMIT));
     let pid = run(&host, spec("uid-3", &["sh", "-c", "nohup sleep 301.11 >/dev/null 2>&1 & echo $!"])).await;
     // Started before `sh` exited, it shows as `sleep` once `nohup` has run it.
     wait_until("the background process running after its exec ended", || sleeping("301.11")).await;
@@ -103,7 +105,7 @@ async fn what_an_exec_leaves_running_lives_until_its_pod_is_deleted() {
 
 #[tokio::test]
 async fn a_finished_exec_is_forgotten_once_nothing_of_it_runs() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::without_namespaces(DEFAULT_EXEC_LIMIT));
     assert_eq!(run(&host, spec("uid-4", &["sh", "-c", "echo done"])).await, "done\n");
     assert!(host.lock().entries.is_empty(), "nothing left running: forgotten at once");
     let pid = run(&host, spec("uid-4", &["sh", "-c", "nohup sleep 301.12 >/dev/null 2>&1 & echo $!"])).await;
