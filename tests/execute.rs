@@ -6,6 +6,8 @@
 use std::time::{Duration, Instant};
 
 use embedded_cluster::SandboxVersions;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
 use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::records::{ExecRequest, ExecResult, LeaseRef};
@@ -138,5 +140,39 @@ async fn a_nul_in_a_secret_value_is_refused_at_acquire_and_nothing_is_made() {
         assert!(secrets.get_opt(&format!("{name}-env")).await.expect("get").is_none(), "{backend}: no Secret");
         assert!(jobs.get_opt(&name).await.expect("get").is_none(), "{backend}: no Job");
         assert!(sandboxes(&h, "v1beta1").get_opt(&name).await.expect("get").is_none(), "{backend}: no Sandbox");
+    }
+}
+
+/// Every execute leaves orphans (the script's watchdog, what a command starts in the
+/// background): under a main process that never reaps, each became a zombie holding a pid of
+/// the pod's limit until forks failed. The sandbox's pod now reaps them, so after many
+/// executes its processes are what they were after the first.
+#[tokio::test]
+async fn many_executes_leave_no_process_behind_on_both_backends() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    for backend in ["sandbox", "job"] {
+        let cfg = config(backend, json!({}));
+        let lease = h.host.acquire(request(&cfg, &format!("exec-pids-{backend}"))).await.expect("acquire");
+        let stored = lease_ref(&lease, &cfg);
+        let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+        let pod = lease.pod_name.as_deref().expect("the lease names its pod");
+        let uid = pods.get(pod).await.expect("the lease's pod").metadata.uid.expect("uid");
+        assert_eq!(run(&h, &stored, sh("true")).await.exit_code, Some(0), "{backend}");
+        let processes = || h.cluster.pod_processes(&uid).expect("the pod has a PID namespace after an exec");
+        let before = processes().len();
+        for _ in 0..20 {
+            assert_eq!(run(&h, &stored, sh("true")).await.exit_code, Some(0), "{backend}");
+        }
+        let background = run(&h, &stored, sh("sleep 0.2 >/dev/null 2>&1 & echo started")).await;
+        assert_eq!(background.stdout, "started\n", "{backend}: {background:?}");
+        eventually(
+            &format!("{backend}: the pod's processes back to the {before} it had after the first execute"),
+            || async {
+                let now = processes();
+                now.len() == before && now.iter().all(|p| p.state != 'Z')
+            },
+        )
+        .await;
+        h.host.destroy(stored).await.expect("destroy");
     }
 }

@@ -1,6 +1,16 @@
 //! The sandbox pod: one container under hardened defaults that a config loosens only
 //! explicitly (non-root, no privilege escalation, every capability dropped, RuntimeDefault
 //! seccomp, read-only root filesystem with writable emptyDir volumes, no service-account token).
+//!
+//! The pod shares its process namespace (`shareProcessNamespace: true`), so PID 1 is the pause
+//! container's process, not the sandbox's main command. On a real node a main command such as
+//! `sleep infinity` as PID 1 neither reaps the orphans every `execute` leaves (each a zombie
+//! holding a pid of the pod's limit, until forks fail) nor has a SIGTERM handler (so every
+//! delete waits out the whole grace period and ends in SIGKILL). Pause reaps and exits on
+//! SIGTERM, and the main command, no longer PID 1, ends on SIGTERM by default: this works for
+//! any image and any `command`, where a reaping entrypoint would need a shell or an init
+//! binary in the image and would replace the image's own entrypoint. The cost: the pod's
+//! containers see each other's processes, and the sandbox is the only container.
 
 use std::collections::BTreeMap;
 
@@ -124,6 +134,7 @@ pub fn pod_template(config: &Config, inputs: PodInputs) -> PodTemplateSpec {
             ..Default::default()
         }),
         volumes: Some(volumes),
+        share_process_namespace: Some(true),
         ..Default::default()
     };
     PodTemplateSpec {
@@ -175,6 +186,7 @@ mod tests {
         assert_eq!(volumes, vec!["workspace", "home", "tmp"]);
         assert!(spec["volumes"].as_array().unwrap().iter().all(|v| v.get("emptyDir").is_some()));
         assert_eq!(c["command"], json!(["sleep", "infinity"]));
+        assert_eq!(spec["shareProcessNamespace"], json!(true), "pause is PID 1: it reaps and stops on SIGTERM");
         assert_eq!(c["resources"]["requests"], json!({"cpu": "250m", "memory": "512Mi"}));
         assert_eq!(c["workingDir"], "/workspace");
         assert_eq!(t["metadata"]["labels"], json!({"a": "b"}));
