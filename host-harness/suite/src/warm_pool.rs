@@ -5,8 +5,10 @@
 //!
 //! The template's pod is the provider's own hardened pod (non-root, no privilege escalation,
 //! read-only root, every capability dropped, no ServiceAccount token), with one container named
-//! `sandbox` that sleeps, so `execute` finds it, and writable `/workspace`, `/home/sandbox` and
-//! `/tmp`. Which extensions version is written follows what the cluster serves: v1beta1
+//! `sandbox` that sleeps, so `execute` finds it, writable `/workspace`, `/home/sandbox` and
+//! `/tmp`, and a shared process namespace, so the pause process is PID 1: it reaps what
+//! executes leave and a claim's destroy takes seconds, not the grace period (see the
+//! provider's `pod_spec`). Which extensions version is written follows what the cluster serves: v1beta1
 //! (agent-sandbox v0.5 on) or v1alpha1 (v0.4).
 
 use std::time::{Duration, Instant};
@@ -81,6 +83,7 @@ pub fn template_manifest(spec: &PoolSpec, version: &str) -> Value {
                 "metadata": {"labels": {"app.kubernetes.io/name": "sandbox"}},
                 "spec": {
                     "automountServiceAccountToken": false,
+                    "shareProcessNamespace": true,
                     "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
@@ -233,6 +236,7 @@ mod tests {
         assert_eq!(pod["containers"][0]["name"], "sandbox");
         assert_eq!(pod["containers"][0]["image"], "python:3.12");
         assert_eq!(pod["automountServiceAccountToken"], false);
+        assert_eq!(pod["shareProcessNamespace"], true, "pause is PID 1");
         assert_eq!(pod["containers"][0]["securityContext"]["capabilities"]["drop"], json!(["ALL"]));
     }
 
