@@ -491,9 +491,15 @@ impl ApiServer {
         if ctx.query.get("dryRun") == Some("All") || stored == **current {
             return Ok((served_new, warnings));
         }
-        let deleting = stored.pointer("/metadata/deletionTimestamp").is_some();
+        // Upstream's `ShouldDeleteDuringUpdate` (generic registry store): an update removes an
+        // object that is being deleted only once it has no finalizer left and no grace period
+        // pending (none, or 0): a pod within its grace period stays until its kubelet deletes
+        // it with grace period 0.
+        let deleting = current.pointer("/metadata/deletionTimestamp").is_some();
+        let no_grace_left =
+            current.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).is_none_or(|g| g == 0);
         let no_finalizers = strategy::string_list(&stored["metadata"]["finalizers"]).is_empty();
-        if deleting && no_finalizers {
+        if deleting && no_grace_left && no_finalizers {
             let gone = txn.put(ctx.rt.storage, stored);
             txn.remove(ctx.rt.storage, ctx.ns(), name);
             crate::deletion::after_removal(self, txn, ctx.ns());

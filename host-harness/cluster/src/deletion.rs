@@ -218,6 +218,10 @@ impl ApiServer {
         if !finalizers.is_empty() {
             if !already_deleting {
                 bump_generation(&mut obj);
+            }
+            // A grace period still pending is cut to nothing (a pod's kubelet deleting it with
+            // grace period 0): the finalizers' removal then removes the object.
+            if !already_deleting || meta["deletionGracePeriodSeconds"].as_i64().is_some_and(|g| g > 0) {
                 obj["metadata"]["deletionTimestamp"] = json!(crate::clock::format_time(now));
                 obj["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             }

@@ -465,3 +465,43 @@ async fn include_object_is_read_only_for_a_table() {
     assert_eq!(table["rows"][0]["cells"][0], "default");
     assert!(table["rows"][0].get("object").is_none(), "includeObject=None leaves the object out");
 }
+
+/// A pod within its grace period stays until its kubelet deletes it with grace period 0, an
+/// update in between (the kubelet's status) included: upstream removes an object on update
+/// only once no finalizer and no grace period is left. A finalizer outlasts even that delete.
+#[tokio::test]
+async fn a_pod_in_its_grace_period_outlives_updates_until_its_kubelet_deletes_it() {
+    let c = cluster().await;
+    let pods: Api<Pod> = Api::namespaced(c.client().await.expect("client"), "default");
+    let mut bound = pod("graceful");
+    bound.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    bound.spec.as_mut().expect("spec").node_name = Some("node-1".into());
+    pods.create(&PostParams::default(), &bound).await.expect("create");
+    let running = json!({"status": {"phase": "Running"}});
+    pods.patch_status("graceful", &PatchParams::default(), &Patch::Merge(&running)).await.expect("running");
+
+    pods.delete("graceful", &DeleteParams::default()).await.expect("delete");
+    let terminating = pods.get("graceful").await.expect("still there");
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+    pods.patch_status("graceful", &PatchParams::default(), &Patch::Merge(&ready)).await.expect("status");
+    let unhold = json!({"metadata": {"finalizers": null}});
+    pods.patch("graceful", &PatchParams::default(), &Patch::Merge(&unhold)).await.expect("finalizer removed");
+    assert!(pods.get_opt("graceful").await.expect("get").is_some(), "within its grace period, updates keep it");
+
+    let mut held = pod("held");
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    held.spec.as_mut().expect("spec").node_name = Some("node-1".into());
+    pods.create(&PostParams::default(), &held).await.expect("create");
+    pods.patch_status("held", &PatchParams::default(), &Patch::Merge(&running)).await.expect("running");
+    pods.delete("held", &DeleteParams::default()).await.expect("graceful delete");
+    let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    pods.delete("held", &now).await.expect("the kubelet's delete");
+    let kept = pods.get("held").await.expect("the finalizer holds it");
+    assert_eq!(kept.metadata.deletion_grace_period_seconds, Some(0), "the grace period is cut to nothing");
+    pods.patch("held", &PatchParams::default(), &Patch::Merge(&unhold)).await.expect("finalizer removed");
+    assert!(pods.get_opt("held").await.expect("get").is_none(), "no finalizer and no grace left: gone");
+
+    pods.delete("graceful", &now).await.expect("the kubelet's delete");
+    assert!(pods.get_opt("graceful").await.expect("get").is_none());
+}
