@@ -4,6 +4,7 @@
 
 mod destroy;
 mod exec_race;
+mod executes;
 mod expiry;
 mod foreign;
 mod idempotency;
@@ -95,5 +96,6 @@ pub fn all() -> Vec<Scenario> {
         foreign::FOREIGN_OBJECT_UNDER_THE_NAME,
         foreign::LEASE_INTO_ANOTHER_NAMESPACE,
         exec_race::EXEC_INTO_A_REPLACED_POD,
+        executes::MANY_EXECUTES,
     ]
 }
