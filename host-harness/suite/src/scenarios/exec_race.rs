@@ -11,11 +11,10 @@ use embedded_cluster::faults::{Action, Match, Rule};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, DeleteParams, PostParams};
 use provider_host::HostError;
-use sandbox_contract::{EnvVar, ExecRequest};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-use super::{Outcome, Stop, ensure, failed, scenario};
+use super::{Outcome, Stop, ensure, failed, scenario, sh};
 use crate::context::Ctx;
 
 scenario!(EXEC_INTO_A_REPLACED_POD, "execute-into-a-replaced-pod", cluster: true, embedded: true, replaced_pod);
@@ -90,18 +89,6 @@ async fn replaced_pod(ctx: &Ctx<'_>) -> Outcome {
                 "the exec was held while the pod was replaced: execute failed ({e}), the new pod got nothing ({traces:?})"
             ))
         }
-    }
-}
-
-/// A `sh -c` command, with a secret env var when `secret` is given.
-fn sh(script: &str, secret: Option<&str>) -> ExecRequest {
-    ExecRequest {
-        command: "sh".into(),
-        args: vec!["-c".into(), script.into()],
-        cwd: None,
-        env: secret.map(|s| EnvVar { name: "CANARY".into(), value: s.into(), secret: true }).into_iter().collect(),
-        stdin: None,
-        timeout_ms: Some(120_000),
     }
 }
 

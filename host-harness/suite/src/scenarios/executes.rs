@@ -8,9 +8,9 @@
 //! user's `ps` would show, on any cluster.
 
 use provider_host::HostError;
-use provider_host::records::{ExecRequest, LeaseRef};
+use provider_host::records::LeaseRef;
 
-use super::{Outcome, Stop, ensure, failed, scenario};
+use super::{Outcome, Stop, ensure, failed, scenario, sh};
 use crate::CLUSTER_WAIT;
 use crate::context::Ctx;
 
@@ -33,20 +33,9 @@ for d in /proc/[0-9]*; do
 done
 echo "$others $zombies""#;
 
-fn sh(script: &str) -> ExecRequest {
-    ExecRequest {
-        command: "sh".into(),
-        args: vec!["-c".into(), script.into()],
-        cwd: None,
-        env: Vec::new(),
-        stdin: None,
-        timeout_ms: Some(60_000),
-    }
-}
-
 /// The processes outside the counting command's session, and the zombies among them.
 async fn count(ctx: &Ctx<'_>, lease: &LeaseRef) -> Result<(u32, u32), Stop> {
-    let result = match ctx.host.execute(lease.clone(), sh(COUNT)).await {
+    let result = match ctx.host.execute(lease.clone(), sh(COUNT, None)).await {
         Err(HostError::Provider(e)) if e.kind() == "unsupported" => {
             return Err(Stop::Skip(format!("the provider runs no command: {}", e.message())));
         }
@@ -69,12 +58,12 @@ async fn many_executes(ctx: &Ctx<'_>) -> Outcome {
     let stored = ctx.stored(&lease);
     let (before, _) = count(ctx, &stored).await?;
     for n in 1..=EXECUTES {
-        let result = ctx.host.execute(stored.clone(), sh("true")).await.map_err(|e| failed("execute true", e))?;
+        let result = ctx.host.execute(stored.clone(), sh("true", None)).await.map_err(|e| failed("execute true", e))?;
         ensure!(result.exit_code == Some(0), "execute #{n} of `true` answered {result:?}");
     }
     let background = ctx
         .host
-        .execute(stored.clone(), sh("sleep 1 >/dev/null 2>&1 & echo started"))
+        .execute(stored.clone(), sh("sleep 1 >/dev/null 2>&1 & echo started", None))
         .await
         .map_err(|e| failed("execute with a background process", e))?;
     ensure!(background.stdout == "started\n", "the command with a background process answered {background:?}");

@@ -12,6 +12,7 @@ mod lifecycle;
 mod resume;
 
 use futures::future::BoxFuture;
+use sandbox_contract::{EnvVar, ExecRequest};
 
 use crate::context::Ctx;
 
@@ -72,6 +73,19 @@ macro_rules! scenario {
     };
 }
 pub(crate) use scenario;
+
+/// A `sh -c` command with a generous timeout, with the secret env var `CANARY` when `secret`
+/// is given.
+pub(crate) fn sh(script: &str, secret: Option<&str>) -> ExecRequest {
+    ExecRequest {
+        command: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        cwd: None,
+        env: secret.map(|s| EnvVar { name: "CANARY".into(), value: s.into(), secret: true }).into_iter().collect(),
+        stdin: None,
+        timeout_ms: Some(120_000),
+    }
+}
 
 /// A host error as a scenario reports it.
 pub(crate) fn failed(step: &str, error: provider_host::HostError) -> Stop {
