@@ -130,7 +130,8 @@ fn read_proc() -> HashMap<i32, Vec<Pid>> {
 fn parse_stat(stat: &str) -> Option<(Pid, i32)> {
     let (_, rest) = stat.rsplit_once(')')?;
     let mut fields = rest.split_whitespace();
-    let group = fields.nth(2)?.parse::<i32>().ok().and_then(Pid::from_raw)?;
+    // A group outside this process's PID namespace reads as 0; nothing else may panic.
+    let group = fields.nth(2)?.parse::<i32>().ok().filter(|g| *g > 0).and_then(Pid::from_raw)?;
     let session = fields.next()?.parse::<i32>().ok()?;
     Some((group, session))
 }
@@ -223,6 +224,7 @@ mod tests {
         assert_eq!(parse_stat("2 (kthreadd) S 0 0 0 0 ..."), None, "kernel threads have no group");
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("5 (x) S 1"), None);
+        assert_eq!(parse_stat("8 (x) S 1 -1 -1 0 ..."), None, "a negative group is no group, and no panic");
     }
 
     /// A `sleep` leading a session of its own, as an exec's process does.
