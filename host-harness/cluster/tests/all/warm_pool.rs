@@ -3,12 +3,10 @@
 //! start cold, report their own failures, expire, and go with their Sandboxes; on v1beta1 and
 //! on a cluster serving only v1alpha1 (agent-sandbox v0.4).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use embedded_cluster::{ControllerKind, EmbeddedCluster, SandboxVersions};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;

@@ -3,8 +3,6 @@
 //! directory with the container's environment; what it leaves running in the background lives
 //! on with the pod, as in a container.
 
-mod common;
-
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -21,8 +19,8 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use common::exec::{cluster, exec, exit_code, read_all, running, sleeping, wait_until};
-use common::rbac::{api_error, typed};
+use crate::common::exec::{cluster, exec, exit_code, read_all, running, sleeping, wait_until};
+use crate::common::rbac::{api_error, typed};
 
 /// Creates the `creds` Secret and the running pod `shell` (container `main`, `workingDir: /app`,
 /// the Secret's keys as variables, and `TOKEN` from one key).
@@ -41,7 +39,7 @@ async fn shell_pod(c: &EmbeddedCluster) -> Api<Pod> {
         ]
     }]}}));
     pods.create(&PostParams::default(), &pod).await.expect("pod");
-    common::wait_for(&pods, "shell", running("main"), "the shell pod running").await;
+    crate::common::wait_for(&pods, "shell", running("main"), "the shell pod running").await;
     pods
 }
 
@@ -96,7 +94,7 @@ async fn kube_rs_execs_stream_output_stdin_env_and_files() {
     let pod_dir = pwd.parent().map(PathBuf::from).expect("the pod directory");
     assert!(pod_dir.join("app/notes.txt").is_file());
     pods.delete("shell", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.expect("delete");
-    common::eventually("the pod directory removed", || {
+    crate::common::eventually("the pod directory removed", || {
         let gone = !pod_dir.exists();
         async move { gone }
     })
@@ -167,14 +165,14 @@ async fn a_dropped_client_and_the_time_limit_kill_the_process() {
     // Cut short, an exec takes what it started in the background with it.
     let command = ["sh", "-c", "sleep 987.654 & exec sleep 987.651"];
     let attached = pods.exec("shell", command, &AttachParams::default()).await.expect("exec");
-    common::eventually("the sleeps running", || {
+    crate::common::eventually("the sleeps running", || {
         let up = sleeping("987.651") && sleeping("987.654");
         async move { up }
     })
     .await;
     assert_eq!(c.running_execs(), 1);
     drop(attached);
-    common::eventually("the sleeps killed once their client is gone", || {
+    crate::common::eventually("the sleeps killed once their client is gone", || {
         let gone = !sleeping("987.651") && !sleeping("987.654") && c.running_execs() == 0;
         async move { gone }
     })
@@ -188,13 +186,13 @@ async fn a_dropped_client_and_the_time_limit_kill_the_process() {
 
     // Stopping the cluster kills what still runs.
     let _attached = pods.exec("shell", ["sleep", "987.653"], &AttachParams::default()).await.expect("exec");
-    common::eventually("the last sleep running", || {
+    crate::common::eventually("the last sleep running", || {
         let up = sleeping("987.653");
         async move { up }
     })
     .await;
     drop(c);
-    common::eventually("the last sleep killed with the cluster", || {
+    crate::common::eventually("the last sleep killed with the cluster", || {
         let gone = !sleeping("987.653");
         async move { gone }
     })
@@ -242,7 +240,7 @@ async fn messages(mut ws: tokio_tungstenite::WebSocketStream<tokio::net::TcpStre
             }
         }
     };
-    tokio::time::timeout(common::WAIT, read).await.expect("the exec ends in time");
+    tokio::time::timeout(crate::common::WAIT, read).await.expect("the exec ends in time");
     let _ = ws.close(None).await;
     out
 }
@@ -363,7 +361,7 @@ async fn tty_exec(pods: &Api<Pod>, script: &str) -> (String, Option<Status>) {
         let stdout = read_all(attached.stdout()).await;
         (stdout, status.await)
     };
-    tokio::time::timeout(common::WAIT, run).await.expect("the TTY exec ends in time")
+    tokio::time::timeout(crate::common::WAIT, run).await.expect("the TTY exec ends in time")
 }
 
 #[tokio::test]
@@ -429,7 +427,7 @@ async fn kubectl_exec_it_gets_a_terminal() {
         }
         String::from_utf8_lossy(&out).into_owned()
     });
-    let printed = match tokio::time::timeout(common::WAIT, reader).await {
+    let printed = match tokio::time::timeout(crate::common::WAIT, reader).await {
         Ok(printed) => printed.expect("join"),
         Err(_) => {
             let _ = child.kill();

@@ -1,10 +1,8 @@
 //! The Job controller (and TTL-after-finished) state machines, observed through kube-rs.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use embedded_cluster::SandboxVersions;
 use embedded_cluster::behaviour::Behaviour;
 use k8s_openapi::api::batch::v1::Job;

@@ -1,9 +1,7 @@
 //! Deletion semantics with the garbage collector running: Background, Foreground and Orphan
 //! propagation, finalizers, preconditions, graceful pod deletion and namespace teardown.
 
-mod common;
-
-use common::eventually;
+use crate::common::eventually;
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
@@ -71,7 +69,7 @@ async fn foreground_keeps_owner_until_blocking_dependents_are_gone() {
 async fn the_first_deletion_timestamp_bumps_a_custom_resources_generation() {
     let c = cluster().await;
     let sandboxes: Api<DynamicObject> =
-        Api::namespaced_with(c.client().await.expect("client"), "default", &common::sandbox_resource("v1beta1"));
+        Api::namespaced_with(c.client().await.expect("client"), "default", &crate::common::sandbox_resource("v1beta1"));
     let body = json!({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
         "spec": {"podTemplate": {"spec": {"containers": [{"name": "a", "image": "busybox"}]}}}});

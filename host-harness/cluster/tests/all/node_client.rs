@@ -3,8 +3,6 @@
 //! batch calls, a JSON patch, label selectors, custom objects, a watch, and error bodies.
 //! The scenario is `node_client/scenario.mjs`; it prints what it saw as one JSON document.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -43,7 +41,7 @@ fn installed() -> PathBuf {
             "npm install",
         );
     }
-    let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node_client/scenario.mjs");
+    let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/all/node_client/scenario.mjs");
     std::fs::copy(&scenario, dir.join("scenario.mjs")).expect("copy the scenario next to node_modules");
     dir
 }
@@ -51,7 +49,7 @@ fn installed() -> PathBuf {
 #[tokio::test]
 async fn the_official_javascript_client_works_unchanged() {
     let dir = tokio::task::spawn_blocking(installed).await.expect("join");
-    let c = common::full_cluster(SandboxVersions::Both).await;
+    let c = crate::common::full_cluster(SandboxVersions::Both).await;
     let kubeconfig = dir.join(format!("kubeconfig-{}", std::process::id()));
     c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
     let script = dir.join("scenario.mjs");

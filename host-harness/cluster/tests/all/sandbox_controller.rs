@@ -1,11 +1,9 @@
 //! The agent-sandbox controller's state machine, observed through kube-rs as a provider would,
 //! on both API versions.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use embedded_cluster::SandboxVersions;
 use embedded_cluster::behaviour::Behaviour;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};

@@ -1,15 +1,13 @@
 //! Each pod's processes in a PID namespace of their own: PID 1 stands in for the main process,
 //! orphans of an exec are reparented to it, and the pod's end is the end of all of them.
 
-mod common;
-
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PodProcess};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 
-use common::exec::{cluster, exec, exit_code, running, sleeping, wait_until};
-use common::rbac::typed;
+use crate::common::exec::{cluster, exec, exit_code, running, sleeping, wait_until};
+use crate::common::rbac::typed;
 
 /// Creates the running pod `name` with `spec` merged over one container `main`; its uid.
 async fn pod(c: &EmbeddedCluster, name: &str, spec: Value) -> (Api<Pod>, String) {
@@ -20,7 +18,7 @@ async fn pod(c: &EmbeddedCluster, name: &str, spec: Value) -> (Api<Pod>, String)
         body.extend(extra.clone());
     }
     let created = pods.create(&PostParams::default(), &typed(body)).await.expect("pod");
-    common::wait_for(&pods, name, running("main"), "the pod running").await;
+    crate::common::wait_for(&pods, name, running("main"), "the pod running").await;
     (pods, created.metadata.uid.expect("uid"))
 }
 

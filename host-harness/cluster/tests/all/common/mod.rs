@@ -1,7 +1,5 @@
 //! Helpers shared by the scenarios (controllers; ServiceAccounts and RBAC in `rbac`).
 
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};

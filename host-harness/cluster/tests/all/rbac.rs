@@ -2,9 +2,7 @@
 //! like kube-apiserver's, and ServiceAccount tokens are allowed exactly what RBAC grants, with
 //! kube-apiserver's Forbidden body for everything else.
 
-mod common;
-
-use common::rbac::{
+use crate::common::rbac::{
     NS, ROBOT, api_error, binding, cluster, code_of, forbidden, grant_robot, pod, robot, robot_cannot, robot_rules,
     role, typed,
 };

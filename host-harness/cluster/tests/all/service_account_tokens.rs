@@ -2,9 +2,7 @@
 //! kube-apiserver's, and a token authenticates (else 401) only while its ServiceAccount (and
 //! bound object) lives with the same uid and the cluster clock has not passed its expiry.
 
-mod common;
-
-use common::rbac::{NS, api_error, cluster, code_of, grant_robot, pod, robot, typed};
+use crate::common::rbac::{NS, api_error, cluster, code_of, grant_robot, pod, robot, typed};
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, PostParams};

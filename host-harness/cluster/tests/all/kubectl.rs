@@ -2,8 +2,6 @@
 //! YAML (server-side validation, no `--validate=false`), wait for Ready, get, watch, delete; and
 //! apply a ServiceAccount with a Role and RoleBinding, create a token for it and use it.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -115,7 +113,7 @@ async fn kubectl_applies_waits_gets_watches_and_deletes() {
         eprintln!("SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl scenario");
         return;
     }
-    let c = common::full_cluster(SandboxVersions::Both).await;
+    let c = crate::common::full_cluster(SandboxVersions::Both).await;
     let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let kubeconfig = dir.join("kubeconfig");
@@ -262,7 +260,7 @@ async fn kubectl_1_28_and_the_newest_create_core_objects_and_print_the_servers_c
         kubectls.iter().any(|(v, _)| v == "1.28") && kubectls.len() == 2,
         "kubectl is on PATH but kubectl.1.28 and a newer kubectl.1.NN are not beside it: {kubectls:?}"
     );
-    let c = common::full_cluster(SandboxVersions::Both).await;
+    let c = crate::common::full_cluster(SandboxVersions::Both).await;
     let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-versions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let kubeconfig = dir.join("kubeconfig");

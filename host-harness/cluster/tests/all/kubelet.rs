@@ -1,10 +1,8 @@
 //! The scheduler and kubelet: pod phases, conditions and the behaviour knobs.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use embedded_cluster::SandboxVersions;
 use embedded_cluster::behaviour::Behaviour;
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
