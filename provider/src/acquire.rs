@@ -38,6 +38,7 @@ use crate::lease::{Lease, LeaseMetadata};
 use crate::log::Log;
 use crate::naming::{self, ANNOTATION_SPEC_HASH, Identity, LeaseId};
 use crate::object;
+use crate::old_pod;
 use crate::pod_spec::{self, PodInputs};
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::redact::{RedactingLog, Redactor};
@@ -274,12 +275,6 @@ fn provision<K: Kube>(
         Backend::Job => WorkloadKind::Job,
     };
 
-    let start = match workload.origin {
-        Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
-        Origin::Adopted => Some(Start::List(Some(workload.object.clone()))),
-        Origin::AdoptedSuspended => resume_adopted(kube, plan)?,
-    };
-    let start = start.unwrap_or(Start::List(None));
     let target = Target {
         kind,
         namespace: ns,
@@ -289,6 +284,12 @@ fn provision<K: Kube>(
         secret: plan.secret.as_ref().map(|(name, _, _)| name.as_str()),
         job_retries: plan.config.job.backoff_limit > 0,
     };
+    let start = match workload.origin {
+        Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
+        Origin::Adopted => Some(Start::List(Some(workload.object.clone()))),
+        Origin::AdoptedSuspended => resume_adopted(kube, clock, log, plan, &target, deadline)?,
+    };
+    let start = start.unwrap_or(Start::List(None));
     let expires_at = lease_expiry(plan, &workload);
     let pod = readiness::wait_ready(kube, clock, log, &target, start, deadline).map_err(|e| match e {
         WaitError::Failed(f) => wait_failure(clock, &target.describe(), expires_at, f),
@@ -351,12 +352,32 @@ pub(crate) fn lease(plan: &Plan, workload: &Workload, pod: PodInfo, expires_at: 
     }
 }
 
-/// Resumes the adopted suspended Sandbox (its Secret is already up to date, so the new pod reads
-/// the current values); the wait starts after the patch.
-fn resume_adopted<K: Kube>(kube: &K, plan: &Plan) -> Result<Option<Start>, ProviderError> {
+/// Resumes the adopted suspended Sandbox once its old pod is gone (`old_pod`; its Secret is
+/// already up to date, so the new pod reads the current values); the wait starts after the patch.
+fn resume_adopted<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    plan: &Plan,
+    target: &Target<'_>,
+    deadline: Deadline,
+) -> Result<Option<Start>, ProviderError> {
     let Some(version) = plan.version else {
         return Err(ProviderError::internal("a suspended Sandbox adopted without a Sandbox version"));
     };
+    match old_pod::wait_until_gone(kube, clock, log, target, deadline) {
+        Ok(()) => {}
+        Err(WaitError::Timeout(why)) => {
+            return Err(ProviderError::timeout(format!(
+                "{} cannot be resumed yet: {why} when the readiness timeout ran out (a main process that ignores \
+                 SIGTERM keeps its pod for the whole grace period). Retry acquire: it resumes the Sandbox, whose \
+                 workspace is kept.",
+                plan.describe()
+            )));
+        }
+        Err(WaitError::Api(e)) => return Err(e),
+        Err(WaitError::Failed(f)) => return Err(f.into_error()),
+    }
     let ns = Some(plan.config.namespace.as_str());
     let patch = sandbox_manifest::resume_patch(version);
     match kube.patch(&plan.resource, ns, &plan.name, PatchType::Merge, &patch, None) {

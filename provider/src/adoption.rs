@@ -476,6 +476,23 @@ mod tests {
     }
 
     #[test]
+    fn acquiring_again_resumes_the_sandbox_only_once_its_old_pod_is_gone() {
+        let env = Env::new();
+        let provider = env.provider();
+        let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+        let req = AcquireRequest { reusable: true, ..request(&config, "acq-35") };
+        let first = provider.acquire(req.clone()).unwrap();
+        provider.release(stored(&first, &config)).unwrap();
+        env.old_pod_still_stopping("pc-acq-35");
+        env.kube.schedule_remove(Duration::from_secs(3), "pods", NS, "pc-acq-35");
+        let started = env.clock.monotonic();
+        let again = provider.acquire(req).unwrap();
+        assert!(env.clock.monotonic() - started >= Duration::from_secs(3), "resumed before the old pod was gone");
+        assert_eq!(again.workload_uid, first.workload_uid, "the same Sandbox, with its workspace");
+        assert!(!sandbox_spec_suspended(&env.kube.object("sandboxes", NS, "pc-acq-35").unwrap()));
+    }
+
+    #[test]
     fn a_failure_after_adopting_a_suspended_sandbox_suspends_it_again_and_never_deletes_it() {
         let env = Env::new();
         let provider = env.provider();

@@ -34,6 +34,7 @@ pub mod lease;
 pub mod log;
 pub mod naming;
 pub mod object;
+pub mod old_pod;
 pub mod placement;
 pub mod pod_spec;
 pub mod probe;

@@ -51,6 +51,14 @@ impl Target<'_> {
         format!("{} {}/{}", self.kind.as_str(), self.namespace, self.name)
     }
 
+    /// The label selector of the workload's pods (the controller's label, so a watch sees only them).
+    pub fn pod_selector(&self) -> String {
+        match self.kind {
+            WorkloadKind::Sandbox => format!("{SANDBOX_NAME_HASH_LABEL}={}", name_hash(self.name)),
+            WorkloadKind::Job => format!("{JOB_NAME_LABEL}={}", self.name),
+        }
+    }
+
     fn deleted(&self) -> Failure {
         wait_failure::deleted(&self.describe())
     }
@@ -105,11 +113,13 @@ enum Verdict {
     Held(Failure),
 }
 
-fn owned_by(pod: &Value, uid: &str) -> bool {
+/// Whether `pod` is the workload's (its controller is the workload, when the uid is known).
+pub(crate) fn owned_by(pod: &Value, uid: &str) -> bool {
     uid.is_empty() || object::controller_uid(pod) == Some(uid)
 }
 
-fn own(target: &Target<'_>, pods: Vec<Value>) -> BTreeMap<String, Value> {
+/// The workload's pods among `pods`, by name.
+pub(crate) fn own(target: &Target<'_>, pods: Vec<Value>) -> BTreeMap<String, Value> {
     pods.into_iter()
         .filter(|p| owned_by(p, target.uid))
         .filter_map(|p| object::name(&p).map(str::to_string).map(|n| (n, p)))
@@ -309,11 +319,7 @@ pub fn wait_ready<K: Kube>(
     start: Start,
     deadline: Deadline,
 ) -> Result<PodInfo, WaitError> {
-    let selector = match target.kind {
-        WorkloadKind::Sandbox => format!("{SANDBOX_NAME_HASH_LABEL}={}", name_hash(target.name)),
-        WorkloadKind::Job => format!("{JOB_NAME_LABEL}={}", target.name),
-    };
-    let mut pods = EventStream::new(kube, api_versions::pods(), target.namespace, Some(selector), None);
+    let mut pods = EventStream::new(kube, api_versions::pods(), target.namespace, Some(target.pod_selector()), None);
     let mut owned = BTreeMap::new();
     let mut known = None;
     match start {

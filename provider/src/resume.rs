@@ -5,8 +5,9 @@
 //! workload that is gone (404), terminating, finished, expired or replaced by a new object under
 //! the same name is. A 410 outside a watch proves nothing, so it is "could not tell" too. A pod
 //! replaced under the same Sandbox is reported in the lease (new pod uid, the old one in the
-//! metadata). A suspended Sandbox of a reusable lease is resumed and waited for, within the
-//! config's readiness timeout. A claim lease is checked through its claim (`claim_resume`).
+//! metadata). A suspended Sandbox of a reusable lease is resumed once its old pod is gone
+//! (`old_pod`) and waited for, within the config's readiness timeout. A claim lease is checked
+//! through its claim (`claim_resume`).
 
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
+use crate::old_pod;
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::retry::{GaveUp, retry};
 use crate::sandbox_manifest;
@@ -82,6 +84,16 @@ pub fn resume_check<K: Kube>(
         )));
     }
 
+    let target = Target {
+        kind,
+        namespace: &id.namespace,
+        name: &id.name,
+        resource: &resource,
+        uid: &uid,
+        // The lease's Secret was made at acquire: if it is missing now, nobody will create it.
+        secret: None,
+        job_retries: backoff_limit > 0,
+    };
     let mut start = Start::List(Some(workload.clone()));
     match kind {
         WorkloadKind::Sandbox => match sandbox_state(&workload) {
@@ -100,6 +112,18 @@ pub fn resume_check<K: Kube>(
                 let Some(version) = version else {
                     return Err(ProviderError::internal("a Sandbox lease without a Sandbox version"));
                 };
+                match old_pod::wait_until_gone(kube, clock, log, &target, deadline) {
+                    Ok(()) => {}
+                    Err(WaitError::Timeout(why)) => {
+                        return Err(ProviderError::timeout(format!(
+                            "{what} cannot be resumed yet: {why} after {wait_seconds} s (a main process that ignores \
+                             SIGTERM keeps its pod for the whole grace period). It stays suspended, its workspace \
+                             kept; retry resume-check."
+                        )));
+                    }
+                    Err(WaitError::Api(e)) => return Err(e),
+                    Err(WaitError::Failed(f)) => return Err(f.into_error()),
+                }
                 let patched = match kube.patch(
                     &resource,
                     Some(&id.namespace),
@@ -130,16 +154,6 @@ pub fn resume_check<K: Kube>(
         },
     }
 
-    let target = Target {
-        kind,
-        namespace: &id.namespace,
-        name: &id.name,
-        resource: &resource,
-        uid: &uid,
-        // The lease's Secret was made at acquire: if it is missing now, nobody will create it.
-        secret: None,
-        job_retries: backoff_limit > 0,
-    };
     let pod = match readiness::wait_ready(kube, clock, log, &target, start, deadline) {
         Ok(pod) => pod,
         Err(WaitError::Failed(f)) if f.ends_sandbox() => return Ok(ResumeOutcome::Expired(f.message)),
@@ -411,6 +425,40 @@ mod tests {
             let running = env.kube.object("sandboxes", NS, "pc-r-11").unwrap();
             assert!(!crate::workload_state::sandbox_spec_suspended(&running), "{version}");
         }
+    }
+
+    /// Released, with its old pod still terminating.
+    fn released_with_its_old_pod_stopping(env: &Env, id: &str) -> (Provider<FakeKube, FakeClock, MemoryLog>, LeaseRef) {
+        let config = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+        let provider = env.provider();
+        let lease = provider.acquire(AcquireRequest { reusable: true, ..request(&config, id) }).unwrap();
+        let lease = stored(&lease, &config);
+        provider.release(lease.clone()).unwrap();
+        env.old_pod_still_stopping(&format!("pc-{id}"));
+        (provider, lease)
+    }
+
+    #[test]
+    fn a_sandbox_is_resumed_only_once_its_old_pod_is_gone() {
+        let env = Env::new();
+        let (provider, lease) = released_with_its_old_pod_stopping(&env, "r-15");
+        let started = env.clock.monotonic();
+        env.kube.schedule_remove(Duration::from_secs(3), "pods", NS, "pc-r-15");
+        assert!(matches!(provider.resume_check(lease).unwrap(), ResumeOutcome::Resumable(_)));
+        assert!(env.clock.monotonic() - started >= Duration::from_secs(3), "resumed before the old pod was gone");
+        assert!(!crate::workload_state::sandbox_spec_suspended(&env.kube.object("sandboxes", NS, "pc-r-15").unwrap()));
+    }
+
+    #[test]
+    fn an_old_pod_that_outlives_the_wait_leaves_the_sandbox_suspended() {
+        let env = Env::new();
+        let (provider, lease) = released_with_its_old_pod_stopping(&env, "r-16");
+        let patches = env.kube.count(Verb::Patch, "sandboxes");
+        let err = provider.resume_check(lease).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("timeout", true));
+        assert!(err.message().contains("cannot be resumed yet: its old pod pc-r-16 was still stopping"), "{err}");
+        assert_eq!(env.kube.count(Verb::Patch, "sandboxes"), patches, "nothing changed");
+        assert!(crate::workload_state::sandbox_spec_suspended(&env.kube.object("sandboxes", NS, "pc-r-16").unwrap()));
     }
 
     #[test]

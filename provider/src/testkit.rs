@@ -43,6 +43,23 @@ impl Env {
         Provider::new(self.kube.clone(), self.clock.clone(), self.log.clone())
     }
 
+    /// Puts back the pod of the suspended Sandbox `name` as still terminating, the way a kubelet
+    /// keeps it until its main process stops (up to the grace period); the fake controllers
+    /// delete a suspended Sandbox's pod at once.
+    pub fn old_pod_still_stopping(&self, name: &str) {
+        let sandbox = self.kube.object("sandboxes", NS, name).expect("the Sandbox");
+        self.kube.put(
+            &crate::api_versions::pods(),
+            NS,
+            json!({"metadata": {"name": name,
+                                "labels": {crate::workload_state::SANDBOX_NAME_HASH_LABEL:
+                                           sandbox_contract::k8s::agent_sandbox::name_hash(name)},
+                                "deletionTimestamp": "2026-11-30T10:00:00Z",
+                                "ownerReferences": [{"uid": sandbox["metadata"]["uid"], "controller": true}]},
+                   "status": {"phase": "Running"}}),
+        );
+    }
+
     /// Every log line, joined.
     pub fn log_text(&self) -> String {
         self.log.lines().join("\n")

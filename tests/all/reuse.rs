@@ -2,9 +2,10 @@
 
 use std::time::{Duration, Instant};
 
+use embedded_cluster::behaviour::TERMINATION_DELAY;
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use provider_e2e::*;
 use provider_host::HostError;
@@ -45,6 +46,45 @@ async fn a_reusable_lease_is_suspended_on_release_and_resumed_by_resume_check() 
         claims.list(&Default::default()).await.map(|l| l.items.is_empty()).unwrap_or(false)
     })
     .await;
+}
+
+/// A kubelet stops a deleted pod only as fast as its main process answers SIGTERM (up to the
+/// grace period). Resumed while its old pod is still stopping, the Sandbox followed that pod
+/// and ended with it, and the lease was lost with its workspace intact: resume waits for the
+/// old pod first.
+#[tokio::test]
+async fn a_reusable_lease_resumed_right_after_release_waits_for_its_old_pod() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let slow = json!({"metadata": {"annotations": {TERMINATION_DELAY: "5s"}}});
+    Api::<Namespace>::all(h.admin.clone())
+        .patch(NAMESPACE, &PatchParams::default(), &Patch::Merge(slow))
+        .await
+        .expect("pods take 5 s to stop");
+    let cfg = config("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "1Gi"}}}));
+    let mut req = request(&cfg, "reuse-fast");
+    req.reusable = true;
+    let lease = h.host.acquire(req).await.expect("acquire");
+    let r = lease_ref(&lease, &cfg);
+    h.host.release(r.clone()).await.expect("release suspends");
+    let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    let old = pods.get_opt("pc-reuse-fast").await.expect("read the pod");
+    assert!(
+        old.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+        "the old pod is still stopping when resume-check starts"
+    );
+
+    match h.host.resume_check(r.clone()).await.expect("resume-check") {
+        ResumeOutcome::Resumable(l) => {
+            assert_ne!(l.pod_uid, lease.pod_uid, "a new pod after the resume");
+            assert_eq!(l.workload_uid, lease.workload_uid, "the same Sandbox, with its workspace");
+        }
+        ResumeOutcome::Expired(why) => panic!("resumed right after release: {why}"),
+    }
+    assert_eq!(
+        sandboxes(&h, "v1beta1").get("pc-reuse-fast").await.expect("sandbox").data["spec"]["operatingMode"],
+        "Running"
+    );
+    h.host.destroy(r).await.expect("destroy");
 }
 
 #[tokio::test]
