@@ -2,9 +2,10 @@
 //! component in the wasmtime host: acquire, resume-check, renew, release, destroy.
 
 use embedded_cluster::SandboxVersions;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use provider_e2e::*;
 use provider_host::records::{Backend, DeleteOutcome, ResumeOutcome};
 use serde_json::json;
@@ -169,4 +170,39 @@ async fn destroy_works_from_the_lease_id_alone_twice_and_concurrently() {
         pods.list(&ListParams::default()).await.is_ok_and(|l| l.items.is_empty())
     })
     .await;
+}
+
+/// The sandbox's main process is not PID 1 (pause is), so the kubelet's SIGTERM ends it at
+/// once: a destroyed sandbox's pod stops with 143, where `sleep infinity` as PID 1 ignored the
+/// signal, held the pod for its whole grace period and died by SIGKILL (137).
+#[tokio::test]
+async fn a_destroyed_sandboxs_main_process_ends_at_sigterm_on_both_backends() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+    for backend in ["sandbox", "job"] {
+        let cfg = config(backend, json!({}));
+        let lease = h.host.acquire(request(&cfg, &format!("sigterm-{backend}"))).await.expect("acquire");
+        let pod = lease.pod_name.clone().expect("the lease names its pod");
+        let params = WatchParams::default().fields(&format!("metadata.name={pod}"));
+        let mut events = pods.watch(&params, "0").await.expect("watch the pod").boxed();
+        h.host.destroy(lease_ref(&lease, &cfg)).await.expect("destroy");
+        let deleted = tokio::time::timeout(WAIT, async {
+            while let Some(event) = events.try_next().await.expect("watch event") {
+                if let WatchEvent::Deleted(pod) = event {
+                    return pod;
+                }
+            }
+            panic!("the watch of {pod} ended before its deletion");
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{backend}: {pod} was not deleted within {} s", WAIT.as_secs()));
+        let ended = deleted
+            .status
+            .and_then(|s| s.container_statuses)
+            .and_then(|cs| cs.into_iter().next())
+            .and_then(|c| c.state)
+            .and_then(|s| s.terminated)
+            .map(|t| t.exit_code);
+        assert_eq!(ended, Some(143), "{backend}: the main process ended by SIGTERM, not SIGKILL");
+    }
 }

@@ -32,7 +32,8 @@ pub const DELETE_AFTER: &str = "sim.embedded-cluster.dev/delete-after";
 /// The pod's node is lost this long after the pod starts running: the pod's Ready turns False
 /// and the node's Ready turns Unknown.
 pub const NODE_LOST_AFTER: &str = "sim.embedded-cluster.dev/node-lost-after";
-/// How long a terminating pod takes to stop (capped by its grace period); default immediate.
+/// How long a terminating pod takes to stop (capped by its grace period); without it, what the
+/// main process does with SIGTERM (see `stop_delay` in the kubelet).
 pub const TERMINATION_DELAY: &str = "sim.embedded-cluster.dev/termination-delay";
 
 /// The knobs in force for one pod, after merging namespace and pod annotations.

@@ -21,9 +21,12 @@
 //!   5 min, reset after 10 min of running; the restart count rises when the back-off starts).
 //!   `evict-after` fails the pod as `Evicted`; `activeDeadlineSeconds` as `DeadlineExceeded`;
 //!   `delete-after` issues an ordinary DELETE.
-//! * Deletion: containers stop after `termination-delay` (capped by the grace period; exit 0,
-//!   or 137 when the cap cut it short), the pod gets a terminal phase, then the kubelet deletes
-//!   it with grace period 0 and a UID precondition.
+//! * Deletion: containers stop as the main process answers SIGTERM (`kubelet/pid_namespace.rs`):
+//!   as PID 1 it ignores it and is killed when the grace period ends (137); beside a pause
+//!   (`shareProcessNamespace`) it ends at once (143). `termination-delay` overrides: the
+//!   process exits by itself (0) after it, or is killed when the grace period is shorter. The
+//!   pod gets a terminal phase, then the kubelet deletes it with grace period 0 and a UID
+//!   precondition.
 //! * Node loss (`node-lost-after`): the node's conditions turn `Unknown` (`NodeStatusUnknown`)
 //!   and the pod's `Ready` turns False. From then on the pod is frozen, as behind a real
 //!   unreachable kubelet: its status never changes again (not even when its containers would

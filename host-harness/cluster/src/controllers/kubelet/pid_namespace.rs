@@ -30,8 +30,11 @@
 //! kills PID 1, and with it, by the kernel, everything in the namespace: a `setsid` daemon
 //! too, which no session kill reaches.
 //!
-//! Not reproduced: the pod's stop still follows the simulated kubelet's own timing
-//! (`pod_state.rs`), not PID 1's answer to SIGTERM, and there is no PID limit.
+//! The pod's stop follows what PID 1 stands in for (`stop_delay` in `pod_state.rs`): beside a
+//! pause the main process ends at SIGTERM, as PID 1 it ignores it and the grace period runs
+//! out (exit 137); the `termination-delay` knob overrides both. Not reproduced: a PID limit
+//! (no pids cgroup is made), and a main command that handles SIGTERM or reaps as PID 1 (the
+//! kubelet runs no image, so it cannot tell).
 
 use std::collections::HashMap;
 use std::io;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use super::pid_namespace::MainProcess;
 use super::pod_status;
 use crate::behaviour::Behaviour;
 
@@ -27,6 +28,8 @@ const CRASH_BACKOFF_RESET: Duration = Duration::from_secs(600);
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 /// Exit code of a container killed by SIGKILL (eviction, deadline, grace period exhausted).
 pub(crate) const KILLED_EXIT_CODE: i32 = 137;
+/// Exit code of a main process that SIGTERM ended (it has the default disposition).
+const TERMINATED_EXIT_CODE: i32 = 143;
 /// Bound on the events replayed in one step, so a clock jumped by years cannot stall the loop.
 const MAX_EVENTS_PER_STEP: usize = 10_000;
 
@@ -361,7 +364,7 @@ fn apply(pod: &Pod, facts: &PodFacts<'_>, book: &mut PodBook, event: Event, at: 
             actions.push(Action::Delete);
         }
         Event::Stop => {
-            let code = if stop_delay(pod, facts).1 { KILLED_EXIT_CODE } else { 0 };
+            let code = stop_delay(pod, facts).1;
             if !book.is_finished() {
                 kill(book, at, code, Finish::Deleted);
             }
@@ -397,16 +400,25 @@ fn record_exit(book: &mut PodBook, exit: Exit) {
     book.prior_exit = book.last_exit.replace(exit);
 }
 
-/// How long stopping takes for a deleted pod (`termination-delay`, capped by the grace
-/// period), and whether the cap was hit (the container is then killed, exit 137).
-fn stop_delay(pod: &Pod, facts: &PodFacts<'_>) -> (Duration, bool) {
+/// How long stopping takes for a deleted pod, and the main process's exit code. Where the
+/// `termination-delay` knob is set, the process exits by itself (0) after it, unless the
+/// grace period runs out first (SIGKILL, 137). Else it is what the main process does with
+/// SIGTERM: as PID 1 of its own namespace (`sleep infinity`, see `pid_namespace.rs`) it has no
+/// handler and ignores it, so the kubelet waits out the grace period and kills it (137);
+/// beside a pause process (`shareProcessNamespace`) it is not PID 1 and SIGTERM ends it at
+/// once (128 + 15).
+fn stop_delay(pod: &Pod, facts: &PodFacts<'_>) -> (Duration, i32) {
     let grace = pod
         .metadata
         .deletion_grace_period_seconds
         .or_else(|| pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
         .map_or(DEFAULT_GRACE, |s| Duration::from_secs(u64::try_from(s).unwrap_or(0)));
-    let wanted = facts.behaviour.termination_delay.unwrap_or_default();
-    (wanted.min(grace), wanted > grace)
+    match (facts.behaviour.termination_delay, MainProcess::of(pod)) {
+        (Some(wanted), _) if wanted > grace => (grace, KILLED_EXIT_CODE),
+        (Some(wanted), _) => (wanted, 0),
+        (None, MainProcess::Pause) => (Duration::ZERO, TERMINATED_EXIT_CODE),
+        (None, MainProcess::Sleep) => (grace, KILLED_EXIT_CODE),
+    }
 }
 
 /// `spec.restartPolicy`, defaulting to `Always` as the API server does.

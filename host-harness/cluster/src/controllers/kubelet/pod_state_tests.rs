@@ -458,18 +458,37 @@ fn delete_after_still_happens_on_a_lost_node() {
     assert_eq!(out.actions, vec![Action::Delete]);
 }
 
+/// Beside a pause process the main process is not PID 1: SIGTERM ends it at once.
 #[test]
-fn graceful_deletion_stops_then_finishes_immediately_by_default() {
-    let mut sim = Sim::new(pod("Always"), Behaviour::default());
+fn graceful_deletion_of_a_pod_sharing_its_process_namespace_finishes_at_once() {
+    let shared = pod_with(json!({"nodeName": "n1", "restartPolicy": "Always", "shareProcessNamespace": true,
+        "containers": [{"name": "main", "image": "busybox"}]}));
+    let mut sim = Sim::new(shared, Behaviour::default());
     sim.step(secs(1));
     sim.mark_deleted(30);
     let out = sim.step(secs(2));
     assert_eq!(out.actions, vec![Action::FinishDeletion]);
-    assert_eq!(sim.phase(), "Succeeded");
-    assert_eq!(sim.terminated(), Some((0, "Completed")));
+    assert_eq!(sim.phase(), "Failed", "a container that a signal ended failed");
+    assert_eq!(sim.terminated(), Some((143, "Error")), "SIGTERM");
     assert!(!sim.is("Ready"));
     let out = sim.step(secs(3));
     assert!(out.actions.is_empty(), "the final delete is issued once");
+}
+
+/// As PID 1 without a SIGTERM handler, the main process ignores the kubelet's SIGTERM: the pod
+/// stops only when the grace period ends, by SIGKILL.
+#[test]
+fn graceful_deletion_of_a_main_process_that_is_pid_1_waits_out_the_grace_period() {
+    let mut sim = Sim::new(pod("Always"), Behaviour::default());
+    sim.step(secs(1));
+    sim.mark_deleted(30);
+    let out = sim.step(secs(2));
+    assert!(out.actions.is_empty(), "SIGTERM is ignored: {:?}", out.actions);
+    assert_eq!(out.wake, Some(secs(32)), "the kubelet wakes at the end of the grace period");
+    assert!(sim.step(secs(31)).actions.is_empty(), "still within the grace period");
+    let out = sim.step(secs(32));
+    assert_eq!(out.actions, vec![Action::FinishDeletion]);
+    assert_eq!(sim.terminated().map(|(code, _)| code), Some(137), "SIGKILL");
 }
 
 #[test]
