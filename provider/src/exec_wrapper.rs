@@ -9,10 +9,10 @@
 //! (GNU coreutils and busybox have it).
 //!
 //! Closing the exec stream does not kill the command on every runtime, so the script kills it
-//! itself: a watchdog sends `SIGKILL` at the timeout to the script's process group when the
-//! script leads one (which ends everything the command started), or else to the command. The
-//! host still closes the stream a little later ([`HOST_GRACE`]) in case a process the command
-//! left behind keeps it open.
+//! itself: at the timeout it sends `SIGKILL` to its own process group when it leads one (which
+//! ends everything the command started), or else to the command's subshell. The host still
+//! closes the stream a little later ([`HOST_GRACE`]) in case a process the command left behind
+//! keeps it open.
 
 use std::time::Duration;
 
@@ -20,35 +20,41 @@ use std::time::Duration;
 /// reads past a line from a pipe); `eval` sets the command as `"$@"`, the timeout, the size of
 /// the caller's input, and `sandbox_exec_setup`, which exports the env and changes directory in
 /// the command's own subshell only (so no variable of the request, `PATH` say, reaches the
-/// watchdog). The input is passed on by its size (`head -c`), not by end of stream: on an API
+/// timer). The input is passed on by its size (`head -c`), not by end of stream: on an API
 /// server without the `v5.channel.k8s.io` protocol, closing stdin closes the whole exec stream,
 /// so the host keeps it open until the command ends. `head` reads it through fd 3, since a
-/// background job would otherwise get `/dev/null`. The watchdog sleeps in fractions of a
-/// second where `sleep` takes them (GNU, busybox) and in whole seconds elsewhere; its `sleep` is
-/// killed with it when the command ends first.
+/// background job would otherwise get `/dev/null`.
+///
+/// The timer is a `sleep` of the timeout, a child of the script (in fractions of a second where
+/// `sleep` takes them, GNU and busybox, else whole seconds). The command runs in a subshell that
+/// kills the timer when the command ends; the script waits for the timer: killed, the command
+/// ended and the script exits with its status; run out, the command's time is up and the
+/// script kills its process group (or, where it leads none, the command's subshell). No shell
+/// has to catch a signal (`dash` can miss a trapped one while it waits), and the script exits
+/// only after both of its children, so no process of the wrapper outlives an execute. The
+/// `wait`s are silenced: a shell reports a child that a signal ended (`Terminated`) there.
 pub const SCRIPT: &str = r#"IFS= read -r sandbox_exec_header || exit 125
 eval "$sandbox_exec_header" || exit 125
+sleep 0.001 2>/dev/null || sandbox_exec_timeout=$sandbox_exec_timeout_whole
+sleep "$sandbox_exec_timeout" </dev/null >/dev/null 2>&1 &
+sandbox_exec_timer=$!
 exec 3<&0
-if [ "$sandbox_exec_stdin_bytes" -gt 0 ]; then
-  head -c "$sandbox_exec_stdin_bytes" 0<&3 3<&- | ( sandbox_exec_setup && exec "$@" ) 3<&- &
-else
-  ( sandbox_exec_setup && exec "$@" ) </dev/null 3<&- &
-fi
+(
+  if [ "$sandbox_exec_stdin_bytes" -gt 0 ]; then
+    head -c "$sandbox_exec_stdin_bytes" 0<&3 3<&- | ( sandbox_exec_setup && exec "$@" ) 3<&-
+  else
+    ( sandbox_exec_setup && exec "$@" ) </dev/null 3<&-
+  fi
+  sandbox_exec_status=$?
+  kill "$sandbox_exec_timer" 2>/dev/null
+  exit "$sandbox_exec_status"
+) &
 sandbox_exec_pid=$!
 exec 3<&-
-(
-  sleep 0.001 2>/dev/null || sandbox_exec_timeout=$sandbox_exec_timeout_whole
-  sleep "$sandbox_exec_timeout" &
-  sandbox_exec_sleep=$!
-  trap 'kill "$sandbox_exec_sleep" 2>/dev/null; exit 0' TERM
-  wait "$sandbox_exec_sleep" || exit 0
+if wait "$sandbox_exec_timer" 2>/dev/null; then
   kill -9 "-$$" 2>/dev/null || kill -9 "$sandbox_exec_pid" 2>/dev/null
-) </dev/null >/dev/null 2>&1 &
-sandbox_exec_watchdog=$!
-wait "$sandbox_exec_pid"
-sandbox_exec_status=$?
-kill "$sandbox_exec_watchdog" 2>/dev/null
-exit "$sandbox_exec_status""#;
+fi
+wait "$sandbox_exec_pid" 2>/dev/null"#;
 
 /// The prefix of the script's own variables: no variable the command gets may start with it.
 pub const RESERVED_ENV_PREFIX: &str = "sandbox_exec_";
@@ -253,11 +259,27 @@ mod tests {
         assert_eq!(code, None, "killed at the timeout");
     }
 
+    /// Whether a live process runs `sleep` with this argument (a zombie has no command line).
+    fn timer_alive(seconds: &str) -> bool {
+        let wanted = format!("sleep\0{seconds}\0");
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline == wanted.as_bytes()))
+    }
+
+    /// The script exits only after its timer: a command that ends first (here at once, the
+    /// likeliest moment for a race) leaves no `sleep` of the timeout running, every time.
     #[test]
-    fn a_command_that_ends_first_leaves_no_watchdog_behind() {
-        let started = Instant::now();
+    fn a_command_that_ends_first_leaves_no_timer_behind() {
+        for run_number in 0..40 {
+            let mut inv = invocation("true", &[]);
+            inv.timeout = Duration::from_millis(987_321);
+            assert_eq!(run(&inv, None).0, Some(0));
+            assert!(!timer_alive("987.321"), "run {run_number}: the timer outlived the script");
+        }
         let (code, stdout, _) = run(&invocation("echo", &["done".to_string()]), None);
         assert_eq!((code, stdout.as_str()), (Some(0), "done\n"));
-        assert!(started.elapsed() < Duration::from_secs(10), "waited for the watchdog: {:?}", started.elapsed());
     }
 }
