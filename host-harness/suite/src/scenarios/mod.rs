@@ -10,6 +10,7 @@ mod foreign;
 mod idempotency;
 mod lifecycle;
 mod resume;
+mod reuse;
 
 use futures::future::BoxFuture;
 use sandbox_contract::{EnvVar, ExecRequest};
@@ -106,6 +107,7 @@ pub fn all() -> Vec<Scenario> {
         resume::POD_DELETED,
         resume::WORKLOAD_RECREATED,
         resume::WHILE_TERMINATING,
+        reuse::RESUME_RIGHT_AFTER_RELEASE,
         expiry::AFTER_EXPIRY,
         foreign::FOREIGN_OBJECT_UNDER_THE_NAME,
         foreign::LEASE_INTO_ANOTHER_NAMESPACE,
