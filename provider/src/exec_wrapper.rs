@@ -33,6 +33,12 @@ use std::time::Duration;
 /// has to catch a signal (`dash` can miss a trapped one while it waits), and the script exits
 /// only after both of its children, so no process of the wrapper outlives an execute. The
 /// `wait`s are silenced: a shell reports a child that a signal ended (`Terminated`) there.
+///
+/// Last, the script writes the command's status after the call's [end marker](end_marker) on
+/// stderr. A process the command left running in the background may hold the exec's streams
+/// open past the command's end (a runtime ends an exec only once its output closes), and the
+/// host then closes the stream at its deadline without a status: the marker still says that
+/// the command ended, and how.
 pub const SCRIPT: &str = r#"IFS= read -r sandbox_exec_header || exit 125
 eval "$sandbox_exec_header" || exit 125
 sleep 0.001 2>/dev/null || sandbox_exec_timeout=$sandbox_exec_timeout_whole
@@ -54,7 +60,10 @@ exec 3<&-
 if wait "$sandbox_exec_timer" 2>/dev/null; then
   kill -9 "-$$" 2>/dev/null || kill -9 "$sandbox_exec_pid" 2>/dev/null
 fi
-wait "$sandbox_exec_pid" 2>/dev/null"#;
+wait "$sandbox_exec_pid" 2>/dev/null
+sandbox_exec_status=$?
+printf '%s%s\n' "$sandbox_exec_end" "$sandbox_exec_status" >&2
+exit "$sandbox_exec_status""#;
 
 /// The prefix of the script's own variables: no variable the command gets may start with it.
 pub const RESERVED_ENV_PREFIX: &str = "sandbox_exec_";
@@ -115,6 +124,34 @@ pub struct Invocation<'a> {
     pub cwd: Option<&'a str>,
     pub env: Vec<(&'a str, &'a str)>,
     pub timeout: Duration,
+    /// This call's [`end_marker`].
+    pub end_marker: &'a str,
+}
+
+/// The text before the command's status on the script's last line of stderr, unique to one
+/// call (`seed` mixed with SplitMix64's finalizer) so that no output of the command matches
+/// it by chance. It travels in the stdin header, which the command never sees.
+pub fn end_marker(seed: u64) -> String {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    format!("sandbox-exec-end:{:016x}:", z ^ (z >> 31))
+}
+
+/// Takes the script's end line (`marker`, the status, a newline) out of `stderr` and returns
+/// the status; `None` when the script never wrote it (killed at the timeout, or the output was
+/// cut at its cap first). The last match counts: the script writes it after the command ended.
+pub fn take_end(stderr: &mut Vec<u8>, marker: &str) -> Option<i32> {
+    let marker = marker.as_bytes();
+    let start = stderr.windows(marker.len()).rposition(|w| w == marker)?;
+    let digits_at = start + marker.len();
+    let digits = stderr[digits_at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 3 || stderr.get(digits_at + digits) != Some(&b'\n') {
+        return None;
+    }
+    let status = std::str::from_utf8(&stderr[digits_at..digits_at + digits]).ok()?.parse().ok()?;
+    stderr.drain(start..=digits_at + digits);
+    Some(status)
 }
 
 /// The exec's argv: the same for every call.
@@ -144,6 +181,7 @@ pub fn stdin(invocation: &Invocation<'_>, input: Option<&str>) -> Vec<u8> {
         millis.div_ceil(1000).max(1),
         input.len()
     ));
+    header.push_str(&format!("sandbox_exec_end={}; ", quote(invocation.end_marker)));
     header.push_str("set --");
     for word in std::iter::once(invocation.command).chain(invocation.args.iter().map(String::as_str)) {
         header.push(' ');
@@ -194,12 +232,57 @@ mod tests {
             .expect("sh runs");
         let bytes = stdin(invocation, input);
         child.stdin.take().expect("stdin").write_all(&bytes).expect("writes");
-        let out = child.wait_with_output().expect("waits");
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        let mut out = child.wait_with_output().expect("waits");
+        let ended = take_end(&mut out.stderr, MARKER);
+        let code = out.status.code();
+        assert_eq!(ended, code, "the end line says what the script exits with, when it exits");
+        (code, String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
     }
 
+    const MARKER: &str = "sandbox-exec-end:0123456789abcdef:";
+
     fn invocation<'a>(command: &'a str, args: &'a [String]) -> Invocation<'a> {
-        Invocation { command, args, cwd: None, env: Vec::new(), timeout: Duration::from_secs(20) }
+        Invocation { command, args, cwd: None, env: Vec::new(), timeout: Duration::from_secs(20), end_marker: MARKER }
+    }
+
+    #[test]
+    fn the_end_line_is_the_last_match_and_only_a_whole_one_counts() {
+        let mut stderr = format!("oops\n{MARKER}7\nlate{MARKER}0\n").into_bytes();
+        assert_eq!(take_end(&mut stderr, MARKER), Some(0));
+        assert_eq!(stderr, format!("oops\n{MARKER}7\nlate").into_bytes(), "only the end line is taken out");
+        for cut in [MARKER.to_string(), format!("{MARKER}12"), format!("{MARKER}x\n"), format!("{MARKER}1234\n")] {
+            let mut stderr = cut.clone().into_bytes();
+            assert_eq!(take_end(&mut stderr, MARKER), None, "{cut:?}");
+            assert_eq!(stderr, cut.into_bytes(), "left as it was");
+        }
+        assert_ne!(end_marker(1), end_marker(2));
+        assert!(end_marker(1).starts_with("sandbox-exec-end:") && end_marker(1).ends_with(':'));
+    }
+
+    /// A process the command leaves in the background holds the output open; the end line
+    /// comes when the command ends all the same, before the output closes.
+    #[test]
+    fn the_end_line_comes_while_a_background_process_holds_the_output() {
+        use std::io::{BufRead, BufReader};
+        let args = vec!["-c".to_string(), "sleep 987.333 & echo started".to_string()];
+        let argv = argv();
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        child.stdin.take().expect("stdin").write_all(&stdin(&invocation("sh", &args), None)).expect("writes");
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("reads stderr");
+        let script = child.wait().expect("the script exits");
+        let still_held = sleep_running("987.333");
+        let _ = Command::new("kill").args(["-9", "--", &format!("-{}", child.id())]).status();
+        assert_eq!(line, format!("{MARKER}0\n"));
+        assert_eq!(script.code(), Some(0));
+        assert!(still_held, "the background process was still running, holding the output");
     }
 
     #[test]
@@ -260,7 +343,7 @@ mod tests {
     }
 
     /// Whether a live process runs `sleep` with this argument (a zombie has no command line).
-    fn timer_alive(seconds: &str) -> bool {
+    fn sleep_running(seconds: &str) -> bool {
         let wanted = format!("sleep\0{seconds}\0");
         std::fs::read_dir("/proc")
             .into_iter()
@@ -277,7 +360,7 @@ mod tests {
             let mut inv = invocation("true", &[]);
             inv.timeout = Duration::from_millis(987_321);
             assert_eq!(run(&inv, None).0, Some(0));
-            assert!(!timer_alive("987.321"), "run {run_number}: the timer outlived the script");
+            assert!(!sleep_running("987.321"), "run {run_number}: the timer outlived the script");
         }
         let (code, stdout, _) = run(&invocation("echo", &["done".to_string()]), None);
         assert_eq!((code, stdout.as_str()), (Some(0), "done\n"));

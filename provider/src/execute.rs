@@ -20,10 +20,13 @@
 //! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
 //!    stream, and scrubbed of every secret value.
 //!
-//! A command killed at its timeout reports `timed-out`, no exit code, and `SIGKILL`. The
+//! A command killed at its timeout reports `timed-out`, no exit code, and `SIGKILL`; one that
+//! ended in time reports its status even when a process it left running held the output open
+//! until the host's deadline (the script's end line says how it ended). The
 //! timeout is the request's, cut to what the call's deadline leaves (and
 //! [`DEFAULT_TIMEOUT`] when the host sets none).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sandbox_contract::quote;
@@ -96,8 +99,15 @@ pub fn execute<K: Kube>(
         .collect();
     ENV_VARS.check(|| "the lease's env and the command's together".into(), env.len())?;
     let timeout = timeout(clock, request.timeout_ms)?;
-    let invocation =
-        Invocation { command: &request.command, args: &request.args, cwd: request.cwd.as_deref(), env, timeout };
+    let end_marker = exec_wrapper::end_marker(marker_seed(clock));
+    let invocation = Invocation {
+        command: &request.command,
+        args: &request.args,
+        cwd: request.cwd.as_deref(),
+        env,
+        timeout,
+        end_marker: &end_marker,
+    };
     // A claim lease's pod is the template's: its containers are not named by this provider.
     let container = match id.backend {
         Backend::Claim => claim_container(kube, &id.namespace, &pod)?,
@@ -112,7 +122,7 @@ pub fn execute<K: Kube>(
     };
     let started = clock.monotonic();
     // The namespace the checks above used: the lease id's, never the metadata's copy.
-    let output = kube.exec(&id.namespace, &pod, &options).map_err(|e| {
+    let mut output = kube.exec(&id.namespace, &pod, &options).map_err(|e| {
         let error = match e {
             KubeError::NotFound(_) => ProviderError::unavailable(format!(
                 "pod {}/{pod} went away before the command started (its workload replaces it); retry the command",
@@ -123,17 +133,32 @@ pub fn execute<K: Kube>(
         redactor.scrub_error(error)
     })?;
     let elapsed = clock.monotonic().saturating_sub(started);
-    let killed_at_timeout = output.timed_out || (output.exit_code == Some(KILLED_STATUS) && elapsed >= timeout);
+    // The script's end line, when it wrote one, says how the command ended; the exec's own
+    // status is missing when something the command left running held the output until the
+    // host's deadline.
+    let ended = exec_wrapper::take_end(&mut output.stderr, &end_marker);
+    if ended.is_some() && output.timed_out {
+        log.warn(
+            "the command ended, but a process it left running kept its output open until the timeout; \
+             redirect the output of background processes (`cmd >log 2>&1 &`) so the command returns when it ends",
+            &[("pod", &pod)],
+        );
+    }
+    let status = ended.or(output.exit_code);
+    let killed_at_timeout = match ended {
+        Some(status) => status == KILLED_STATUS && elapsed >= timeout,
+        None => output.timed_out || (output.exit_code == Some(KILLED_STATUS) && elapsed >= timeout),
+    };
     let text = |bytes: &[u8], truncated: bool| {
         let text = String::from_utf8_lossy(bytes);
         if truncated { redactor.scrub_cut(&text) } else { redactor.scrub(&text) }
     };
     let result = ExecResult {
-        exit_code: if killed_at_timeout { None } else { output.exit_code },
+        exit_code: if killed_at_timeout { None } else { status },
         signal: if killed_at_timeout {
             Some("SIGKILL".to_string())
         } else {
-            output.exit_code.and_then(exec_wrapper::signal_of_status).map(str::to_string)
+            status.and_then(exec_wrapper::signal_of_status).map(str::to_string)
         },
         timed_out: killed_at_timeout,
         stdout: text(&output.stdout, output.stdout_truncated),
@@ -145,6 +170,15 @@ pub fn execute<K: Kube>(
     let millis = elapsed.as_millis().to_string();
     log.emit(Level::Info, "command ended", &[("pod", &pod), ("exit-code", &exit), ("millis", &millis)]);
     Ok(result)
+}
+
+/// A seed for this call's end marker: the clocks and a count of the calls, so no two calls of
+/// one provider instance share one.
+fn marker_seed(clock: &dyn Clock) -> u64 {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let calls = CALLS.fetch_add(1, Ordering::Relaxed);
+    let nanos = u64::try_from(clock.monotonic().as_nanos()).unwrap_or(u64::MAX);
+    (clock.now_millis() as u64).rotate_left(32) ^ nanos ^ calls.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// The pod annotation that names the container `kubectl exec` and `kubectl logs` use.

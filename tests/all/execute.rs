@@ -80,6 +80,26 @@ async fn a_command_past_its_timeout_is_killed_and_said_so() {
     h.host.destroy(stored).await.expect("destroy");
 }
 
+/// A background process that keeps the command's output open holds the exec until the host's
+/// deadline, as a real runtime does; the command itself ended at once, with status 0, and
+/// that is the answer: not killed, not timed out (it read as `SIGKILL` at the timeout).
+#[tokio::test]
+async fn a_background_process_holding_the_output_is_not_a_timeout() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let cfg = config("job", json!({}));
+    let lease = h.host.acquire(request(&cfg, "exec-held")).await.expect("acquire");
+    let stored = lease_ref(&lease, &cfg);
+    let mut held = sh("sleep 987.555 & echo started");
+    held.timeout_ms = Some(2_000);
+    let result = run(&h, &stored, held).await;
+    assert_eq!(
+        (result.exit_code, result.signal.as_deref(), result.timed_out, result.stdout.as_str(), result.stderr.as_str()),
+        (Some(0), None, false, "started\n", ""),
+        "{result:?}"
+    );
+    h.host.destroy(stored).await.expect("destroy");
+}
+
 /// A command that reads only the start of a large input answers as soon as it ends: the rest
 /// of the input, which nobody reads, does not hold the exec open until the timeout.
 #[tokio::test]

@@ -86,6 +86,21 @@ fn secret_values_are_redacted_from_the_output() {
     assert!(!env.log_text().contains(SECRET_VALUE));
 }
 
+/// `sleep &` without redirection keeps the exec's output open after the command ended, so the
+/// exec lasts until the host's deadline; the command still ended in time, with status 0, and
+/// is reported so (it read as killed at its timeout, `SIGKILL`).
+#[test]
+fn a_background_process_holding_the_output_is_not_a_timeout() {
+    let env = Env::new();
+    let (lease, config) = acquired(&env, "job");
+    let mut request = sh("sleep 987.444 & echo started");
+    request.timeout_ms = Some(300);
+    let result = env.provider().execute(stored(&lease, &config), request).expect("runs");
+    assert_eq!((result.exit_code, result.signal.as_deref(), result.timed_out), (Some(0), None, false), "{result:?}");
+    assert_eq!((result.stdout.as_str(), result.stderr.as_str()), ("started\n", ""));
+    assert!(env.log_text().contains("kept its output open until the timeout"), "{}", env.log_text());
+}
+
 #[test]
 fn a_command_past_its_timeout_is_killed_and_reported() {
     let env = Env::new();
