@@ -206,6 +206,55 @@ async fn a_pools_template_above_the_pod_security_ceiling_is_refused() {
     assert!(writes.is_empty(), "a refused claim creates nothing: {writes:?}");
 }
 
+/// A template whose pod does not share its process namespace keeps its main process as PID 1,
+/// which on a real node reaps nothing and ignores SIGTERM: probe warns of it (the config still
+/// works), and not of the suite's template, which shares.
+#[tokio::test]
+async fn a_pools_template_whose_main_process_is_pid_1_is_warned_of() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    pool(&h, EMPTY_POOL, 0).await;
+    let shared = h.host.probe(&claim_config(EMPTY_POOL)).await.expect("probe");
+    let warned = |p: &provider_host::records::ProbeResult| {
+        p.diagnostics.iter().find(|d| d.code == provider_host::warm_pool_ceiling::NO_SHARED_PROCESSES).cloned()
+    };
+    assert!(shared.ok && warned(&shared).is_none(), "{shared:?}");
+
+    let spec = PoolSpec {
+        namespace: NAMESPACE.into(),
+        name: "plain-pool".into(),
+        template: "plain".into(),
+        replicas: 0,
+        image: "busybox:1.36".into(),
+    };
+    let version = "v1beta1";
+    let mut template = warm_pool::template_manifest(&spec, version);
+    let pod_spec = template["spec"]["podTemplate"]["spec"].as_object_mut().expect("the template's pod spec");
+    assert!(pod_spec.remove("shareProcessNamespace").is_some(), "the suite's template shares its processes");
+    let extension = |kind: &str, plural: &str| {
+        let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", version, kind);
+        Api::<DynamicObject>::namespaced_with(
+            h.admin.clone(),
+            NAMESPACE,
+            &ApiResource::from_gvk_with_plural(&gvk, plural),
+        )
+    };
+    let post = Default::default();
+    let object = |v: serde_json::Value| serde_json::from_value::<DynamicObject>(v).expect("object");
+    extension("SandboxTemplate", "sandboxtemplates").create(&post, &object(template)).await.expect("template");
+    let pool = warm_pool::pool_manifest(&spec, version);
+    extension("SandboxWarmPool", "sandboxwarmpools").create(&post, &object(pool)).await.expect("pool");
+
+    let probe = h.host.probe(&config("claim", json!({"claim": {"warmPool": "plain-pool"}}))).await.expect("probe");
+    let warning = warned(&probe).unwrap_or_else(|| panic!("no warning: {probe:?}"));
+    assert!(probe.ok, "a warning, not an error: {probe:?}");
+    assert_eq!(warning.severity, provider_host::records::Severity::Warning);
+    assert!(
+        warning.message.contains("\"plain-pool\"'s template \"plain\"")
+            && warning.message.contains("shareProcessNamespace: true"),
+        "{warning:?}"
+    );
+}
+
 /// A v1alpha1 claim names its own template besides its pool, and starts cold from it when the
 /// pool has no ready member: that template is held to the ceiling too, whatever the pool's is.
 #[tokio::test]

@@ -27,7 +27,7 @@ use crate::network_policy;
 use crate::policy::Policy;
 use crate::records::{
     AcquireRequest, DestroyReport, ExecRequest, ExecResult, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo,
-    ResumeOutcome, Validation,
+    ResumeOutcome, Severity, Validation,
 };
 use crate::state::{self, CallState};
 use crate::versions::{Bound, BoundPre, on_each_version};
@@ -225,16 +225,17 @@ impl ProviderHost {
     /// Whether a config can work against the cluster; the host adds whether a NetworkPolicy
     /// isolates the sandboxes ([`network_policy`]), checked alongside and within the call's time,
     /// whether its policy would deny a claim's pool or template at acquire, or the template's pod
-    /// exceeds the pod-security ceiling (not ok then: [`crate::warm_pool_ceiling`]), and a
-    /// warning when it has no ownership key ([`crate::owner_signature`]).
+    /// exceeds the pod-security ceiling (not ok then: [`crate::warm_pool_ceiling`], which also
+    /// warns of a template whose pod keeps its main process as PID 1), and a warning when it has
+    /// no ownership key ([`crate::owner_signature`]).
     pub async fn probe(&self, config: &str) -> Result<ProbeResult, HostError> {
         self.check_input("probe", config.len())?;
         let within = self.limits.call_timeout().min(self.limits.kube_request_timeout());
         let isolation = network_policy::probe_finding(self.kube.client.clone(), self.policy(), config, within);
         let refusal = crate::write_guard::claim_probe_finding(self.policy(), config);
         let template = async {
-            let check = crate::warm_pool_ceiling::probe_finding(&self.kube, config);
-            tokio::time::timeout(within, check).await.ok().flatten()
+            let check = crate::warm_pool_ceiling::probe_findings(&self.kube, config);
+            tokio::time::timeout(within, check).await.unwrap_or_default()
         };
         let config = config.to_string();
         let provider = self.call("probe", move |bound, store| {
@@ -242,10 +243,13 @@ impl ProviderHost {
                 Ok(on_each_version!(bound, guest => ProbeResult::from(guest.call_probe(store, &config).await?)))
             })
         });
-        let (result, finding, over_ceiling) = tokio::join!(provider, isolation, template);
+        let (result, finding, template) = tokio::join!(provider, isolation, template);
         let mut result = result?;
         result.diagnostics.extend(finding);
         result.diagnostics.extend(crate::owner_signature::probe_finding(self.policy().ownership_keys.as_ref()));
+        let (over_ceiling, warnings): (Vec<_>, Vec<_>) =
+            template.into_iter().partition(|d| d.severity == Severity::Error);
+        result.diagnostics.extend(warnings);
         for refusal in refusal.into_iter().chain(over_ceiling) {
             result.ok = false;
             result.summary = refusal.message.clone();

@@ -9,7 +9,8 @@
 //! `spec.podTemplate`. The host reads the pool and the template with its
 //! own credentials (the Role `sandbox-host rbac` prints grants `get` on both) before it sends a
 //! claim's create, and `probe` reports a template above the ceiling for a claim config
-//! (`warm-pool-over-ceiling`). A pool or template that does not exist is the claim controller's
+//! (`warm-pool-over-ceiling`), and warns of one whose pod keeps its main process as PID 1
+//! (`template-pid-1-never-reaps`). A pool or template that does not exist is the claim controller's
 //! to report; one the host may not read refuses the claim, since nothing would be checked.
 //! Limit: the template can change after the check; an operator who lets others edit templates
 //! should enforce the same level with Pod Security Admission on the namespace.
@@ -24,6 +25,18 @@ use sandbox_contract::k8s::agent_sandbox::{EXTENSIONS_GROUP, EXTENSIONS_VERSIONS
 
 /// The probe error of a claim config whose template exceeds the ceiling.
 pub const OVER_CEILING: &str = "warm-pool-over-ceiling";
+
+/// The probe warning of a claim config whose template's pod keeps its main process as PID 1.
+pub const NO_SHARED_PROCESSES: &str = "template-pid-1-never-reaps";
+
+/// What the check of a claim's templates found.
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    /// A template was found (and all found are under the ceiling).
+    pub found: bool,
+    /// The templates found whose pod does not share its process namespace, as `from` names them.
+    pub unshared: Vec<String>,
+}
 
 /// Where a claim's pod comes from, as its body or config names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,15 +91,14 @@ fn resource(version: &str, plural: &str) -> ResourceType {
 impl KubeHost {
     /// Checks the templates a claim in `namespace` (of extensions API `version`) may get its pod
     /// from against the ceiling: its pool's, and the one it names itself (a v1alpha1 claim
-    /// starts cold from it when the pool has no ready member). `Ok(true)` when one was found and
-    /// all found are under it, `Ok(false)` when none exists in that version (the claim
-    /// controller reports that).
+    /// starts cold from it when the pool has no ready member). `found` is false when none exists
+    /// in that version (the claim controller reports that).
     pub(crate) async fn check_claim_template(
         &self,
         version: &str,
         namespace: &str,
         source: ClaimSource<'_>,
-    ) -> Result<bool, Refused> {
+    ) -> Result<Checked, Refused> {
         let mut pools_template = None;
         if let Some(pool) = source.pool {
             let read = self.read_as_host(&resource(version, WARM_POOLS), Some(namespace), pool).await;
@@ -95,29 +107,41 @@ impl KubeHost {
                     pool_object.pointer("/spec/sandboxTemplateRef/name").and_then(Value::as_str).map(str::to_string);
             }
         }
-        let mut checked = false;
+        let mut checked = Checked::default();
         if let (Some(pool), Some(name)) = (source.pool, &pools_template) {
             let from = format!("warm pool {}'s template {}", quoted(pool), quoted(name));
-            checked |= self.check_template(version, namespace, name, &from).await?;
+            self.check_template(version, namespace, name, from, &mut checked).await?;
         }
         if let Some(name) = source.template.filter(|t| pools_template.as_deref() != Some(*t)) {
-            checked |= self.check_template(version, namespace, name, &format!("template {}", quoted(name))).await?;
+            self.check_template(version, namespace, name, format!("template {}", quoted(name)), &mut checked).await?;
         }
         Ok(checked)
     }
 
-    /// Reads template `name` and holds its pod to the ceiling; `Ok(false)` when it does not exist.
-    async fn check_template(&self, version: &str, namespace: &str, name: &str, from: &str) -> Result<bool, Refused> {
+    /// Reads template `name` and holds its pod to the ceiling; nothing is noted when it does
+    /// not exist.
+    async fn check_template(
+        &self,
+        version: &str,
+        namespace: &str,
+        name: &str,
+        from: String,
+        checked: &mut Checked,
+    ) -> Result<(), Refused> {
         let read = self.read_as_host(&resource(version, TEMPLATES), Some(namespace), name).await;
         let Some(template) = read.map_err(Refused::Unreadable)? else {
-            return Ok(false);
+            return Ok(());
         };
         let Some(spec) = template.pointer("/spec/podTemplate/spec") else {
-            return Ok(false);
+            return Ok(());
         };
         let metadata = template.pointer("/spec/podTemplate/metadata");
         self.policy.pod_security.check(metadata, spec).map_err(|why| Refused::OverCeiling(format!("{from}: {why}")))?;
-        Ok(true)
+        checked.found = true;
+        if spec.get("shareProcessNamespace").and_then(Value::as_bool) != Some(true) {
+            checked.unshared.push(from);
+        }
+        Ok(())
     }
 
     /// The answer to a claim's create whose template exceeds the ceiling (denied) or could not
@@ -140,38 +164,55 @@ impl KubeHost {
     }
 }
 
-/// What `probe` adds for a claim config whose pool's (or own) template exceeds the ceiling:
-/// an error, since acquire would be denied. The served extensions version is found by trying
-/// each; nothing when there is no cluster, no pool or template, or it cannot be read (acquire
-/// says why).
-pub(crate) async fn probe_finding(kube: &KubeHost, config: &str) -> Option<Diagnostic> {
-    kube.client.as_ref()?;
-    let config: Value = serde_json::from_str(config).ok()?;
+/// What `probe` adds for a claim config: an error when its pool's (or own) template exceeds
+/// the ceiling, since acquire would be denied; a warning for each template whose pod keeps its
+/// main process as PID 1 (no `shareProcessNamespace`): on a real node that process reaps no
+/// orphan, so every execute leaves zombies until the pod's PID limit stops all forks, and it
+/// ignores SIGTERM, so a released pod is held for its whole grace period. The served extensions
+/// version is found by trying each; nothing when there is no cluster, no pool or template, or
+/// it cannot be read (acquire says why).
+pub(crate) async fn probe_findings(kube: &KubeHost, config: &str) -> Vec<Diagnostic> {
+    let Some(config) = kube.client.as_ref().and_then(|_| serde_json::from_str::<Value>(config).ok()) else {
+        return Vec::new();
+    };
     if config.get("backend").and_then(Value::as_str) != Some("claim") {
-        return None;
+        return Vec::new();
     }
-    let namespace = config.get("namespace")?.as_str()?;
+    let Some(namespace) = config.get("namespace").and_then(Value::as_str) else {
+        return Vec::new();
+    };
     if !kube.policy.allows_namespace(namespace) {
-        return None;
+        return Vec::new();
     }
     for version in EXTENSIONS_VERSIONS {
         let source = ClaimSource::of_config(&config, version);
         match kube.check_claim_template(version, namespace, source).await {
-            Ok(true) => return None,
-            Ok(false) => continue,
+            Ok(checked) if checked.found => {
+                return checked.unshared.into_iter().map(|from| Diagnostic {
+                    severity: Severity::Warning,
+                    code: NO_SHARED_PROCESSES.to_string(),
+                    message: format!(
+                        "{from}'s pod does not share its process namespace, so its main process is PID 1: on a real \
+                         node it reaps nothing, and every command run in the sandbox leaves zombies until the pod's \
+                         PID limit stops all forks, and it ignores SIGTERM, so a released pod is held for its whole \
+                         grace period. Set spec.podTemplate.spec.shareProcessNamespace: true in the template."
+                    ),
+                }).collect();
+            }
+            Ok(_) => continue,
             Err(Refused::OverCeiling(why)) => {
-                return Some(Diagnostic {
+                return vec![Diagnostic {
                     severity: Severity::Error,
                     code: OVER_CEILING.to_string(),
                     message: format!(
                         "acquire would be denied: {why}. Fix the template, or ask the operator to relax the ceiling."
                     ),
-                });
+                }];
             }
-            Err(Refused::Unreadable(_)) => return None,
+            Err(Refused::Unreadable(_)) => return Vec::new(),
         }
     }
-    None
+    Vec::new()
 }
 
 #[cfg(test)]
