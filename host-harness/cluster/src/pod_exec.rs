@@ -17,7 +17,9 @@
 //! 2. no container named when the pod has several, or a name the pod does not have:
 //!    400 `a container name must be specified for pod p, choose one of: [a b]`,
 //!    `container c is not valid for pod p`;
-//! 3. a pod not bound to a node: 400 `pod p does not have a host assigned`;
+//! 3. a pod not bound to a node: 400 `pod p does not have a host assigned`; a pod on a lost
+//!    node (`node-lost-after`): 500 `error dialing backend: dial tcp <node IP>:10250: i/o
+//!    timeout`, with no reason, as the API server's proxy fails to reach the kubelet;
 //! 4. no upgrade: 400 `Upgrade request required`; SPDY (what kubectl falls back to when its
 //!    WebSocket is refused, or uses with `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false`): 400 saying
 //!    only WebSockets are served;
@@ -134,8 +136,12 @@ pub fn upgrade(
     let pod: Pod = serde_json::from_value(Value::clone(&stored))
         .map_err(|e| ApiError::internal(format!("the stored pod {name} cannot be read: {e}")))?;
     let container = pick_container(&pod, name, options.container.as_deref())?;
-    if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default().is_empty() {
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+    if node.is_empty() {
         return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
+    }
+    if let Some(address) = lost_node_address(api, node) {
+        return Err(ApiError::plain(format!("error dialing backend: dial tcp {address}:10250: i/o timeout")));
     }
     let websocket = requested_upgrade(req.headers())?;
     if !options.stdin && !options.stdout && !options.stderr {
@@ -179,6 +185,21 @@ pub fn upgrade(
         }
     });
     Ok(response)
+}
+
+/// The InternalIP of node `name` when the node is lost (its Ready condition `Unknown`, as the
+/// node lifecycle controller marks a node whose kubelet stopped answering): the API server
+/// cannot dial that kubelet.
+fn lost_node_address(api: &ApiServer, name: &str) -> Option<String> {
+    let node = api.store.get("nodes", "", name)?;
+    let conditions = node.pointer("/status/conditions")?.as_array()?;
+    let ready = conditions.iter().find(|c| c["type"] == "Ready")?;
+    if ready["status"] != "Unknown" {
+        return None;
+    }
+    let addresses = node.pointer("/status/addresses")?.as_array()?;
+    let internal = addresses.iter().find(|a| a["type"] == "InternalIP")?;
+    internal["address"].as_str().map(str::to_string)
 }
 
 /// The container an exec runs in, chosen as `streamLocation` chooses it.

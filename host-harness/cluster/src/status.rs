@@ -213,6 +213,12 @@ impl ApiError {
         Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
     }
 
+    /// An error upstream raises as a plain Go error, not a Status (`ErrorToAPIStatus`): 500 with
+    /// no reason, its text as the message.
+    pub fn plain(message: impl Into<String>) -> Self {
+        Self { code: 500, reason: String::new(), message: message.into(), details: None, retry_after: None }
+    }
+
     /// Any code with any reason, for fault injection.
     pub fn custom(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self { code, reason: reason.into(), message: message.into(), details: None, retry_after: None }
@@ -229,6 +235,10 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // `reason` is omitempty in metav1.Status.
+            status.as_object_mut().map(|s| s.remove("reason"));
+        }
         let mut details = self.details.clone();
         if let Some(secs) = self.retry_after {
             let d = details.get_or_insert_with(|| json!({}));

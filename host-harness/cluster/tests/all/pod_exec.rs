@@ -11,7 +11,7 @@ use std::time::Duration;
 use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
 use futures::{SinkExt, StreamExt};
-use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, DeleteParams, PostParams};
@@ -100,6 +100,41 @@ async fn kube_rs_execs_stream_output_stdin_env_and_files() {
     })
     .await;
     drop(c);
+}
+
+/// A pod whose node was lost (its kubelet stopped answering): the API server cannot dial the
+/// kubelet, and says so as kube-apiserver's proxy does, a 500 with no reason naming the node's
+/// address and port 10250, not an overloaded API server.
+#[tokio::test]
+async fn an_exec_on_a_lost_node_cannot_dial_its_kubelet() {
+    let c = cluster(ClusterConfig::default()).await;
+    let client = c.client().await.expect("client");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = typed(json!({
+        "metadata": {"name": "stranded", "annotations": {embedded_cluster::behaviour::NODE_LOST_AFTER: "1s"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.expect("pod");
+    crate::common::wait_for(&pods, "stranded", running("main"), "the pod running").await;
+    let nodes: Api<Node> = Api::all(client);
+    let node = pods.get("stranded").await.expect("pod").spec.and_then(|s| s.node_name).expect("bound to a node");
+    crate::common::eventually("the pod's node lost", || {
+        let nodes = nodes.clone();
+        let node = node.clone();
+        async move {
+            let found = nodes.get(&node).await.expect("node");
+            let conditions = found.status.and_then(|s| s.conditions).unwrap_or_default();
+            conditions.iter().any(|c| c.type_ == "Ready" && c.status == "Unknown")
+        }
+    })
+    .await;
+    let status = api_error(pods.exec("stranded", ["true"], &AttachParams::default()).await.err().expect("refused"));
+    assert_eq!((status.code, status.reason.as_str()), (500, ""), "{status:?}");
+    assert!(
+        status.message.starts_with("error dialing backend: dial tcp 10.0.0.")
+            && status.message.ends_with(":10250: i/o timeout"),
+        "{status:?}"
+    );
 }
 
 #[tokio::test]
