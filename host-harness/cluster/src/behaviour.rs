@@ -35,6 +35,11 @@ pub const NODE_LOST_AFTER: &str = "sim.embedded-cluster.dev/node-lost-after";
 /// How long a terminating pod takes to stop (capped by its grace period); without it, what the
 /// main process does with SIGTERM (see `stop_delay` in the kubelet).
 pub const TERMINATION_DELAY: &str = "sim.embedded-cluster.dev/termination-delay";
+/// For this long after the kubelet first sees the pod, its Secret and ConfigMap caches are not
+/// synced: a container with a required reference waits with `CreateContainerConfigError`
+/// `failed to sync secret cache: timed out waiting for the condition`, as a real kubelet's
+/// does when its watch-based cache lags a new pod.
+pub const CONFIG_SYNC_DELAY: &str = "sim.embedded-cluster.dev/config-sync-delay";
 
 /// The knobs in force for one pod, after merging namespace and pod annotations.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,6 +55,7 @@ pub struct Behaviour {
     pub delete_after: Option<Duration>,
     pub node_lost_after: Option<Duration>,
     pub termination_delay: Option<Duration>,
+    pub config_sync_delay: Option<Duration>,
 }
 
 impl Behaviour {
@@ -76,6 +82,7 @@ impl Behaviour {
             delete_after: dur(DELETE_AFTER),
             node_lost_after: dur(NODE_LOST_AFTER),
             termination_delay: dur(TERMINATION_DELAY),
+            config_sync_delay: dur(CONFIG_SYNC_DELAY),
         }
     }
 
@@ -95,6 +102,7 @@ impl Behaviour {
         put_dur(DELETE_AFTER, &self.delete_after);
         put_dur(NODE_LOST_AFTER, &self.node_lost_after);
         put_dur(TERMINATION_DELAY, &self.termination_delay);
+        put_dur(CONFIG_SYNC_DELAY, &self.config_sync_delay);
         if self.image_pull_fails {
             out.insert(IMAGE_PULL.to_string(), "fail".to_string());
         }

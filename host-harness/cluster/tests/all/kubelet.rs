@@ -80,6 +80,33 @@ async fn a_missing_secret_blocks_start_until_it_appears() {
     wait_for(&pods, "needs-secret", phase("Running"), "Running once the secret exists").await;
 }
 
+/// A kubelet whose Secret cache lags a new pod (`config-sync-delay`) holds its container with
+/// the real kubelet's words, though the Secret exists, and starts it once the cache syncs.
+#[tokio::test]
+async fn a_lagging_secret_cache_holds_the_container_with_the_kubelets_words() {
+    let c = full_cluster(SandboxVersions::Both).await;
+    let client = c.client().await.expect("client");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret = json!({"metadata": {"name": "creds"}, "stringData": {"K": "v"}});
+    secrets.create(&PostParams::default(), &serde_json::from_value(secret).expect("secret")).await.expect("secret");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let spec =
+        json!({"containers": [{"name": "c", "image": "busybox", "envFrom": [{"secretRef": {"name": "creds"}}]}]});
+    let lagging = Behaviour { config_sync_delay: Some(Duration::from_secs(3)), ..Default::default() };
+    pods.create(&PostParams::default(), &pod("lagging", &lagging, spec)).await.expect("create");
+    let held =
+        wait_for(&pods, "lagging", waiting_reason("CreateContainerConfigError"), "CreateContainerConfigError").await;
+    let message = held
+        .and_then(|p| p.status)
+        .and_then(|s| s.container_statuses)
+        .and_then(|cs| cs.into_iter().next())
+        .and_then(|c| c.state)
+        .and_then(|s| s.waiting)
+        .and_then(|w| w.message);
+    assert_eq!(message.as_deref(), Some("failed to sync secret cache: timed out waiting for the condition"));
+    wait_for(&pods, "lagging", phase("Running"), "Running once the cache syncs").await;
+}
+
 #[tokio::test]
 async fn image_pull_failures_back_off() {
     let c = full_cluster(SandboxVersions::Both).await;

@@ -3,6 +3,9 @@
 //! A real kubelet cannot build a container's environment or volumes while a referenced Secret
 //! or ConfigMap is missing: the container waits with `CreateContainerConfigError` and starts as
 //! soon as the object appears. Sandbox providers rely on that to report "secret not found".
+//! A kubelet whose watch-based cache lags a new pod says `failed to sync secret cache: timed
+//! out waiting for the condition` instead, for a while, even for a Secret that exists; the
+//! `config-sync-delay` knob shows that ([`NotSynced`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +20,9 @@ pub(crate) enum Found {
     Present(BTreeSet<String>),
     /// The cache is not synced (or the API server does not serve the kind): do not block on it.
     Unknown,
+    /// The kubelet's own cache for this pod has not synced (`config-sync-delay`): block, with
+    /// the kubelet's words for a cache that timed out.
+    NotSynced,
 }
 
 /// What the cluster holds right now; the kubelet answers from its watch caches, tests from maps.
@@ -25,6 +31,19 @@ pub(crate) trait ConfigLookup {
     fn secret(&self, namespace: &str, name: &str) -> Found;
     /// A ConfigMap in `namespace`.
     fn config_map(&self, namespace: &str, name: &str) -> Found;
+}
+
+/// A lookup whose caches have not synced yet: every required reference blocks its container.
+pub(crate) struct NotSynced;
+
+impl ConfigLookup for NotSynced {
+    fn secret(&self, _: &str, _: &str) -> Found {
+        Found::NotSynced
+    }
+
+    fn config_map(&self, _: &str, _: &str) -> Found {
+        Found::NotSynced
+    }
 }
 
 /// The kind of object a reference names, for the kubelet's error wording.
@@ -118,6 +137,7 @@ fn missing(
     };
     match (found, key) {
         (Found::Absent, _) => Some(format!("{lower} \"{name}\" not found")),
+        (Found::NotSynced, _) => Some(format!("failed to sync {lower} cache: timed out waiting for the condition")),
         (Found::Present(keys), Some(key)) if !keys.contains(key) => {
             Some(format!("couldn't find key {key} in {title} {namespace}/{name}"))
         }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::api::{self, Outcome};
 use super::caches::Caches;
-use super::config_refs::config_errors;
+use super::config_refs::{NotSynced, config_errors};
 use super::ip_pool::IpPool;
 use super::pod_state::{self, Action, Defaults, PodBook, PodFacts, after};
 use super::pod_status::status_patch;
@@ -279,13 +279,17 @@ impl Runner {
 
     async fn run_pod(&mut self, pod: &Pod, uid: &str, node: &str, host_ip: &str, now: Timestamp) -> Option<Timestamp> {
         let behaviour = self.behaviour(pod);
-        let errors = config_errors(pod, &self.caches);
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let tracked = self.pods.entry(uid.to_string()).or_insert_with(|| {
             tracing::debug!(pod = name, namespace, node, "pod arrived on node");
             Tracked { book: PodBook::new(pod, now), node: node.to_string(), ip_held: None, written: None }
         });
+        let synced_at = behaviour.config_sync_delay.map(|delay| after(tracked.book.seen_at, delay));
+        let (errors, sync_wake) = match synced_at {
+            Some(at) if now < at => (config_errors(pod, &NotSynced), Some(at)),
+            _ => (config_errors(pod, &self.caches), None),
+        };
         if tracked.book.pod_ip.is_none() && !tracked.book.is_finished() {
             let observed = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
             match observed {
@@ -359,7 +363,10 @@ impl Runner {
                 }
             }
         }
-        step.wake
+        match (step.wake, sync_wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Heartbeats, node loss and recovery, and re-registration of deleted nodes; returns the
