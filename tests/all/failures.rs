@@ -259,6 +259,28 @@ async fn unschedulable_for_a_moment_is_waited_out() {
     }
 }
 
+/// A kubelet whose Secret cache lags says `failed to sync secret cache` for a container whose
+/// Secret exists; it starts once the cache syncs. Acquire waits it out on every backend that
+/// makes its own pod, instead of rejecting the sandbox at the first sighting.
+#[tokio::test]
+async fn a_lagging_secret_cache_is_waited_out() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    knob_namespace(&h, &Behaviour { config_sync_delay: Some(Duration::from_secs(3)), ..Default::default() }).await;
+    for backend in ["job", "sandbox"] {
+        let cfg = config(backend, json!({}));
+        let lease = h
+            .host
+            .acquire(request(&cfg, &format!("lagging-{backend}")))
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: the lagging cache was waited out: {e}"));
+        let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
+        let pod = pods.get(lease.pod_name.as_deref().expect("a pod")).await.expect("the pod");
+        let running = pod.status.and_then(|s| s.phase);
+        assert_eq!(running.as_deref(), Some("Running"), "{backend}");
+        h.host.destroy(lease_ref(&lease, &cfg)).await.expect("destroy");
+    }
+}
+
 #[tokio::test]
 async fn crash_loops_are_rejected() {
     let h = Harness::start(SandboxVersions::Both).await;
