@@ -70,6 +70,30 @@ pub(super) fn columns(rt: &ResourceType, printer_columns: &[PrinterColumn]) -> V
             ),
             age_column(),
         ],
+        "Event" => vec![
+            Column::new(
+                "Last Seen",
+                "string",
+                "The time at which the most recent occurrence of this event was recorded.",
+            ),
+            Column::new(
+                "Type",
+                "string",
+                "Type of this event (Normal, Warning), new types could be added in the future",
+            ),
+            Column::new(
+                "Reason",
+                "string",
+                "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+            ),
+            Column::new("Object", "string", "The object that this event is about."),
+            wide("Subobject", "The object's field this event is about (a container: spec.containers{name})."),
+            wide("Source", "The component reporting this event."),
+            Column::new("Message", "string", "A human-readable description of the status of this operation."),
+            wide("First Seen", "The time at which the event was first recorded."),
+            wide("Count", "The number of times this event has occurred."),
+            wide("Name", "The event's name."),
+        ],
         _ if !printer_columns.is_empty() => {
             let mut out = vec![name_column()];
             out.extend(printer_columns.iter().map(|c| Column {
@@ -103,6 +127,7 @@ pub(super) fn cells(rt: &ResourceType, printer_columns: &[PrinterColumn], obj: &
             vec![name, json!(data), json!(created)]
         }
         "ServiceAccount" => vec![name, json!(obj["secrets"].as_array().map_or(0, Vec::len)), json!(created)],
+        "Event" => event_cells(obj, name, now),
         _ if !printer_columns.is_empty() => {
             let mut out = vec![name];
             out.extend(printer_columns.iter().map(|c| c.cell(obj, now)));
@@ -110,6 +135,45 @@ pub(super) fn cells(rt: &ResourceType, printer_columns: &[PrinterColumn], obj: &
         }
         _ => vec![name, json!(str_at(obj, "/metadata/creationTimestamp"))],
     }
+}
+
+/// `printEvent`: when last and first seen, the type and reason, `kind/name` of the object, the
+/// container's field path, the source (`component, host`), the message and the count.
+pub(super) fn event_cells(event: &Value, name: Value, now: Timestamp) -> Vec<Value> {
+    let since = |pointer: &str| obj_time(event, pointer).map(|t| age(Some(t), now));
+    let first = since("/firstTimestamp").or_else(|| since("/eventTime")).unwrap_or_else(|| "<unknown>".to_string());
+    let mut last = since("/lastTimestamp").unwrap_or_else(|| first.clone());
+    let mut count = event["count"].as_i64().filter(|c| *c > 0).unwrap_or(1);
+    if let Some(series) = event.get("series").filter(|s| s.is_object()) {
+        last = obj_time(series, "/lastObservedTime").map_or(last, |t| age(Some(t), now));
+        count = series["count"].as_i64().unwrap_or(count);
+    }
+    let kind = str_at(event, "/involvedObject/kind").to_lowercase();
+    let object = match str_at(event, "/involvedObject/name") {
+        "" => kind,
+        involved => format!("{kind}/{involved}"),
+    };
+    let first_non_empty = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
+    let component = first_non_empty(str_at(event, "/source/component"), str_at(event, "/reportingComponent"));
+    let instance = first_non_empty(str_at(event, "/source/host"), str_at(event, "/reportingInstance"));
+    let source = if instance.is_empty() { component } else { format!("{component}, {instance}") };
+    vec![
+        json!(last),
+        json!(str_at(event, "/type")),
+        json!(str_at(event, "/reason")),
+        json!(object),
+        json!(str_at(event, "/involvedObject/fieldPath")),
+        json!(source),
+        json!(str_at(event, "/message").trim()),
+        json!(first),
+        json!(count),
+        name,
+    ]
+}
+
+/// A timestamp field that is set (not null, not empty).
+fn obj_time<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
+    obj.pointer(pointer).and_then(Value::as_str).filter(|t| !t.is_empty())
 }
 
 pub(super) fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
@@ -337,6 +401,41 @@ pub fn human_duration(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_prints_when_what_and_who_like_kubectl() {
+        let now: Timestamp = "2026-12-01T00:10:00Z".parse().expect("time");
+        let event = json!({
+            "metadata": {"name": "p.1"},
+            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{main}"},
+            "reason": "BackOff", "type": "Warning", "message": " Back-off restarting \n",
+            "source": {"component": "kubelet", "host": "node-1"},
+            "firstTimestamp": "2026-12-01T00:00:00Z", "lastTimestamp": "2026-12-01T00:08:00Z", "count": 3
+        });
+        let cells = event_cells(&event, json!("p.1"), now);
+        assert_eq!(
+            cells,
+            vec![
+                json!("2m"),
+                json!("Warning"),
+                json!("BackOff"),
+                json!("pod/p"),
+                json!("spec.containers{main}"),
+                json!("kubelet, node-1"),
+                json!("Back-off restarting"),
+                json!("10m"),
+                json!(3),
+                json!("p.1"),
+            ]
+        );
+        let scheduler = json!({"involvedObject": {"kind": "Pod", "name": "p"}, "reportingComponent": "default-scheduler",
+            "eventTime": "2026-12-01T00:09:00.000000Z"});
+        let cells = event_cells(&scheduler, json!("p.2"), now);
+        assert_eq!(
+            (cells[0].clone(), cells[5].clone(), cells[8].clone()),
+            (json!("60s"), json!("default-scheduler"), json!(1))
+        );
+    }
 
     #[test]
     fn durations_read_like_apimachinery() {
