@@ -39,6 +39,7 @@
 mod api;
 mod caches;
 mod config_refs;
+mod events;
 pub(crate) mod exec;
 pub(crate) mod exec_env;
 mod exec_sessions;

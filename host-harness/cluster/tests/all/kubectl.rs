@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
 
 const SANDBOX_YAML: &str = r#"apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
@@ -164,6 +166,52 @@ async fn kubectl_applies_waits_gets_watches_and_deletes() {
 
     let out = kubectl(&kubeconfig, &["get", "sandbox", "from-kubectl"]).await;
     assert!(text(&out).contains("NotFound"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `kubectl describe pod` and `kubectl get events` show what the scheduler and the kubelet
+/// recorded, with each pinned kubectl.
+#[tokio::test]
+async fn kubectl_describe_pod_shows_the_scheduler_and_kubelet_events() {
+    let c = crate::common::full_cluster(SandboxVersions::Both).await;
+    let dir = std::env::temp_dir().join(format!("embedded-cluster-kubectl-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let kubeconfig = dir.join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let pods: Api<Pod> = Api::namespaced(c.client().await.expect("client"), "default");
+    let pod = serde_json::from_value(serde_json::json!({"metadata": {"name": "described"},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("pod");
+    crate::common::eventually("the pod's Started event", || {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            let out =
+                kubectl(&kubeconfig, &["get", "events", "--field-selector", "involvedObject.name=described"]).await;
+            text(&out).contains("Started")
+        }
+    })
+    .await;
+    let mut binaries = vec![("PATH".to_string(), PathBuf::from("kubectl"))];
+    binaries.extend(pinned_kubectls());
+    for (version, binary) in binaries {
+        let out = kubectl_at(&binary, &kubeconfig, &["describe", "pod", "described"]).await;
+        let described = text(&out);
+        assert!(out.status.success(), "{version}: {described}");
+        let events = described.split("Events:").nth(1).unwrap_or_else(|| panic!("{version}: no events: {described}"));
+        for shown in [
+            "Scheduled",
+            "default-scheduler",
+            "Successfully assigned default/described to",
+            "Pulled",
+            "Created",
+            "Started",
+            "Started container main",
+            "kubelet",
+        ] {
+            assert!(events.contains(shown), "{version}: {shown:?} not in the events: {events}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::common::*;
 use embedded_cluster::SandboxVersions;
 use embedded_cluster::behaviour::Behaviour;
-use k8s_openapi::api::core::v1::{Node, Pod, Secret};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::conditions::is_deleted;
@@ -105,6 +105,60 @@ async fn a_lagging_secret_cache_holds_the_container_with_the_kubelets_words() {
         .and_then(|w| w.message);
     assert_eq!(message.as_deref(), Some("failed to sync secret cache: timed out waiting for the condition"));
     wait_for(&pods, "lagging", phase("Running"), "Running once the cache syncs").await;
+}
+
+/// The scheduler and the kubelet record Events as upstream does: where the pod went, its
+/// container's start, why it waits (a missing Secret, no node that fits), and its stop.
+#[tokio::test]
+async fn the_scheduler_and_the_kubelet_record_events() {
+    let c = full_cluster(SandboxVersions::Both).await;
+    let client = c.client().await.expect("client");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let events: Api<Event> = Api::namespaced(client, "default");
+    let of = |pod: &'static str| {
+        let events = events.clone();
+        async move {
+            let params = ListParams::default().fields(&format!("involvedObject.name={pod}"));
+            let listed = events.list(&params).await.expect("events").items;
+            listed
+                .into_iter()
+                .map(|e| {
+                    let source = e.source.and_then(|s| s.component).unwrap_or_default();
+                    (e.reason.unwrap_or_default(), e.type_.unwrap_or_default(), source, e.message.unwrap_or_default())
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let has = |events: &[(String, String, String, String)], reason: &str, type_: &str, source: &str| {
+        events.iter().any(|(r, t, s, _)| r == reason && t == type_ && s == source)
+    };
+
+    pods.create(&PostParams::default(), &pod("ev", &Behaviour::default(), json!({}))).await.expect("create");
+    wait_for(&pods, "ev", phase("Running"), "Running").await;
+    eventually("the start's events", || async {
+        let seen = of("ev").await;
+        ["Pulled", "Created", "Started"].iter().all(|r| has(&seen, r, "Normal", "kubelet"))
+            && has(&seen, "Scheduled", "Normal", "default-scheduler")
+    })
+    .await;
+    pods.delete("ev", &DeleteParams::default()).await.expect("delete");
+    eventually("the stop's event", || async { has(&of("ev").await, "Killing", "Normal", "kubelet") }).await;
+
+    let spec = json!({"containers": [{"name": "c", "image": "busybox", "envFrom": [{"secretRef": {"name": "gone"}}]}]});
+    pods.create(&PostParams::default(), &pod("ev-secret", &Behaviour::default(), spec)).await.expect("create");
+    eventually("the missing Secret's event", || async {
+        of("ev-secret").await.iter().any(|(r, t, s, m)| {
+            r == "Failed" && t == "Warning" && s == "kubelet" && m == "Error: secret \"gone\" not found"
+        })
+    })
+    .await;
+
+    let stuck = Behaviour { unschedulable: true, ..Default::default() };
+    pods.create(&PostParams::default(), &pod("ev-stuck", &stuck, json!({}))).await.expect("create");
+    eventually("the scheduler's failure event", || async {
+        has(&of("ev-stuck").await, "FailedScheduling", "Warning", "default-scheduler")
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::api::{self, Outcome};
 use super::caches::Caches;
 use super::config_refs::{NotSynced, config_errors};
+use super::events::{self, Component, Recorder};
 use super::ip_pool::IpPool;
 use super::pod_state::{self, Action, Defaults, PodBook, PodFacts, after};
 use super::pod_status::status_patch;
@@ -55,6 +56,8 @@ struct Tracked {
     /// The pool address this pod holds, until it finishes or goes away.
     ip_held: Option<String>,
     written: Option<Written>,
+    /// The status last written, which events are told against (the cache may lag it).
+    reported: Option<PodStatus>,
 }
 
 /// One of our nodes.
@@ -86,6 +89,8 @@ pub(crate) struct Runner {
     version: String,
     /// Whether Pending claims are bound here (the local provisioner).
     provision: bool,
+    /// Where the scheduler's and the kubelet's events go.
+    events: Recorder,
 }
 
 impl Runner {
@@ -110,6 +115,7 @@ impl Runner {
             })
             .collect();
         Self {
+            events: Recorder::start(client.clone()),
             client,
             clock,
             defaults: Defaults { start_delay: config.start_delay, ready_delay: config.ready_delay },
@@ -218,6 +224,7 @@ impl Runner {
                 Placement::Bind(node) => match api::bind(&self.client, pod, &node).await {
                     Ok(Outcome::Done(_)) => {
                         tracing::info!(pod = name, namespace, node, "bound pod");
+                        self.events.record(pod, events::scheduled(pod, &node), Component::Scheduler, None, now);
                         *load.entry(node.clone()).or_default() += 1;
                         self.binding.insert(uid, node);
                     }
@@ -240,6 +247,8 @@ impl Runner {
                     match api::patch_pod_status(&self.client, pod, &patch).await {
                         Ok(Outcome::Done(after)) => {
                             tracing::info!(pod = name, namespace, message, "pod is unschedulable");
+                            let event = events::failed_scheduling(&message);
+                            self.events.record(pod, event, Component::Scheduler, None, now);
                             self.unschedulable.insert(uid, Written { patch: key, before: version.cloned(), after });
                         }
                         Ok(Outcome::Moot) => {}
@@ -283,7 +292,13 @@ impl Runner {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let tracked = self.pods.entry(uid.to_string()).or_insert_with(|| {
             tracing::debug!(pod = name, namespace, node, "pod arrived on node");
-            Tracked { book: PodBook::new(pod, now), node: node.to_string(), ip_held: None, written: None }
+            Tracked {
+                book: PodBook::new(pod, now),
+                node: node.to_string(),
+                ip_held: None,
+                written: None,
+                reported: None,
+            }
         });
         let synced_at = behaviour.config_sync_delay.map(|delay| after(tracked.book.seen_at, delay));
         let (errors, sync_wake) = match synced_at {
@@ -327,6 +342,11 @@ impl Runner {
                         Ok(Outcome::Done(after)) => {
                             let phase = status.phase.as_deref().unwrap_or_default();
                             tracing::debug!(pod = name, namespace, phase, "wrote pod status");
+                            let before = tracked.reported.as_ref().or(pod.status.as_ref());
+                            for event in events::kubelet_events(pod, before, status) {
+                                self.events.record(pod, event, Component::Kubelet, Some(node), now);
+                            }
+                            tracked.reported = Some(status.clone());
                             tracked.written = Some(Written { patch, before: version.cloned(), after });
                         }
                         Ok(Outcome::Moot) => {}
