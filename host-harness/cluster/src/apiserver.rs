@@ -132,7 +132,7 @@ impl ApiServer {
             schemas: Schemas::load()?,
             sa_tokens: ServiceAccountTokens::default(),
             reported_minor: AtomicU32::new(crate::discovery::MINOR_VERSION),
-            exec: Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT)),
+            exec: Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None)),
             next_ip: AtomicU32::new(10),
         };
         let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]

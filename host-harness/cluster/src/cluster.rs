@@ -98,7 +98,7 @@ impl EmbeddedCluster {
     pub async fn start(config: ClusterConfig) -> anyhow::Result<Self> {
         let clock = Arc::new(Clock::scaled(config.time_scale));
         let mut api = ApiServer::new(config.sandbox_versions, clock.clone(), config.watch_history, config.fault_seed)?;
-        api.exec = Arc::new(ExecHost::new(config.exec_timeout));
+        api.exec = Arc::new(ExecHost::new(config.exec_timeout, config.kubelet.pod_pids_limit));
         let api = Arc::new(api);
         api.reported_minor.store(config.reported_minor_version, std::sync::atomic::Ordering::Relaxed);
         let listener = TcpListener::bind(("127.0.0.1", config.port))

@@ -46,6 +46,7 @@ mod exec_sessions;
 mod ip_pool;
 mod merge_patch;
 mod node;
+pub(crate) mod pid_limit;
 pub(crate) mod pid_namespace;
 mod pod_state;
 mod pod_status;
@@ -76,6 +77,9 @@ pub struct KubeletConfig {
     /// Bind Pending claims on the node the scheduler picks (a local provisioner); off where
     /// the cluster provisions its own volumes.
     pub provision_volumes: bool,
+    /// The most processes a pod may have (a kubelet's `podPidsLimit`), zombies included; none
+    /// by default, as a kubelet's. Needs a writable pids cgroup hierarchy (root).
+    pub pod_pids_limit: Option<u32>,
 }
 
 impl Default for KubeletConfig {
@@ -86,6 +90,7 @@ impl Default for KubeletConfig {
             ready_delay: Duration::from_millis(50),
             pod_cidr_prefix: "10.244.".to_string(),
             provision_volumes: true,
+            pod_pids_limit: None,
         }
     }
 }

@@ -100,3 +100,37 @@ async fn deleting_the_pod_ends_a_process_that_left_its_session() {
     pods.delete("daemon", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.expect("delete");
     wait_until("the detached process killed with its pod", || !sleeping("987.663")).await;
 }
+
+/// With a pod PID limit (a kubelet's `podPidsLimit`), zombies count against it: under a PID 1
+/// that never reaps, each exec that leaves an orphan uses one up until forks fail, as on a real
+/// node; beside a pause that reaps, the same execs run on.
+#[tokio::test]
+async fn a_pod_pid_limit_counts_zombies_until_forks_fail() {
+    let mut config = ClusterConfig::default();
+    config.kubelet.pod_pids_limit = Some(16);
+    let c = cluster(config).await;
+    let orphaning = ["sh", "-c", "(true &) ; echo ran"];
+    let (plain, _) = pod(&c, "limited", json!({})).await;
+    let mut refused = None;
+    for n in 1..=30 {
+        let ran = exec(&plain, "limited", &orphaning, None).await;
+        if exit_code(&ran.status).as_deref() != Some("0") || ran.stdout != "ran\n" || !ran.stderr.is_empty() {
+            refused = Some((n, ran.stderr));
+            break;
+        }
+    }
+    let (n, stderr) = refused.expect("30 orphaning execs under a PID limit of 16 and a PID 1 that never reaps");
+    assert!(n > 5, "the first execs ran (refused at #{n}: {stderr})");
+    assert!(stderr.contains("fork") || stderr.contains("Resource temporarily unavailable"), "#{n}: {stderr}");
+
+    let (shared, _) = pod(&c, "reaped", json!({"shareProcessNamespace": true})).await;
+    for n in 1..=30 {
+        let ran = exec(&shared, "reaped", &orphaning, None).await;
+        assert_eq!(
+            (exit_code(&ran.status).as_deref(), ran.stdout.as_str()),
+            (Some("0"), "ran\n"),
+            "#{n}: {}",
+            ran.stderr
+        );
+    }
+}

@@ -83,6 +83,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
 use super::exec_sessions::{Guardian, Processes};
+use super::pid_limit;
 use super::pid_namespace::{self, MainProcess, Namespaces, PodProcess};
 
 /// How long an exec may run unless the cluster is configured otherwise.
@@ -243,6 +244,8 @@ impl Registry {
 #[derive(Debug)]
 pub struct ExecHost {
     root: PathBuf,
+    /// The cluster's name for what it makes on the machine (its root, its pods' cgroups).
+    name: String,
     limit: Duration,
     registry: Mutex<Registry>,
     next_id: AtomicU64,
@@ -305,17 +308,27 @@ impl Drop for Process {
 impl ExecHost {
     /// A host whose execs may run for `limit`, each pod's in a PID namespace of its own where
     /// the machine gives one; its root directory is made at the first exec.
-    pub fn new(limit: Duration) -> Self {
+    pub fn new(limit: Duration, pods_pids_limit: Option<u32>) -> Self {
         let n = NEXT_ROOT.fetch_add(1, Ordering::Relaxed);
-        let root = std::env::temp_dir().join(format!("embedded-cluster-{}-{n}", std::process::id()));
-        Self { root, limit, registry: Mutex::default(), next_id: AtomicU64::new(0), stopped: watch::Sender::new(false) }
+        let name = format!("embedded-cluster-{}-{n}", std::process::id());
+        let root = std::env::temp_dir().join(&name);
+        let registry =
+            Registry { namespaces: Namespaces::with_pids_limit(pods_pids_limit, &name), ..Default::default() };
+        Self {
+            root,
+            name,
+            limit,
+            registry: Mutex::new(registry),
+            next_id: AtomicU64::new(0),
+            stopped: watch::Sender::new(false),
+        }
     }
 
     /// A host that runs execs as plain processes of the machine, as where no namespace can be
     /// made, so tests reach that path on any machine.
     #[cfg(test)]
     pub(crate) fn without_namespaces(limit: Duration) -> Self {
-        let host = Self::new(limit);
+        let host = Self::new(limit, None);
         host.lock().namespaces = Namespaces::disabled();
         host
     }
@@ -371,6 +384,7 @@ impl ExecHost {
         registry.prune(&mut Processes::default());
         let namespace = registry.namespaces.get_or_start(&spec.pod_uid, spec.main_process);
         let entered = namespace.is_some();
+        let mut pids_procs = None;
         let argv = match namespace {
             Some((namespace, made)) => {
                 let path =
@@ -379,6 +393,7 @@ impl ExecHost {
                     return Err(StartError::NotFound(program));
                 }
                 let (session, argv) = (namespace.session(), namespace.enter(&spec.argv, &cwd, spec.tty));
+                pids_procs = namespace.pids_procs();
                 if made {
                     registry.guard(session);
                 }
@@ -412,6 +427,12 @@ impl ExecHost {
         command.kill_on_drop(true);
         // Inside a namespace the exec's own process takes the terminal (`setsid --ctty`).
         lead_a_session(&mut command, spec.tty && !entered);
+        if let Some(procs) = pids_procs {
+            // SAFETY: `join` only opens and writes a path made before the fork (see there).
+            unsafe {
+                command.pre_exec(move || pid_limit::join(&procs));
+            }
+        }
         let child = command.spawn().map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => StartError::NotFound(program.clone()),
             _ => StartError::Spawn { program: program.clone(), source },
@@ -533,6 +554,7 @@ impl ExecHost {
         registry.guardian = None;
         drop(guard);
         remove_dir(&self.root);
+        pid_limit::remove_cluster_dir(&self.name);
     }
 }
 
@@ -542,8 +564,6 @@ impl Drop for ExecHost {
     }
 }
 
-/// Makes the process the leader of a new session (`setsid`) and, with a TTY, gives it the
-/// terminal on its stdin as its controlling terminal (`TIOCSCTTY`), as runc does.
 /// Kills an exec's session and, for one in a pod's namespace, the session its process leads
 /// there (`nsenter` is the session's leader, its child leads one of its own): what the
 /// process started goes with it, as a runtime's kill of an exec's process group would take it.
@@ -556,6 +576,8 @@ fn kill_exec(processes: &mut Processes, session: Pid, entered: bool) {
     processes.kill(session);
 }
 
+/// Makes the process the leader of a new session (`setsid`) and, with a TTY, gives it the
+/// terminal on its stdin as its controlling terminal (`TIOCSCTTY`), as runc does.
 fn lead_a_session(command: &mut Command, tty: bool) {
     // SAFETY: the closure runs in the child between fork and exec, where only
     // async-signal-safe work is allowed. It makes two system calls, `setsid` and an `ioctl`

@@ -60,7 +60,7 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 #[tokio::test]
 async fn a_process_runs_in_the_pod_directory_with_a_clean_environment() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None));
     let mut p = host.start(spec("uid-1", &["sh", "-c", "pwd; echo $GREETING $HOSTNAME; env | wc -l"])).expect("start");
     let mut out = String::new();
     p.stdout.take().expect("stdout").read_to_string(&mut out).await.expect("read");
@@ -81,7 +81,7 @@ async fn a_process_runs_in_the_pod_directory_with_a_clean_environment() {
 
 #[tokio::test]
 async fn a_missing_program_is_the_runtimes_error() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None));
     let err = host.start(spec("uid-2", &["no-such-program-here"])).expect_err("not found");
     assert_eq!(err.to_string(), "exec: \"no-such-program-here\": executable file not found in $PATH");
     host.shutdown();
@@ -120,7 +120,7 @@ async fn a_finished_exec_is_forgotten_once_nothing_of_it_runs() {
 
 #[tokio::test]
 async fn stopping_the_host_kills_what_execs_left_running() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None));
     run(&host, spec("uid-5", &["sh", "-c", "nohup sleep 301.13 >/dev/null 2>&1 &"])).await;
     wait_until("the background process running after its exec ended", || sleeping("301.13")).await;
     drop(host);
@@ -129,7 +129,7 @@ async fn stopping_the_host_kills_what_execs_left_running() {
 
 #[tokio::test]
 async fn an_exec_cut_short_takes_what_it_started_with_it() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None));
     let p = host.start(spec("uid-6", &["sh", "-c", "sleep 301.14 & sleep 301.15"])).expect("start");
     wait_until("both sleeps running", || sleeping("301.14") && sleeping("301.15")).await;
     drop(p);
@@ -139,7 +139,7 @@ async fn an_exec_cut_short_takes_what_it_started_with_it() {
 
 #[tokio::test]
 async fn a_tty_exec_has_a_controlling_terminal_of_the_clients_size() {
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None));
     let script = "read -r go; test -t 0 && test -t 1 && test -t 2 && echo tty; \
                   (: </dev/tty) 2>/dev/null && echo controlling; stty size";
     let tty = ExecSpec { stdin: true, stderr: false, tty: true, ..spec("uid-7", &["sh", "-c", script]) };
@@ -163,7 +163,7 @@ const HELPER_DIR: &str = "EMBEDDED_CLUSTER_EXEC_HELPER_DIR";
 #[ignore = "a helper: a_process_that_dies_without_stopping_the_host_leaves_nothing_running runs it"]
 async fn helper_leaves_a_background_process_and_waits() {
     let Some(dir) = std::env::var_os(HELPER_DIR).map(PathBuf::from) else { return };
-    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT));
+    let host = Arc::new(ExecHost::new(DEFAULT_EXEC_LIMIT, None));
     run(&host, spec("uid-8", &["sh", "-c", "nohup sleep 301.16 >/dev/null 2>&1 &"])).await;
     std::fs::write(dir.join("ready"), b"").expect("say it is ready");
     std::future::pending::<()>().await;

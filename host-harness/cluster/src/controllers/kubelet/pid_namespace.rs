@@ -32,9 +32,10 @@
 //!
 //! The pod's stop follows what PID 1 stands in for (`stop_delay` in `pod_state.rs`): beside a
 //! pause the main process ends at SIGTERM, as PID 1 it ignores it and the grace period runs
-//! out (exit 137); the `termination-delay` knob overrides both. Not reproduced: a PID limit
-//! (no pids cgroup is made), and a main command that handles SIGTERM or reaps as PID 1 (the
-//! kubelet runs no image, so it cannot tell).
+//! out (exit 137); the `termination-delay` knob overrides both. With a PID limit
+//! (`KubeletConfig::pod_pids_limit`) the namespace's processes are in a pids cgroup of the
+//! pod's own (`pid_limit.rs`). Not reproduced: a main command that handles SIGTERM or reaps as
+//! PID 1 (the kubelet runs no image, so it cannot tell).
 
 use std::collections::HashMap;
 use std::io;
@@ -46,6 +47,8 @@ use std::os::unix::process::CommandExt;
 
 use k8s_openapi::api::core::v1::Pod;
 use rustix::process::{Pid, Signal, kill_process};
+
+use super::pid_limit::{self, PidsCgroup};
 
 /// How long `unshare` may take to start PID 1 before the namespace counts as unavailable.
 const START_DEADLINE: Duration = Duration::from_secs(5);
@@ -115,11 +118,13 @@ pub struct PodNamespace {
     pid1: Pid,
     namespace: String,
     privilege: Privilege,
+    /// The pod's PID limit, when the cluster sets one (`pid_limit.rs`).
+    pids: Option<PidsCgroup>,
 }
 
 impl PodNamespace {
-    /// Makes the namespace with `main` as PID 1.
-    pub fn start(main: MainProcess) -> io::Result<Self> {
+    /// Makes the namespace with `main` as PID 1, in the pod's pids cgroup when there is one.
+    pub fn start(main: MainProcess, pids: Option<PidsCgroup>) -> io::Result<Self> {
         let privilege = Privilege::of_this_process();
         let mut command = Command::new("unshare");
         if privilege == Privilege::UserNamespace {
@@ -135,6 +140,12 @@ impl PodNamespace {
         // SAFETY: `setsid` is async-signal-safe and allocates nothing.
         unsafe {
             command.pre_exec(|| rustix::process::setsid().map(|_| ()).map_err(io::Error::from));
+        }
+        if let Some(procs) = pids.as_ref().map(|p| p.procs().to_owned()) {
+            // SAFETY: `join` only opens and writes a path made before the fork (see there).
+            unsafe {
+                command.pre_exec(move || pid_limit::join(&procs));
+            }
         }
         let mut unshare = command.spawn()?;
         let leader = Pid::from_child(&unshare);
@@ -153,7 +164,7 @@ impl PodNamespace {
                 && Some(&namespace) != own.as_ref()
             {
                 let pid1 = Pid::from_raw(pid).ok_or_else(|| io::Error::other("PID 1 has pid 0"))?;
-                return Ok(Self { unshare, pid1, namespace, privilege });
+                return Ok(Self { unshare, pid1, namespace, privilege, pids });
             }
             if started.elapsed() > START_DEADLINE {
                 let _ = unshare.kill();
@@ -188,6 +199,11 @@ impl PodNamespace {
         }
         entered.extend(argv.iter().cloned());
         entered
+    }
+
+    /// The `cgroup.procs` of the pod's pids cgroup, which each exec's process joins.
+    pub fn pids_procs(&self) -> Option<std::ffi::CString> {
+        self.pids.as_ref().map(|p| p.procs().to_owned())
     }
 
     /// Every process of the namespace, PID 1 included.
@@ -227,13 +243,23 @@ pub struct Namespaces {
     by_pod: HashMap<String, PodNamespace>,
     /// None could be made (and that was said once): execs run as plain processes.
     unavailable: bool,
+    /// Each pod's PID limit (`podPidsLimit`), and the cluster's name for its cgroups.
+    pids_limit: Option<(u32, String)>,
+    /// No pids cgroup could be made (and that was said once): pods run unlimited.
+    pids_unavailable: bool,
 }
 
 impl Namespaces {
+    /// Namespaces whose pods each get at most `limit` processes, in pids cgroups under the
+    /// cluster's directory `cluster`.
+    pub fn with_pids_limit(limit: Option<u32>, cluster: &str) -> Self {
+        Self { pids_limit: limit.map(|l| (l, cluster.to_string())), ..Self::default() }
+    }
+
     /// No namespaces: execs run as plain processes of the machine, as where none can be made.
     #[cfg(test)]
     pub fn disabled() -> Self {
-        Self { by_pod: HashMap::new(), unavailable: true }
+        Self { unavailable: true, ..Self::default() }
     }
 
     /// The pod's namespace, made now if it has none; `None` where the machine gives none.
@@ -244,7 +270,24 @@ impl Namespaces {
         }
         let made = !self.by_pod.contains_key(pod_uid);
         if made {
-            match PodNamespace::start(main) {
+            let pids = match &self.pids_limit {
+                Some((limit, cluster)) if !self.pids_unavailable => {
+                    match PidsCgroup::create(cluster, pod_uid, *limit) {
+                        Ok(cgroup) => Some(cgroup),
+                        Err(e) => {
+                            self.pids_unavailable = true;
+                            tracing::warn!(
+                                error = %e,
+                                "cannot give pods a PID limit (a writable pids cgroup hierarchy is needed): pods run \
+                                 without one, so forks never fail as they would beyond a real kubelet's podPidsLimit"
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            match PodNamespace::start(main, pids) {
                 Ok(namespace) => {
                     self.by_pod.insert(pod_uid.to_string(), namespace);
                 }
