@@ -11,11 +11,10 @@
 
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
-use crate::event_stream::{Change, EventStream};
+use crate::event_stream::EventStream;
 use crate::kube_api::Kube;
 use crate::log::Log;
-use crate::object;
-use crate::readiness::{Target, WaitError, own, owned_by};
+use crate::readiness::{Target, WaitError, own, track};
 
 /// Waits until no pod of `target` (a suspended Sandbox) is left. A timeout names the pod
 /// still stopping.
@@ -42,19 +41,9 @@ pub fn wait_until_gone<K: Kube>(
         }
         match pods.next(clock, log, deadline).map_err(WaitError::Api)? {
             None => return Err(WaitError::Timeout(format!("its old pod {name} was still stopping"))),
-            Some(Change::Upsert(pod)) => {
-                if owned_by(&pod, target.uid)
-                    && let Some(name) = object::name(&pod)
-                {
-                    left.insert(name.to_string(), pod);
-                }
+            Some(change) => {
+                track(target, &mut left, change);
             }
-            Some(Change::Deleted(pod)) => {
-                if let Some(name) = object::name(&pod) {
-                    left.remove(name);
-                }
-            }
-            Some(Change::Relisted(items)) => left = own(target, items),
         }
     }
 }

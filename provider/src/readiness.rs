@@ -114,8 +114,33 @@ enum Verdict {
 }
 
 /// Whether `pod` is the workload's (its controller is the workload, when the uid is known).
-pub(crate) fn owned_by(pod: &Value, uid: &str) -> bool {
+fn owned_by(pod: &Value, uid: &str) -> bool {
     uid.is_empty() || object::controller_uid(pod) == Some(uid)
+}
+
+/// Applies one change of the pods' watch to `owned` (the workload's pods, by name); true when
+/// one of the workload's pods was deleted.
+pub(crate) fn track(target: &Target<'_>, owned: &mut BTreeMap<String, Value>, change: Change) -> bool {
+    match change {
+        Change::Upsert(pod) => {
+            if owned_by(&pod, target.uid)
+                && let Some(name) = object::name(&pod)
+            {
+                owned.insert(name.to_string(), pod);
+            }
+            false
+        }
+        Change::Deleted(pod) => {
+            if let Some(name) = object::name(&pod) {
+                owned.remove(name);
+            }
+            owned_by(&pod, target.uid)
+        }
+        Change::Relisted(items) => {
+            *owned = own(target, items);
+            false
+        }
+    }
 }
 
 /// The workload's pods among `pods`, by name.
@@ -229,22 +254,11 @@ fn wait_for_pod<K: Kube>(
         };
         match pods.next(clock, log, deadline).map_err(WaitError::Api)? {
             None => return Err(waiting),
-            Some(Change::Upsert(pod)) => {
-                if owned_by(&pod, target.uid)
-                    && let Some(name) = object::name(&pod)
-                {
-                    owned.insert(name.to_string(), pod);
-                }
-            }
-            Some(Change::Deleted(pod)) => {
-                if let Some(name) = object::name(&pod) {
-                    owned.remove(name);
-                }
-                if owned_by(&pod, target.uid) {
+            Some(change) => {
+                if track(target, owned, change) {
                     check_workload(kube, clock, target, deadline)?;
                 }
             }
-            Some(Change::Relisted(items)) => *owned = own(target, items),
         }
     }
 }
