@@ -221,22 +221,26 @@ mod tests {
     /// Runs the wrapper with the local `sh`, as a pod's shell would, leading its own process
     /// group as an exec'd process does.
     fn run(invocation: &Invocation<'_>, input: Option<&str>) -> (Option<i32>, String, String) {
+        let mut out = spawn(invocation, input, Stdio::piped()).wait_with_output().expect("waits");
+        let ended = take_end(&mut out.stderr, MARKER);
+        let code = out.status.code();
+        assert_eq!(ended, code, "the end line says what the script exits with, when it exits");
+        (code, String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+
+    /// Starts the wrapper (stdout as given, stderr piped) and writes its stdin.
+    fn spawn(invocation: &Invocation<'_>, input: Option<&str>, stdout: Stdio) -> std::process::Child {
         let argv = argv();
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .process_group(0)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .expect("sh runs");
-        let bytes = stdin(invocation, input);
-        child.stdin.take().expect("stdin").write_all(&bytes).expect("writes");
-        let mut out = child.wait_with_output().expect("waits");
-        let ended = take_end(&mut out.stderr, MARKER);
-        let code = out.status.code();
-        assert_eq!(ended, code, "the end line says what the script exits with, when it exits");
-        (code, String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        child.stdin.take().expect("stdin").write_all(&stdin(invocation, input)).expect("writes");
+        child
     }
 
     const MARKER: &str = "sandbox-exec-end:0123456789abcdef:";
@@ -265,16 +269,7 @@ mod tests {
     fn the_end_line_comes_while_a_background_process_holds_the_output() {
         use std::io::{BufRead, BufReader};
         let args = vec!["-c".to_string(), "sleep 987.333 & echo started".to_string()];
-        let argv = argv();
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .process_group(0)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sh runs");
-        child.stdin.take().expect("stdin").write_all(&stdin(&invocation("sh", &args), None)).expect("writes");
+        let mut child = spawn(&invocation("sh", &args), None, Stdio::null());
         let mut line = String::new();
         BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("reads stderr");
         let script = child.wait().expect("the script exits");
