@@ -35,6 +35,24 @@ async fn pool(h: &Harness, name: &str, replicas: u32) {
     warm_pool::wait_ready(&h.admin, NAMESPACE, name, replicas, WAIT).await.expect("pool Ready");
 }
 
+/// Creates the template `template` and a pool of no members serving it, as an operator whose
+/// template the suite did not write would.
+async fn pool_with_template(h: &Harness, version: &str, spec: &PoolSpec, template: serde_json::Value) {
+    let extension = |kind: &str, plural: &str| {
+        let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", version, kind);
+        Api::<DynamicObject>::namespaced_with(
+            h.admin.clone(),
+            NAMESPACE,
+            &ApiResource::from_gvk_with_plural(&gvk, plural),
+        )
+    };
+    let post = Default::default();
+    let object = |v: serde_json::Value| serde_json::from_value::<DynamicObject>(v).expect("object");
+    extension("SandboxTemplate", "sandboxtemplates").create(&post, &object(template)).await.expect("template");
+    let pool = warm_pool::pool_manifest(spec, version);
+    extension("SandboxWarmPool", "sandboxwarmpools").create(&post, &object(pool)).await.expect("pool");
+}
+
 fn claim_config(pool: &str) -> String {
     config("claim", json!({"claim": {"warmPool": pool, "template": TEMPLATE}}))
 }
@@ -175,19 +193,7 @@ async fn a_pools_template_above_the_pod_security_ceiling_is_refused() {
     template["spec"]["podTemplate"]["spec"]["securityContext"] = json!({"runAsUser": 0});
     template["spec"]["podTemplate"]["spec"]["containers"][0]["securityContext"] =
         json!({"privileged": true, "capabilities": {"add": ["SYS_ADMIN"]}});
-    let extension = |kind: &str, plural: &str| {
-        let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", version, kind);
-        Api::<DynamicObject>::namespaced_with(
-            h.admin.clone(),
-            NAMESPACE,
-            &ApiResource::from_gvk_with_plural(&gvk, plural),
-        )
-    };
-    let post = Default::default();
-    let object = |v: serde_json::Value| serde_json::from_value::<DynamicObject>(v).expect("object");
-    extension("SandboxTemplate", "sandboxtemplates").create(&post, &object(template)).await.expect("template");
-    let pool = warm_pool::pool_manifest(&spec, version);
-    extension("SandboxWarmPool", "sandboxwarmpools").create(&post, &object(pool)).await.expect("pool");
+    pool_with_template(&h, version, &spec, template).await;
 
     let cfg = config("claim", json!({"claim": {"warmPool": "root-pool", "template": "root"}}));
     let probe = h.host.probe(&cfg).await.expect("probe");
@@ -230,19 +236,7 @@ async fn a_pools_template_whose_main_process_is_pid_1_is_warned_of() {
     let mut template = warm_pool::template_manifest(&spec, version);
     let pod_spec = template["spec"]["podTemplate"]["spec"].as_object_mut().expect("the template's pod spec");
     assert!(pod_spec.remove("shareProcessNamespace").is_some(), "the suite's template shares its processes");
-    let extension = |kind: &str, plural: &str| {
-        let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", version, kind);
-        Api::<DynamicObject>::namespaced_with(
-            h.admin.clone(),
-            NAMESPACE,
-            &ApiResource::from_gvk_with_plural(&gvk, plural),
-        )
-    };
-    let post = Default::default();
-    let object = |v: serde_json::Value| serde_json::from_value::<DynamicObject>(v).expect("object");
-    extension("SandboxTemplate", "sandboxtemplates").create(&post, &object(template)).await.expect("template");
-    let pool = warm_pool::pool_manifest(&spec, version);
-    extension("SandboxWarmPool", "sandboxwarmpools").create(&post, &object(pool)).await.expect("pool");
+    pool_with_template(&h, version, &spec, template).await;
 
     let probe = h.host.probe(&config("claim", json!({"claim": {"warmPool": "plain-pool"}}))).await.expect("probe");
     let warning = warned(&probe).unwrap_or_else(|| panic!("no warning: {probe:?}"));
