@@ -67,11 +67,12 @@ async fn a_reusable_lease_resumed_right_after_release_waits_for_its_old_pod() {
     let r = lease_ref(&lease, &cfg);
     h.host.release(r.clone()).await.expect("release suspends");
     let pods: Api<Pod> = Api::namespaced(h.admin.clone(), NAMESPACE);
-    let old = pods.get_opt("pc-reuse-fast").await.expect("read the pod");
-    assert!(
-        old.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
-        "the old pod is still stopping when resume-check starts"
-    );
+    // The controller deletes the pod after the suspend; it then takes 5 s to stop.
+    eventually("the old pod stopping, not yet gone", || async {
+        let old = pods.get_opt("pc-reuse-fast").await.expect("read the pod");
+        old.is_some_and(|p| p.metadata.deletion_timestamp.is_some())
+    })
+    .await;
 
     match h.host.resume_check(r.clone()).await.expect("resume-check") {
         ResumeOutcome::Resumable(l) => {
