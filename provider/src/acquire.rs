@@ -365,19 +365,7 @@ fn resume_adopted<K: Kube>(
     let Some(version) = plan.version else {
         return Err(ProviderError::internal("a suspended Sandbox adopted without a Sandbox version"));
     };
-    match old_pod::wait_until_gone(kube, clock, log, target, deadline) {
-        Ok(()) => {}
-        Err(WaitError::Timeout(why)) => {
-            return Err(ProviderError::timeout(format!(
-                "{} cannot be resumed yet: {why} when the readiness timeout ran out (a main process that ignores \
-                 SIGTERM keeps its pod for the whole grace period). Retry acquire: it resumes the Sandbox, whose \
-                 workspace is kept.",
-                plan.describe()
-            )));
-        }
-        Err(WaitError::Api(e)) => return Err(e),
-        Err(WaitError::Failed(f)) => return Err(f.into_error()),
-    }
+    old_pod::wait_until_gone(kube, clock, log, target, deadline, "retry acquire, which resumes it")?;
     let ns = Some(plan.config.namespace.as_str());
     let patch = sandbox_manifest::resume_patch(version);
     match kube.patch(&plan.resource, ns, &plan.name, PatchType::Merge, &patch, None) {

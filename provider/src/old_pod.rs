@@ -11,14 +11,36 @@
 
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
+use crate::errors::ProviderError;
 use crate::event_stream::EventStream;
 use crate::kube_api::Kube;
 use crate::log::Log;
 use crate::readiness::{Target, WaitError, own, track};
 
-/// Waits until no pod of `target` (a suspended Sandbox) is left. A timeout names the pod
-/// still stopping.
+/// Waits until no pod of `target` (a suspended Sandbox) is left. A timeout is an error that
+/// names the pod still stopping, says the Sandbox stays suspended, and ends with `retry` (what
+/// the caller's caller should do again).
 pub fn wait_until_gone<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    target: &Target<'_>,
+    deadline: Deadline,
+    retry: &str,
+) -> Result<(), ProviderError> {
+    match wait(kube, clock, log, target, deadline) {
+        Err(WaitError::Timeout(why)) => Err(ProviderError::timeout(format!(
+            "{} cannot be resumed yet: {why} when its readiness timeout ran out (a main process that ignores \
+             SIGTERM keeps its pod for the whole grace period). It stays suspended, its workspace kept; {retry}.",
+            target.describe()
+        ))),
+        Err(WaitError::Api(e)) => Err(e),
+        Err(WaitError::Failed(f)) => Err(f.into_error()),
+        Ok(()) => Ok(()),
+    }
+}
+
+fn wait<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
     log: &dyn Log,
@@ -70,7 +92,7 @@ mod tests {
         })
     }
 
-    fn wait(kube: &FakeKube, clock: &FakeClock, seconds: u64) -> Result<(), WaitError> {
+    fn gone_within(kube: &FakeKube, clock: &FakeClock, seconds: u64) -> Result<(), ProviderError> {
         let resource = SandboxVersion::V1beta1.resource();
         let target = Target {
             kind: WorkloadKind::Sandbox,
@@ -87,6 +109,7 @@ mod tests {
             &MemoryLog::default(),
             &target,
             Deadline::after(clock, Duration::from_secs(seconds)),
+            "retry resume-check",
         )
     }
 
@@ -103,16 +126,16 @@ mod tests {
         let (kube, clock) = cluster();
         kube.put(&api_versions::pods(), NS, terminating_pod("sb", "uid-sb"));
         kube.schedule_remove(Duration::from_secs(3), "pods", NS, "sb");
-        wait(&kube, &clock, 30).unwrap();
+        gone_within(&kube, &clock, 30).unwrap();
         assert_eq!(clock.monotonic(), Duration::from_secs(3), "seen when the pod's deletion came");
     }
 
     #[test]
     fn no_pod_means_no_wait_and_a_foreign_pod_is_not_waited_for() {
         let (kube, clock) = cluster();
-        wait(&kube, &clock, 30).unwrap();
+        gone_within(&kube, &clock, 30).unwrap();
         kube.put(&api_versions::pods(), NS, terminating_pod("sb", "uid-of-an-older-sandbox"));
-        wait(&kube, &clock, 30).unwrap();
+        gone_within(&kube, &clock, 30).unwrap();
         assert_eq!(clock.monotonic(), Duration::ZERO);
     }
 
@@ -120,10 +143,13 @@ mod tests {
     fn a_pod_that_outlives_the_deadline_is_named_in_the_timeout() {
         let (kube, clock) = cluster();
         kube.put(&api_versions::pods(), NS, terminating_pod("sb", "uid-sb"));
-        match wait(&kube, &clock, 5) {
-            Err(WaitError::Timeout(why)) => assert_eq!(why, "its old pod sb was still stopping"),
-            other => panic!("{other:?}"),
-        }
+        let err = gone_within(&kube, &clock, 5).unwrap_err();
+        assert_eq!((err.kind(), err.retryable()), ("timeout", true));
+        assert!(
+            err.message().starts_with("Sandbox sandboxes/sb cannot be resumed yet: its old pod sb was still stopping")
+                && err.message().ends_with("It stays suspended, its workspace kept; retry resume-check."),
+            "{err}"
+        );
         assert!(clock.monotonic() >= Duration::from_secs(5));
     }
 }

@@ -112,18 +112,7 @@ pub fn resume_check<K: Kube>(
                 let Some(version) = version else {
                     return Err(ProviderError::internal("a Sandbox lease without a Sandbox version"));
                 };
-                match old_pod::wait_until_gone(kube, clock, log, &target, deadline) {
-                    Ok(()) => {}
-                    Err(WaitError::Timeout(why)) => {
-                        return Err(ProviderError::timeout(format!(
-                            "{what} cannot be resumed yet: {why} after {wait_seconds} s (a main process that ignores \
-                             SIGTERM keeps its pod for the whole grace period). It stays suspended, its workspace \
-                             kept; retry resume-check."
-                        )));
-                    }
-                    Err(WaitError::Api(e)) => return Err(e),
-                    Err(WaitError::Failed(f)) => return Err(f.into_error()),
-                }
+                old_pod::wait_until_gone(kube, clock, log, &target, deadline, "retry resume-check")?;
                 let patched = match kube.patch(
                     &resource,
                     Some(&id.namespace),
