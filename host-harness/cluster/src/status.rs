@@ -216,7 +216,7 @@ impl ApiError {
     /// An error upstream raises as a plain Go error, not a Status (`ErrorToAPIStatus`): 500 with
     /// no reason, its text as the message.
     pub fn plain(message: impl Into<String>) -> Self {
-        Self { code: 500, reason: String::new(), message: message.into(), details: None, retry_after: None }
+        Self::custom(500, "", message)
     }
 
     /// Any code with any reason, for fault injection.
@@ -235,9 +235,9 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
-        if self.reason.is_empty() {
+        if let (true, Some(fields)) = (self.reason.is_empty(), status.as_object_mut()) {
             // `reason` is omitempty in metav1.Status.
-            status.as_object_mut().map(|s| s.remove("reason"));
+            fields.remove("reason");
         }
         let mut details = self.details.clone();
         if let Some(secs) = self.retry_after {

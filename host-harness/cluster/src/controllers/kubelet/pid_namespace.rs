@@ -270,23 +270,7 @@ impl Namespaces {
         }
         let made = !self.by_pod.contains_key(pod_uid);
         if made {
-            let pids = match &self.pids_limit {
-                Some((limit, cluster)) if !self.pids_unavailable => {
-                    match PidsCgroup::create(cluster, pod_uid, *limit) {
-                        Ok(cgroup) => Some(cgroup),
-                        Err(e) => {
-                            self.pids_unavailable = true;
-                            tracing::warn!(
-                                error = %e,
-                                "cannot give pods a PID limit (a writable pids cgroup hierarchy is needed): pods run \
-                                 without one, so forks never fail as they would beyond a real kubelet's podPidsLimit"
-                            );
-                            None
-                        }
-                    }
-                }
-                _ => None,
-            };
+            let pids = self.pids_cgroup(pod_uid);
             match PodNamespace::start(main, pids) {
                 Ok(namespace) => {
                     self.by_pod.insert(pod_uid.to_string(), namespace);
@@ -304,6 +288,23 @@ impl Namespaces {
             }
         }
         self.by_pod.get(pod_uid).map(|n| (n, made))
+    }
+
+    /// The pod's pids cgroup, when the cluster sets a PID limit and the machine gives cgroups.
+    fn pids_cgroup(&mut self, pod_uid: &str) -> Option<PidsCgroup> {
+        let (limit, cluster) = self.pids_limit.as_ref().filter(|_| !self.pids_unavailable)?;
+        match PidsCgroup::create(cluster, pod_uid, *limit) {
+            Ok(cgroup) => Some(cgroup),
+            Err(e) => {
+                self.pids_unavailable = true;
+                tracing::warn!(
+                    error = %e,
+                    "cannot give pods a PID limit (a writable pids cgroup hierarchy is needed): pods run without \
+                     one, so forks never fail as they would beyond a real kubelet's podPidsLimit"
+                );
+                None
+            }
+        }
     }
 
     /// The pod's namespace, if it has one.

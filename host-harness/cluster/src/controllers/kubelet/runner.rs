@@ -383,10 +383,7 @@ impl Runner {
                 }
             }
         }
-        match (step.wake, sync_wake) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [step.wake, sync_wake].into_iter().flatten().min()
     }
 
     /// Heartbeats, node loss and recovery, and re-registration of deleted nodes; returns the
