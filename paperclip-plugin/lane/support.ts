@@ -67,7 +67,7 @@ export function pluginDir(): string {
 export function sandboxHostBinary(plugin: string): string {
   const candidates = [process.env.SANDBOX_HOST_BIN, join(plugin, "bin", "sandbox-host"), join(REPO_ROOT, "target", "debug", "sandbox-host")];
   for (const candidate of candidates) if (candidate && existsSync(candidate)) return resolve(candidate);
-  throw new Error(`no sandbox-host binary (looked at ${candidates.filter(Boolean).join(", ")}): build it with cargo build -p host-harness`);
+  throw new Error(`no sandbox-host binary (looked at ${candidates.filter(Boolean).join(", ")}): build it with cargo build -p sandbox-host`);
 }
 
 

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use sandbox_contract::{AcquireRequest, EnvVar};
+pub use contract::{AcquireRequest, EnvVar};
 use serde_json::{Value, json};
 
 use crate::adoption::{self, Origin, Workload};

@@ -10,7 +10,7 @@
 //! sandbox again. Each object is recorded for clean-up before its create, so a lost answer is
 //! still cleaned up.
 
-use sandbox_contract::quote::quote;
+use contract::quote::quote;
 use serde_json::{Value, json};
 
 use crate::acquire::Plan;

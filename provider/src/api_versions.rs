@@ -2,14 +2,14 @@
 //! (discovered, preferring v1beta1, or pinned by config) and the SandboxClaim version
 //! (discovered, preferring v1beta1) a lease records.
 
-use sandbox_contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP};
+use contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP};
 
 use crate::config::SandboxApiVersion;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, ResourceType};
 
 /// agent-sandbox's API group.
-pub use sandbox_contract::k8s::agent_sandbox::GROUP as SANDBOX_GROUP;
+pub use contract::k8s::agent_sandbox::GROUP as SANDBOX_GROUP;
 
 /// `v1` pods.
 pub fn pods() -> ResourceType {

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use sandbox_contract::k8s::agent_sandbox::CLAIM_KIND;
+use contract::k8s::agent_sandbox::CLAIM_KIND;
 use serde_json::{Value, json};
 
 use crate::acquire::{self, AcquireRequest, Basics, Plan};

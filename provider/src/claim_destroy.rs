@@ -15,7 +15,7 @@
 //! deleted with the claim. A Sandbox is never deleted by name: the claim controller would
 //! replace it, and a name from metadata could be another's. Every outcome is in the report.
 
-use sandbox_contract::k8s::agent_sandbox::CLAIM_UID_LABEL;
+use contract::k8s::agent_sandbox::CLAIM_UID_LABEL;
 use serde_json::Value;
 
 use crate::api_versions::{self, ClaimVersion};

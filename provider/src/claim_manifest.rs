@@ -14,8 +14,8 @@
 
 use std::collections::BTreeMap;
 
+use contract::k8s::agent_sandbox::{CLAIM_KIND, shutdown_policy, warm_pool_policy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use sandbox_contract::k8s::agent_sandbox::{CLAIM_KIND, shutdown_policy, warm_pool_policy};
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -10,7 +10,7 @@
 //! must say Ready for that Sandbox: read once, watched only when the controller has not caught
 //! up yet.
 
-use sandbox_contract::k8s::agent_sandbox::{LAUNCH_TYPE_LABEL, LAUNCH_WARM};
+use contract::k8s::agent_sandbox::{LAUNCH_TYPE_LABEL, LAUNCH_WARM};
 use serde_json::Value;
 
 use crate::api_versions;

@@ -12,7 +12,7 @@
 //! (`claim_readiness`), within the config's readiness timeout; a pod replaced under the same
 //! Sandbox is reported as for a Sandbox lease.
 
-use sandbox_contract::k8s::agent_sandbox::{READY, claim_reason};
+use contract::k8s::agent_sandbox::{READY, claim_reason};
 use serde_json::Value;
 
 use crate::api_versions;

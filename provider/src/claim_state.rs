@@ -10,8 +10,8 @@
 //! than the claim's generation) is still starting. Ready means `Ready` True at the claim's
 //! generation with `status.sandbox.name` set.
 
-use sandbox_contract::k8s::agent_sandbox::{ASSIGNED_SANDBOX_ANNOTATION, FINISHED, READY, claim_reason};
-use sandbox_contract::quote;
+use contract::k8s::agent_sandbox::{ASSIGNED_SANDBOX_ANNOTATION, FINISHED, READY, claim_reason};
+use contract::quote;
 use serde_json::Value;
 
 use crate::object::{self, condition};

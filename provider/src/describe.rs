@@ -2,7 +2,7 @@
 //! `kube` access it needs, declared so the host grants exactly that (two-sided capabilities:
 //! the host runs the provider with the intersection of this and the operator's policy).
 
-pub use sandbox_contract::{AccessRule, AccessVerb, ProviderInfo};
+pub use contract::{AccessRule, AccessVerb, ProviderInfo};
 
 use crate::api_versions::{self, ClaimVersion, SandboxVersion};
 use crate::config::{self, Backend};

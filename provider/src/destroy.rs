@@ -13,7 +13,7 @@
 //! claim lease (`claim_destroy`) reads it only as a hint to its Sandbox's name, which it never
 //! deletes by name.
 
-pub use sandbox_contract::{DeleteOutcome, DestroyReport, ObjectReport};
+pub use contract::{DeleteOutcome, DestroyReport, ObjectReport};
 
 use crate::api_versions::{self, SandboxVersion};
 use crate::claim_destroy;

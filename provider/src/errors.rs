@@ -4,7 +4,7 @@
 //! Every message says what happened, what it means, and what to do; `retryable` says whether
 //! the same call may succeed later. No message ever contains a secret value.
 
-pub use sandbox_contract::{ErrorDetail, InvalidConfigDetail, ProviderError};
+pub use contract::{ErrorDetail, InvalidConfigDetail, ProviderError};
 
 use crate::kube_api::KubeError;
 

@@ -29,10 +29,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sandbox_contract::quote;
+use contract::quote;
 use serde_json::Value;
 
-pub use sandbox_contract::{ExecRequest, ExecResult};
+pub use contract::{ExecRequest, ExecResult};
 
 use crate::api_versions;
 use crate::clock::Clock;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 
-use sandbox_contract::k8s::selectors::{FieldSelector, LabelSelector};
+use contract::k8s::selectors::{FieldSelector, LabelSelector};
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
@@ -22,7 +22,7 @@ use crate::kube_api::{
 };
 use crate::log::{Level, Log};
 use crate::rfc3339;
-use sandbox_contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP, TEMPLATES, WARM_POOLS, name_hash};
+use contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP, TEMPLATES, WARM_POOLS, name_hash};
 
 mod claims;
 

@@ -29,8 +29,8 @@
 //! (Unicode tags, uppercase digests, no IPv6 hosts, unregistered digest algorithms) or bring a
 //! regex engine that doubles the component's size.
 
-use sandbox_contract::k8s::image::split_docker_domain;
-use sandbox_contract::quote;
+use contract::k8s::image::split_docker_domain;
+use contract::quote;
 
 /// The longest repository path, after normalisation (`RepositoryNameTotalLengthMax`).
 pub const PATH_MAX_LEN: usize = 255;

@@ -15,9 +15,9 @@
 
 use std::fmt;
 
-use sandbox_contract::k8s::names;
+use contract::k8s::names;
 
-use sandbox_contract::quote;
+use contract::quote;
 use serde_json::Value;
 
 use crate::acquire::AcquireRequest;

@@ -3,7 +3,7 @@
 //! Metadata is informational: every later call works from the lease id and the lease's typed
 //! fields, so metadata that a host lost or mangled is read leniently and never fails a call.
 
-use sandbox_contract::k8s::agent_sandbox::{LAUNCH_COLD, LAUNCH_WARM};
+use contract::k8s::agent_sandbox::{LAUNCH_COLD, LAUNCH_WARM};
 use serde_json::{Map, Value, json};
 
 use crate::input_limits::LEASE_METADATA;
@@ -12,7 +12,7 @@ use crate::input_limits::LEASE_METADATA;
 /// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1`, `batch/v1` or (claim leases)
 /// `extensions.agents.x-k8s.io/v1beta1` or `/v1alpha1`, and its metadata is [`LeaseMetadata`]
 /// as JSON.
-pub use sandbox_contract::{ClaimedSandbox, Lease, LeaseRef};
+pub use contract::{ClaimedSandbox, Lease, LeaseRef};
 
 /// How metadata records a claim lease's Sandbox (its launch type as the label says it).
 fn sandbox_to_json(sandbox: &ClaimedSandbox) -> Value {

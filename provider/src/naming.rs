@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use contract::k8s::names;
+use contract::quote;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use sandbox_contract::k8s::names;
-use sandbox_contract::quote;
 
 use crate::config::Backend;
 use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID, LEASE_ID};
@@ -18,7 +18,7 @@ use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID, LEASE_ID};
 /// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
 /// every object the provider creates, and proves ownership by it; the provider never sets it.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-pub use sandbox_contract::labels::{LABEL_ACQUISITION_ID, LABEL_RUN_ID};
+pub use contract::labels::{LABEL_ACQUISITION_ID, LABEL_RUN_ID};
 /// The agent id, when the request has one (hashed when not a valid label value).
 pub const LABEL_AGENT_ID: &str = "sandbox.paperclip.io/agent-id";
 /// The raw acquisition id.

@@ -81,7 +81,7 @@ mod tests {
     use crate::fake_kube::{FakeClock, FakeKube, MemoryLog};
     use crate::testkit::{NOW, NS};
     use crate::workload_state::{SANDBOX_NAME_HASH_LABEL, WorkloadKind};
-    use sandbox_contract::k8s::agent_sandbox::name_hash;
+    use contract::k8s::agent_sandbox::name_hash;
 
     fn terminating_pod(name: &str, owner: &str) -> Value {
         json!({

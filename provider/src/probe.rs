@@ -3,7 +3,7 @@
 //! whether the config names what that version needs), and what the host's policy lets the
 //! provider read and watch. Every problem is a diagnostic; probe itself never fails.
 
-pub use sandbox_contract::{Diagnostic, ProbeResult, Severity};
+pub use contract::{Diagnostic, ProbeResult, Severity};
 
 use crate::api_versions::{self, ClaimVersion, SANDBOX_GROUP, SandboxVersion};
 use crate::claim_manifest;

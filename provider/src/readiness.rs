@@ -26,7 +26,7 @@ use crate::workload_state::{
     Cause, Failure, JOB_NAME_LABEL, JobState, POD_NAME_ANNOTATION, PodInfo, PodState, SANDBOX_NAME_HASH_LABEL,
     SandboxState, WorkloadKind, job_state, pod_state, sandbox_state, wait_failure,
 };
-use sandbox_contract::k8s::agent_sandbox::name_hash;
+use contract::k8s::agent_sandbox::name_hash;
 
 /// The workload being waited for.
 pub struct Target<'a> {

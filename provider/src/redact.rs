@@ -25,7 +25,7 @@ use crate::errors::ProviderError;
 use crate::log::{Level, Log};
 
 /// The same marker the contract's `Debug` of secret env values shows.
-pub use sandbox_contract::REDACTED;
+pub use contract::REDACTED;
 
 /// Forms shorter than this many characters are replaced only as whole tokens (see the module
 /// docs): a random value of eight characters or more almost never turns up in a message by

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-pub use sandbox_contract::ResumeOutcome;
+pub use contract::ResumeOutcome;
 
 use crate::api_versions;
 use crate::claim_resume;

@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use contract::quote;
 use k8s_openapi::api::core::v1::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
-use sandbox_contract::quote;
 use serde_json::{Value, json};
 
 use base64::Engine;

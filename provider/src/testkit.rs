@@ -53,7 +53,7 @@ impl Env {
             NS,
             json!({"metadata": {"name": name,
                                 "labels": {crate::workload_state::SANDBOX_NAME_HASH_LABEL:
-                                           sandbox_contract::k8s::agent_sandbox::name_hash(name)},
+                                           contract::k8s::agent_sandbox::name_hash(name)},
                                 "deletionTimestamp": "2026-11-30T10:00:00Z",
                                 "ownerReferences": [{"uid": sandbox["metadata"]["uid"], "controller": true}]},
                    "status": {"phase": "Running"}}),

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::errors::ProviderError;
 use crate::object::{self, condition};
 
-pub use sandbox_contract::k8s::agent_sandbox::{POD_NAME_ANNOTATION, SANDBOX_NAME_HASH_LABEL};
+pub use contract::k8s::agent_sandbox::{POD_NAME_ANNOTATION, SANDBOX_NAME_HASH_LABEL};
 /// The label the Job controller puts on a Job's pods.
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 

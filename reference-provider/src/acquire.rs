@@ -7,7 +7,7 @@
 //! the host asks. A requested expiry that is not in the future is `rejected`. The env is never
 //! read, so no value of it can reach the lease or a log line.
 
-use sandbox_contract::{AcquireRequest, Lease, ProviderError};
+use contract::{AcquireRequest, Lease, ProviderError};
 
 use crate::behaviour;
 use crate::clock::{Clock, show_time};
@@ -47,7 +47,7 @@ pub fn acquire(clock: &dyn Clock, log: &dyn Log, request: &AcquireRequest) -> Re
 
 #[cfg(test)]
 mod tests {
-    use sandbox_contract::EnvVar;
+    use contract::EnvVar;
     use serde_json::json;
 
     use crate::input_limits::HOST_ID;
@@ -73,7 +73,7 @@ mod tests {
         let config = config_with(json!({"leaseTtlSeconds": 60}));
         let lease = provider.acquire(request(&config, "a-1")).unwrap();
         assert_eq!(lease.expires_at, Some(NOW + 60_000), "the TTL without a request");
-        let asked = |at| sandbox_contract::AcquireRequest { requested_expires_at: Some(at), ..request(&config, "a-1") };
+        let asked = |at| contract::AcquireRequest { requested_expires_at: Some(at), ..request(&config, "a-1") };
         assert_eq!(provider.acquire(asked(NOW + 10_001)).unwrap().expires_at, Some(NOW + 10_001), "honoured");
         assert_eq!(provider.acquire(asked(NOW + 3_600_000)).unwrap().expires_at, Some(NOW + 60_000), "capped");
         assert_eq!(provider.acquire(asked(i64::MAX)).unwrap().expires_at, Some(NOW + 60_000));
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn the_lease_keeps_what_later_calls_need_and_no_env_value() {
         let env = Env::new();
-        let req = sandbox_contract::AcquireRequest {
+        let req = contract::AcquireRequest {
             env: vec![EnvVar { name: "TOKEN".into(), value: SECRET_VALUE.into(), secret: true }],
             reusable: true,
             agent_id: Some("agent-7".into()),
@@ -114,9 +114,9 @@ mod tests {
             assert_eq!(err.kind(), "rejected", "{err}");
             assert!(err.message().len() < 300, "no id echoed whole: {err}");
         }
-        let long_run = sandbox_contract::AcquireRequest { run_id: "r".repeat(300), ..request(&slow, "a-1") };
+        let long_run = contract::AcquireRequest { run_id: "r".repeat(300), ..request(&slow, "a-1") };
         assert!(provider.acquire(long_run).unwrap_err().message().contains("the run id"));
-        let long_agent = sandbox_contract::AcquireRequest { agent_id: Some("g".repeat(300)), ..request(&slow, "a-1") };
+        let long_agent = contract::AcquireRequest { agent_id: Some("g".repeat(300)), ..request(&slow, "a-1") };
         assert!(provider.acquire(long_agent).unwrap_err().message().contains("the agent id"));
         let huge = format!("{{\"pad\": \"{}\"}}", "p".repeat(crate::input_limits::CONFIG_TEXT.max));
         assert_eq!(provider.acquire(request(&huge, "a-1")).unwrap_err().kind(), "invalid-config");

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use sandbox_contract::{ErrorDetail, ProviderError};
+use contract::{ErrorDetail, ProviderError};
 
 use crate::clock::Clock;
 use crate::config::{Behaviour, Config, Operation, StallUntil, operation_path};

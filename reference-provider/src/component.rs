@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use sandbox_contract::{
+use contract::{
     AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, EnvVar, ErrorDetail, ExecRequest, ExecResult,
     Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
 };

@@ -10,7 +10,7 @@
 //! - `access` empty: it makes no `kube` call (the built component does not even import `kube`),
 //!   so a host grants it nothing.
 
-use sandbox_contract::ProviderInfo;
+use contract::ProviderInfo;
 
 use crate::config;
 

@@ -13,8 +13,8 @@
 //! and a resume-check of it is still `resumable` (see [`crate::resume`]). Destroy never fails
 //! but as configured.
 
-use sandbox_contract::quote::shorten;
-use sandbox_contract::{DeleteOutcome, DestroyReport, LeaseRef, ObjectReport, ProviderError};
+use contract::quote::shorten;
+use contract::{DeleteOutcome, DestroyReport, LeaseRef, ObjectReport, ProviderError};
 
 use crate::behaviour;
 use crate::clock::Clock;
@@ -51,7 +51,7 @@ pub fn destroy(clock: &dyn Clock, log: &dyn Log, lease_ref: &LeaseRef) -> Result
 
 #[cfg(test)]
 mod tests {
-    use sandbox_contract::{Backend, DeleteOutcome, DestroyReport, Lease, LeaseRef, ObjectReport};
+    use contract::{Backend, DeleteOutcome, DestroyReport, Lease, LeaseRef, ObjectReport};
     use serde_json::json;
 
     use crate::testkit::{Env, config, config_with, request, stored};

@@ -14,8 +14,8 @@
 
 use std::borrow::Cow;
 
-use sandbox_contract::quote::shorten;
-use sandbox_contract::{ExecRequest, ExecResult, LeaseRef, ProviderError};
+use contract::quote::shorten;
+use contract::{ExecRequest, ExecResult, LeaseRef, ProviderError};
 
 use crate::behaviour;
 use crate::clock::Clock;
@@ -52,7 +52,7 @@ pub fn execute(
 mod tests {
     use std::time::Duration;
 
-    use sandbox_contract::{EnvVar, ExecRequest, LeaseRef};
+    use contract::{EnvVar, ExecRequest, LeaseRef};
     use serde_json::json;
 
     use crate::testkit::{Env, SECRET_VALUE, config, config_with, request, stored};
@@ -73,7 +73,7 @@ mod tests {
         let env = Env::new();
         let provider = env.provider();
         let lease = provider.acquire(request(&config(), "x-1")).unwrap();
-        let foreign = sandbox_contract::Lease { provider_lease_id: "k8s:job:ns:pc-1".into(), ..lease.clone() };
+        let foreign = contract::Lease { provider_lease_id: "k8s:job:ns:pc-1".into(), ..lease.clone() };
         for lease in [lease, foreign] {
             let err = provider.execute(stored(&lease, &config()), command()).unwrap_err();
             assert_eq!((err.kind(), err.retryable()), ("unsupported", false), "{err}");

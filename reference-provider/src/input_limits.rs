@@ -5,7 +5,7 @@
 //! so the numbers are the provider's own: large enough for any id or config a host sends in
 //! practice, small enough that a lease stays a few hundred bytes and no message echoes much.
 
-use sandbox_contract::{AcquireRequest, ProviderError};
+use contract::{AcquireRequest, ProviderError};
 
 /// One limit: the largest accepted size in bytes, and what a caller over it should do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@
 //! careful forgery); it catches leases of other providers, mangled metadata, and hosts that
 //! edit a lease or keep an old one.
 
-use sandbox_contract::{Lease, quote};
+use contract::{Lease, quote};
 use serde::{Deserialize, Serialize};
 
 use crate::config::MAX_LEASE_TTL_SECONDS;

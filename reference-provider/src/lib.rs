@@ -50,7 +50,7 @@ mod component;
 #[cfg(test)]
 mod testkit;
 
-use sandbox_contract::{
+use contract::{
     AcquireRequest, DestroyReport, ExecRequest, ExecResult, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo,
     ResumeOutcome, Validation,
 };

@@ -14,7 +14,7 @@
 //! this placement beside it) reads exactly as it did under contract 0.2.0, metadata included.
 //! `placement-of` answers for every id this provider writes and none for another provider's.
 
-use sandbox_contract::{Backend, Lease};
+use contract::{Backend, Lease};
 
 use crate::lease::is_ours;
 

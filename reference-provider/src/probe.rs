@@ -12,7 +12,7 @@
 //!
 //! The config's `probe` behaviour (delay, stall) runs before the answer, like every operation's.
 
-use sandbox_contract::{Diagnostic, ProbeResult, Severity};
+use contract::{Diagnostic, ProbeResult, Severity};
 
 use crate::behaviour;
 use crate::clock::Clock;
@@ -116,12 +116,12 @@ pub fn probe(clock: &dyn Clock, log: &dyn Log, text: &str) -> ProbeResult {
 mod tests {
     use std::time::Duration;
 
-    use sandbox_contract::Severity;
+    use contract::Severity;
     use serde_json::json;
 
     use crate::testkit::{Env, config, config_with};
 
-    fn codes(result: &sandbox_contract::ProbeResult) -> Vec<(Severity, &str)> {
+    fn codes(result: &contract::ProbeResult) -> Vec<(Severity, &str)> {
         result.diagnostics.iter().map(|d| (d.severity, d.code.as_str())).collect()
     }
 

@@ -7,7 +7,7 @@
 //! lease that is the contract's answer; for an ephemeral one it is what a provider without
 //! state cannot avoid.
 
-use sandbox_contract::{LeaseRef, ProviderError};
+use contract::{LeaseRef, ProviderError};
 
 use crate::behaviour;
 use crate::clock::Clock;
@@ -36,7 +36,7 @@ pub fn release(clock: &dyn Clock, log: &dyn Log, lease_ref: &LeaseRef) -> Result
 
 #[cfg(test)]
 mod tests {
-    use sandbox_contract::{Lease, LeaseRef};
+    use contract::{Lease, LeaseRef};
     use serde_json::json;
 
     use crate::testkit::{Env, config, config_with, request, stored};
@@ -45,8 +45,7 @@ mod tests {
     fn release_succeeds_for_any_lease_and_twice() {
         let env = Env::new();
         let provider = env.provider();
-        let lease =
-            provider.acquire(sandbox_contract::AcquireRequest { reusable: true, ..request(&config(), "l-1") }).unwrap();
+        let lease = provider.acquire(contract::AcquireRequest { reusable: true, ..request(&config(), "l-1") }).unwrap();
         provider.release(stored(&lease, &config())).unwrap();
         provider.release(stored(&lease, &config())).unwrap();
         assert!(env.log_text().contains("kind=reusable"), "{}", env.log_text());

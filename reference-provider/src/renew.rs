@@ -7,7 +7,7 @@
 //! requested time that is not in the future is `rejected`. The answer carries the renewed
 //! lease: the host must store it in place of the old one, which still says the old expiry.
 
-use sandbox_contract::{LeaseRef, ProviderError, ResumeOutcome};
+use contract::{LeaseRef, ProviderError, ResumeOutcome};
 
 use crate::behaviour;
 use crate::clock::{Clock, show_time};
@@ -45,7 +45,7 @@ pub fn renew(
 
 #[cfg(test)]
 mod tests {
-    use sandbox_contract::{Lease, ResumeOutcome};
+    use contract::{Lease, ResumeOutcome};
     use serde_json::json;
 
     use crate::testkit::{Env, NOW, config, config_with, request, stored};

@@ -10,7 +10,7 @@
 //! only the host's record of the release can say so, and a host must not resume a lease it
 //! released or destroyed.
 
-use sandbox_contract::{LeaseRef, ProviderError, ResumeOutcome};
+use contract::{LeaseRef, ProviderError, ResumeOutcome};
 
 use crate::behaviour;
 use crate::clock::{Clock, show_time};
@@ -55,7 +55,7 @@ pub fn resume_check(clock: &dyn Clock, log: &dyn Log, lease_ref: &LeaseRef) -> R
 
 #[cfg(test)]
 mod tests {
-    use sandbox_contract::{Lease, LeaseRef, ResumeOutcome};
+    use contract::{Lease, LeaseRef, ResumeOutcome};
     use serde_json::json;
 
     use crate::testkit::{Env, config, config_with, request, stored};

@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use sandbox_contract::{AcquireRequest, EnvVar, Lease, LeaseRef};
+use contract::{AcquireRequest, EnvVar, Lease, LeaseRef};
 use serde_json::Value;
 
 use crate::Provider;

@@ -6,10 +6,10 @@
 use embedded_cluster::SandboxVersions;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::records::{Backend, Lease, LeaseRef, ResumeOutcome};
 use serde_json::{Value, json};
+use tests::*;
 
 /// Longest message a refusal may be: it quotes at most a short prefix of the input.
 const SHORT: usize = 1_200;

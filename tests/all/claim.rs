@@ -15,9 +15,9 @@ use embedded_cluster::faults::{Action, Match, Rule};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
-use provider_e2e::*;
 use provider_host::records::{Backend, DeleteOutcome, ExecRequest, LeaseRef, ResumeOutcome};
 use serde_json::json;
+use tests::*;
 
 const TEMPLATE: &str = "py";
 const POOL: &str = "py-pool";

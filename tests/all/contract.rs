@@ -16,9 +16,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::core::ApiResource;
-use provider_e2e::component_path;
 use provider_host::policy::MANAGED_BY_LABEL;
 use serde_json::json;
+use tests::component_path;
 
 const NAMESPACE: &str = "contract";
 

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use embedded_cluster::SandboxVersions;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::records::{ExecRequest, ExecResult, LeaseRef};
 use serde_json::json;
+use tests::*;
 
 fn sh(script: &str) -> ExecRequest {
     serde_json::from_value(json!({"command": "sh", "args": ["-c", script], "timeout-ms": 20_000})).expect("request")

@@ -12,10 +12,10 @@ use embedded_cluster::{PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::records::{Lease, ProviderError, ResumeOutcome};
 use serde_json::json;
+use tests::*;
 
 fn provider_error(e: HostError) -> ProviderError {
     match e {

@@ -6,9 +6,9 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
-use provider_e2e::*;
 use provider_host::records::{Backend, DeleteOutcome, ResumeOutcome};
 use serde_json::json;
+use tests::*;
 
 fn renewed(outcome: ResumeOutcome) -> provider_host::records::Lease {
     match outcome {

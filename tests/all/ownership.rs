@@ -10,11 +10,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
-use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::owner_signature::SIGNATURE_ANNOTATION;
 use provider_host::records::{Backend, DeleteOutcome, Lease, LeaseRef, ProviderError, ResumeOutcome};
 use serde_json::json;
+use tests::*;
 
 fn provider_error(e: HostError) -> ProviderError {
     match e {

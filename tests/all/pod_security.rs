@@ -9,10 +9,10 @@ use std::time::Duration;
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use provider_e2e::*;
 use provider_host::bindings::kube::{KubeError, ResourceType};
 use provider_host::{KubeHost, Policy};
 use serde_json::{Value, json};
+use tests::*;
 
 /// A pod spec the restricted level accepts, with `container` merged into its container's
 /// `securityContext` and `pod` into the pod's.

@@ -12,9 +12,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use provider_e2e::*;
 use provider_host::{HostError, ProviderHost};
 use serde_json::{Value, json};
+use tests::*;
 
 const ACCOUNT: &str = "sandbox-host";
 

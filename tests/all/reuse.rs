@@ -7,10 +7,10 @@ use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use provider_e2e::*;
 use provider_host::HostError;
 use provider_host::records::ResumeOutcome;
 use serde_json::json;
+use tests::*;
 
 #[tokio::test]
 async fn a_reusable_lease_is_suspended_on_release_and_resumed_by_resume_check() {

@@ -14,7 +14,7 @@ use super::{
     SandboxApiVersion, SandboxSettings, Security, TOLERATION_KEYS, TOP_KEYS, Toleration, WORKSPACE_VOLUME_KEYS,
     WorkspaceVolume,
 };
-use sandbox_contract::quote;
+use contract::quote;
 
 use crate::image_ref;
 use crate::input_limits::{IMAGE_REF, WORKING_DIR};
@@ -31,7 +31,7 @@ fn reserved_label_key(key: &str) -> bool {
 /// Whether `s` is a Kubernetes quantity (`250m`, `4Gi`, `1e3`), not negative: the API
 /// server's own parser decides, so a config this accepts is one the cluster takes.
 pub fn is_quantity(s: &str) -> bool {
-    sandbox_contract::k8s::quantity::parse_nanos(s).is_ok_and(|n| n >= 0)
+    contract::k8s::quantity::parse_nanos(s).is_ok_and(|n| n >= 0)
 }
 
 /// An environment variable name the provider accepts: a C identifier, which is also a valid

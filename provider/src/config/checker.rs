@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use sandbox_contract::quote;
-use sandbox_contract::quote::shorten;
+use contract::quote;
+use contract::quote::shorten;
 
 use super::ConfigProblem;
 use super::check::is_quantity;

@@ -37,7 +37,7 @@ pub const DEFAULT_LEASE_TTL_SECONDS: u32 = 3600;
 /// Default command: a sandbox must keep running while the host executes commands in it.
 pub const DEFAULT_COMMAND: [&str; 2] = ["sleep", "infinity"];
 
-pub use sandbox_contract::{Backend, ConfigProblem, Validation};
+pub use contract::{Backend, ConfigProblem, Validation};
 
 /// Which Sandbox API version to create with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use sandbox_contract::quote;
+use contract::quote;
 
 use super::checker::{Checker, ptr};
 use super::{CAPABILITIES_KEYS, SECURITY_KEYS, SeccompProfile, Security};

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use sandbox_contract::k8s::agent_sandbox::{
+use contract::k8s::agent_sandbox::{
     ASSIGNED_SANDBOX_ANNOTATION, CLAIM_KIND, CLAIM_UID_LABEL, CLAIMS, EXTENSIONS_GROUP, LAUNCH_COLD, LAUNCH_TYPE_LABEL,
     LAUNCH_WARM, POD_NAME_ANNOTATION, TEMPLATE_REF_ANNOTATION, TEMPLATE_REF_HASH_LABEL, TEMPLATES, WARM_POOL_KIND,
     WARM_POOL_LABEL, WARM_POOLS, claim_reason, name_hash, shutdown_policy, warm_pool_policy,

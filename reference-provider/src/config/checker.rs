@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use sandbox_contract::quote;
-use sandbox_contract::quote::shorten;
+use contract::quote;
+use contract::quote::shorten;
 
 use super::ConfigProblem;
 

@@ -16,10 +16,10 @@ mod tests;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sandbox_contract::{ErrorDetail, ProviderError};
+use contract::{ErrorDetail, ProviderError};
 use serde::Serialize;
 
-pub use sandbox_contract::{ConfigProblem, Validation};
+pub use contract::{ConfigProblem, Validation};
 pub use schema::schema;
 
 /// Default lease life without renewal.

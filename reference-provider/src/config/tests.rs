@@ -180,7 +180,7 @@ fn parse_names_the_first_problem() {
     let err = parse(r#"{"operations": {"renew": {"stall": {}}}}"#).unwrap_err();
     assert_eq!(
         err,
-        sandbox_contract::ProviderError::invalid_config(
+        contract::ProviderError::invalid_config(
             "/operations/renew/stall/until",
             "is required: before-deadline or past-deadline; run validate-config for every problem"
         )

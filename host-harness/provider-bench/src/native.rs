@@ -1,0 +1,194 @@
+//! The provider's logic compiled natively, over the same host transport the component uses
+//! (`KubeHost`: policy, ownership checks, the same `kube::Client`): what a call would cost
+//! without WebAssembly, so the table can give the ratio WASM / native per operation.
+//!
+//! The provider is synchronous (WIT imports block the guest), so a native call runs on a
+//! blocking thread and each `kube` request is driven to completion on the runtime, as the
+//! component's fiber is suspended while the host serves its import.
+
+use std::time::{Duration, Instant};
+
+use provider::SystemClock;
+use provider::kube_api::{self, DeleteOptions, Kube, KubeError, ListOptions, PatchType, WatchOptions};
+use provider::log::NoLog;
+use provider_host::bindings::kube as wit;
+use provider_host::{KubeHost, WatchStream};
+use serde_json::Value;
+use tokio::runtime::Handle;
+
+/// `Kube` over a host's access for one call.
+pub struct NativeKube {
+    host: KubeHost,
+    runtime: Handle,
+}
+
+/// A watch opened through the host.
+pub struct NativeWatch {
+    host: KubeHost,
+    stream: WatchStream,
+    runtime: Handle,
+}
+
+/// The provider compiled for the host.
+pub type Provider = provider::Provider<NativeKube, SystemClock, NoLog>;
+
+/// The native provider for one call that must end by `deadline`, as the component's would.
+pub fn provider(host: &KubeHost, runtime: Handle, deadline: Instant) -> Provider {
+    provider::Provider::new(NativeKube { host: host.for_call(deadline), runtime }, SystemClock::new(), NoLog)
+}
+
+fn resource(r: &kube_api::ResourceType) -> wit::ResourceType {
+    wit::ResourceType { group: r.group.clone(), version: r.version.clone(), plural: r.plural.clone() }
+}
+
+fn kube_error(e: wit::KubeError) -> KubeError {
+    match e {
+        wit::KubeError::NotFound(m) => KubeError::NotFound(m),
+        wit::KubeError::AlreadyExists(m) => KubeError::AlreadyExists(m),
+        wit::KubeError::Conflict(m) => KubeError::Conflict(m),
+        wit::KubeError::Gone(m) => KubeError::Gone(m),
+        wit::KubeError::Invalid(m) => KubeError::Invalid(m),
+        wit::KubeError::Forbidden(m) => KubeError::Forbidden(m),
+        wit::KubeError::Denied(m) => KubeError::Denied(m),
+        wit::KubeError::NotOwned(m) => KubeError::NotOwned(m),
+        wit::KubeError::Unauthorized(m) => KubeError::Unauthorized(m),
+        wit::KubeError::Timeout(m) => KubeError::Timeout(m),
+        wit::KubeError::Unavailable(d) => {
+            KubeError::Unavailable { message: d.message, retry_after_seconds: d.retry_after_seconds }
+        }
+        wit::KubeError::Transport(m) => KubeError::Transport(m),
+        wit::KubeError::Other(d) => KubeError::Other { code: d.code, message: d.message },
+    }
+}
+
+/// The host answers JSON text, as over the WIT boundary; the provider parses it the same way.
+fn json(text: &str) -> Result<Value, KubeError> {
+    serde_json::from_str(text)
+        .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
+}
+
+impl Kube for NativeKube {
+    type Watch = NativeWatch;
+
+    fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
+        json(&self.runtime.block_on(self.host.get(&resource(r), namespace, name)).map_err(kube_error)?)
+    }
+
+    fn create(&self, r: &kube_api::ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError> {
+        let body = body.to_string();
+        json(&self.runtime.block_on(self.host.create(&resource(r), namespace, &body)).map_err(kube_error)?)
+    }
+
+    fn patch(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &Value,
+        subresource: Option<&str>,
+    ) -> Result<Value, KubeError> {
+        let patch_type = match patch_type {
+            PatchType::Merge => wit::PatchType::Merge,
+            PatchType::Json => wit::PatchType::Json,
+            PatchType::Strategic => wit::PatchType::Strategic,
+        };
+        let body = body.to_string();
+        let answer =
+            self.runtime.block_on(self.host.patch(&resource(r), namespace, name, patch_type, &body, subresource));
+        json(&answer.map_err(kube_error)?)
+    }
+
+    fn delete(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<(), KubeError> {
+        let options = wit::DeleteOptions {
+            propagation: options.propagation.map(|p| match p {
+                kube_api::Propagation::Background => wit::Propagation::Background,
+                kube_api::Propagation::Foreground => wit::Propagation::Foreground,
+                kube_api::Propagation::Orphan => wit::Propagation::Orphan,
+            }),
+            precondition_uid: options.precondition_uid.clone(),
+            precondition_resource_version: options.precondition_resource_version.clone(),
+            grace_period_seconds: options.grace_period_seconds,
+        };
+        self.runtime.block_on(self.host.delete(&resource(r), namespace, name, &options)).map_err(kube_error)
+    }
+
+    fn list(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<Value, KubeError> {
+        let options = wit::ListOptions {
+            label_selector: options.label_selector.clone(),
+            field_selector: options.field_selector.clone(),
+            limit: options.limit,
+            continue_token: options.continue_token.clone(),
+            resource_version: options.resource_version.clone(),
+        };
+        json(&self.runtime.block_on(self.host.list(&resource(r), namespace, &options)).map_err(kube_error)?)
+    }
+
+    fn watch(
+        &self,
+        r: &kube_api::ResourceType,
+        namespace: Option<&str>,
+        options: &WatchOptions,
+    ) -> Result<NativeWatch, KubeError> {
+        let options = wit::WatchOptions {
+            label_selector: options.label_selector.clone(),
+            field_selector: options.field_selector.clone(),
+            resource_version: options.resource_version.clone(),
+            timeout_seconds: options.timeout_seconds,
+            allow_bookmarks: options.allow_bookmarks,
+        };
+        let stream = self.runtime.block_on(self.host.watch(&resource(r), namespace, &options)).map_err(kube_error)?;
+        Ok(NativeWatch { host: self.host.clone(), stream, runtime: self.runtime.clone() })
+    }
+
+    fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
+        self.runtime.block_on(self.host.served_versions(group)).map_err(kube_error)
+    }
+
+    fn check_namespace(&self, namespace: &str) -> Result<(), String> {
+        self.host.check_namespace(namespace)
+    }
+
+    fn exec(&self, namespace: &str, pod: &str, o: &kube_api::ExecOptions) -> Result<kube_api::ExecOutput, KubeError> {
+        let options = wit::ExecOptions {
+            container: o.container.clone(),
+            command: o.command.clone(),
+            stdin: o.stdin.clone(),
+            timeout_ms: u32::try_from(o.timeout.as_millis()).unwrap_or(u32::MAX),
+            max_output_bytes: o.max_output_bytes,
+        };
+        let out = self.runtime.block_on(self.host.exec(namespace, pod, options)).map_err(kube_error)?;
+        Ok(kube_api::ExecOutput {
+            exit_code: out.exit_code,
+            timed_out: out.timed_out,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            stdout_truncated: out.stdout_truncated,
+            stderr_truncated: out.stderr_truncated,
+        })
+    }
+}
+
+impl kube_api::Watch for NativeWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<kube_api::WatchEvent>, KubeError> {
+        let event = self.runtime.block_on(self.host.next_event(&mut self.stream, timeout)).map_err(kube_error)?;
+        Ok(match event {
+            None => None,
+            Some(wit::WatchEvent::Added(o)) => Some(kube_api::WatchEvent::Added(json(&o)?)),
+            Some(wit::WatchEvent::Modified(o)) => Some(kube_api::WatchEvent::Modified(json(&o)?)),
+            Some(wit::WatchEvent::Deleted(o)) => Some(kube_api::WatchEvent::Deleted(json(&o)?)),
+            Some(wit::WatchEvent::Bookmark(rv)) => Some(kube_api::WatchEvent::Bookmark(rv)),
+        })
+    }
+}

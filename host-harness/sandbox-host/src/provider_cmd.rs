@@ -1,0 +1,443 @@
+//! The provider commands: `describe`, `validate-config`, `probe`, `acquire`, `resume-check`,
+//! `renew`, `release` and `destroy`, each loading a provider component into the host and
+//! running one call against a cluster (kubeconfig, in-cluster, or the embedded one).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
+use provider_host::Limits;
+use provider_host::error::HostError;
+use provider_host::records::{AcquireRequest, Lease, LeaseRef, ResumeOutcome};
+use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+
+use crate::env_args::EnvArgs;
+use crate::policy_cmd::PolicyArgs;
+use crate::untrusted_kubeconfig;
+
+/// The component `make component` builds.
+pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/component/provider.wasm";
+
+/// The reference provider `make component` builds too.
+pub const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_provider.wasm";
+
+/// Exit code of `resume-check` when the lease is expired (an answer, not an error).
+pub const EXIT_EXPIRED: i32 = 3;
+/// Exit code when the provider (or the host around it) failed.
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code when the kubeconfig cannot be used: a wrong setting, not a failure that
+/// starting again would cure (a client such as the Paperclip plugin reports it at its field).
+pub const EXIT_BAD_KUBECONFIG: i32 = 4;
+
+/// The kubeconfig named on the command line cannot be used; its message never quotes it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableKubeconfig(String);
+
+/// Where the provider runs and against which cluster: what every command that loads the
+/// component shares, `serve` included.
+#[derive(Args, Clone)]
+pub struct HostArgs {
+    /// The provider component (.wasm).
+    #[arg(long, default_value = DEFAULT_COMPONENT)]
+    pub component: PathBuf,
+    /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
+    #[arg(long, conflicts_with = "embedded")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Run with no cluster at all, not even an inferred one: every `kube` call the provider
+    /// makes is `unavailable`. For calls that need none (`describe`, `validate-config`), so that
+    /// a host checking a config never uses ambient credentials.
+    #[arg(long, conflicts_with_all = ["embedded", "kubeconfig"])]
+    pub no_cluster: bool,
+    /// The kubeconfig comes from someone trusted less than the operator (a Paperclip
+    /// environment's config): refuse exec and auth-provider plugins, files it names and
+    /// proxies, and never quote it in an error.
+    #[arg(long, requires = "kubeconfig")]
+    pub untrusted_kubeconfig: bool,
+    /// Start the embedded cluster in-process, for as long as the command runs.
+    #[arg(long)]
+    pub embedded: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Per-call limits (JSON, see `provider_host::limits::Limits`: memory-bytes,
+    /// call-timeout-ms, max-concurrent-calls, ...); unset fields keep their defaults.
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
+    /// Where precompiled components are cached.
+    #[arg(long, default_value = "target/provider-cache")]
+    pub cache_dir: PathBuf,
+}
+
+impl HostArgs {
+    /// The limits file's settings, or the defaults.
+    fn limits(&self) -> anyhow::Result<Limits> {
+        let Some(path) = &self.limits else { return Ok(Limits::default()) };
+        serde_json::from_str(&read_json(path, "limits")?)
+            .with_context(|| format!("the limits file {} does not match the limits schema", path.display()))
+    }
+}
+
+/// A one-shot provider command's target, and how it prints.
+#[derive(Args, Clone)]
+pub struct Target {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Print the result as JSON mirroring the WIT records.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A loaded provider and, when embedded, the cluster it talks to (kept alive while the
+/// provider runs, and dropped with it).
+pub struct Session {
+    pub host: ProviderHost,
+    pub _cluster: Option<EmbeddedCluster>,
+}
+
+/// Reads a JSON file as text, checking that it parses.
+pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read the {what} file {}", path.display()))?;
+    serde_json::from_str::<serde_json::Value>(&text)
+        .with_context(|| format!("the {what} file {} is not JSON", path.display()))?;
+    Ok(text)
+}
+
+/// Connects to the cluster, reads the operator's policy and loads the component. A component
+/// that declares no `kube` access (such as the reference provider) needs no cluster: when none
+/// is named and none can be inferred, it runs without one.
+pub async fn session(target: &HostArgs) -> anyhow::Result<Session> {
+    if !target.component.exists() {
+        bail!("no provider component at {}: build it with `make component`", target.component.display());
+    }
+    let options = HostOptions {
+        policy: target.policy.policy()?,
+        limits: target.limits()?,
+        cache_dir: Some(target.cache_dir.clone()),
+    };
+    let source = ComponentSource::File(target.component.clone());
+    if target.no_cluster {
+        return Ok(Session { host: ProviderHost::load_without_cluster(source, options).await?, _cluster: None });
+    }
+    let (config, cluster) = if target.embedded {
+        let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
+        (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
+    } else if let Some(path) = &target.kubeconfig {
+        let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+        if target.untrusted_kubeconfig {
+            untrusted_kubeconfig::check(&yaml).map_err(|refused| UnusableKubeconfig(refused.to_string()))?;
+            // What kube-rs says about a kubeconfig it cannot load may quote it: say only that.
+            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|_| {
+                UnusableKubeconfig(
+                    "the kubeconfig could not be loaded (a context, cluster or user it names is missing, or inline \
+                     data is not base64); its contents are not shown: they may hold credentials"
+                        .to_string(),
+                )
+            })?;
+            (config, None)
+        } else {
+            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|e| {
+                UnusableKubeconfig(format!("the kubeconfig {} could not be loaded: {e:#}", path.display()))
+            })?;
+            (config, None)
+        }
+    } else {
+        match kube::Config::infer().await {
+            Ok(config) => (config, None),
+            Err(no_cluster) => {
+                let host = ProviderHost::load_without_cluster(source, options).await?;
+                if host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
+                    return Ok(Session { host, _cluster: None });
+                }
+                return Err(anyhow::Error::new(no_cluster)
+                    .context("no cluster: pass --kubeconfig or --embedded, or run in a cluster"));
+            }
+        }
+    };
+    // The host's own client: no transparent retries, so the provider sees every answer.
+    let client = provider_host::client_from_config(config)?;
+    let host = ProviderHost::load(source, client, options).await?;
+    Ok(Session { host, _cluster: cluster })
+}
+
+/// Shows a spinner on stderr while `fut` runs, only when stderr is a terminal.
+pub async fn with_progress<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    if !std::io::stderr().is_terminal() {
+        return fut.await;
+    }
+    let bar = indicatif::ProgressBar::new_spinner().with_message(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(100));
+    let out = fut.await;
+    bar.finish_and_clear();
+    out
+}
+
+/// Prints a host error and returns the process exit code.
+pub fn report_error(err: &HostError) -> i32 {
+    report_error_hiding(err, str::to_string)
+}
+
+/// Prints a host error passed through `hide` (which replaces what must not be shown, such as
+/// the request's env names) and returns the process exit code.
+pub fn report_error_hiding(err: &HostError, hide: impl Fn(&str) -> String) -> i32 {
+    match err {
+        HostError::Provider(e) => {
+            eprintln!("error ({}{}): {}", e.kind(), if e.retryable() { ", retryable" } else { "" }, hide(e.message()))
+        }
+        other => eprintln!("error: {}", hide(&other.to_string())),
+    }
+    EXIT_FAILED
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn millis_to_rfc3339(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map(|t| t.to_string()).unwrap_or_else(|_| ms.to_string())
+}
+
+/// Prints a lease for a person.
+pub fn print_lease(lease: &Lease) {
+    println!("lease      {}", lease.provider_lease_id);
+    println!("backend    {:?} ({})", lease.backend, lease.api_version);
+    println!("namespace  {}", lease.namespace);
+    println!("workload   uid {}", lease.workload_uid);
+    println!(
+        "pod        {} (uid {}, ip {})",
+        lease.pod_name.as_deref().unwrap_or("-"),
+        lease.pod_uid.as_deref().unwrap_or("-"),
+        lease.pod_ip.as_deref().unwrap_or("-")
+    );
+    println!("expires    {}", lease.expires_at.map(millis_to_rfc3339).unwrap_or_else(|| "never".into()));
+    println!("reusable   {}", lease.reusable);
+}
+
+/// `describe`
+pub async fn describe(target: Target) -> anyhow::Result<i32> {
+    let s = session(&target.host).await?;
+    let info = match s.host.describe().await {
+        Ok(i) => i,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&info)?;
+    } else {
+        println!("{} ({}) {}", info.display_name, info.driver_key, info.version);
+        println!("backends: {:?}; reusable leases: {}", info.backends, info.reusable_leases);
+        println!("config schema: {} bytes of JSON Schema (use --json to see it)", info.config_schema.len());
+    }
+    Ok(0)
+}
+
+/// `validate-config`
+pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
+    let config = read_json(config, "config")?;
+    let s = session(&target.host).await?;
+    let v = match s.host.validate_config(&config).await {
+        Ok(v) => v,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&v)?;
+    } else {
+        for w in &v.warnings {
+            println!("warning {}: {}", w.path, w.message);
+        }
+        for e in &v.errors {
+            println!("error   {}: {}", e.path, e.message);
+        }
+        println!("{}", if v.ok { "config is valid" } else { "config is invalid" });
+    }
+    Ok(if v.ok { 0 } else { EXIT_FAILED })
+}
+
+/// `probe`
+pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
+    let config = read_json(config, "config")?;
+    let s = session(&target.host).await?;
+    let p = match s.host.probe(&config).await {
+        Ok(p) => p,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    if target.json {
+        print_json(&p)?;
+    } else {
+        println!("{}", p.summary);
+        for d in &p.diagnostics {
+            println!("  {:<8} {:<28} {}", format!("{:?}", d.severity).to_lowercase(), d.code, d.message);
+        }
+    }
+    Ok(if p.ok { 0 } else { EXIT_FAILED })
+}
+
+/// Options of `acquire`.
+#[derive(Args)]
+pub struct AcquireArgs {
+    /// Provider config (JSON).
+    #[arg(long)]
+    pub config: PathBuf,
+    #[arg(long)]
+    pub acquisition_id: String,
+    #[arg(long)]
+    pub run_id: String,
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// Bound the sandbox's life to this many seconds from now.
+    #[arg(long)]
+    pub expires_in: Option<u64>,
+    #[command(flatten)]
+    pub env: EnvArgs,
+    /// Ask for a lease that `release` suspends instead of destroying.
+    #[arg(long)]
+    pub reusable: bool,
+    /// Also write the lease (JSON) to this file, for `--lease` of the later commands.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Epoch millis `seconds` from now; an error naming `option` when no time stamp reaches that far.
+fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    i64::try_from(seconds).ok().and_then(|s| s.checked_mul(1000)).and_then(|ms| now_ms.checked_add(ms)).with_context(
+        || {
+            format!(
+                "{option} {seconds} is further from now than any time stamp can hold; ask for at most the config's \
+                 leaseTtlSeconds, where the provider caps a lease anyway"
+            )
+        },
+    )
+}
+
+/// `acquire`; its arguments are checked before the cluster is reached.
+pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
+    let config = read_json(&args.config, "config")?;
+    let env = args.env.parse()?;
+    let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
+    let s = session(&target.host).await?;
+    let request = AcquireRequest {
+        config,
+        run_id: args.run_id,
+        acquisition_id: args.acquisition_id,
+        agent_id: args.agent_id,
+        requested_expires_at,
+        env: env.vars.clone(),
+        reusable: args.reusable,
+    };
+    let lease = match with_progress("acquiring a sandbox (waiting for readiness)", s.host.acquire(request)).await {
+        Ok(l) => l,
+        Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
+    };
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&lease)?)
+            .with_context(|| format!("write {}", out.display()))?;
+    }
+    if target.json {
+        print_json(&lease)?;
+    } else {
+        print_lease(&lease);
+    }
+    Ok(0)
+}
+
+/// Reads a stored lease and the config it was made with.
+pub fn lease_ref(lease: &Path, config: &Path) -> anyhow::Result<LeaseRef> {
+    let lease: Lease = serde_json::from_str(&read_json(lease, "lease")?)
+        .context("the lease file is not a lease (as printed by `acquire --json`)")?;
+    Ok(LeaseRef { lease, config: read_json(config, "config")? })
+}
+
+/// Options of the commands that take a stored lease.
+#[derive(Args)]
+pub struct LeaseArgs {
+    /// The lease (JSON, as written by `acquire --out` or printed by `acquire --json`).
+    #[arg(long)]
+    pub lease: PathBuf,
+    /// The provider config the lease was made with.
+    #[arg(long)]
+    pub config: PathBuf,
+}
+
+/// `resume-check`
+pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target.host).await?;
+    let outcome = match with_progress("checking the lease", s.host.resume_check(r)).await {
+        Ok(o) => o,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    print_outcome(&outcome, target.json)
+}
+
+/// Prints a resume-check or renew answer; the exit code tells resumable (0) from expired (3).
+fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
+    if json {
+        print_json(outcome)?;
+    }
+    Ok(match outcome {
+        ResumeOutcome::Resumable(lease) => {
+            if !json {
+                println!("resumable");
+                print_lease(lease);
+            }
+            0
+        }
+        ResumeOutcome::Expired(reason) => {
+            if !json {
+                println!("expired: {reason}");
+            }
+            EXIT_EXPIRED
+        }
+    })
+}
+
+/// `renew`; its arguments are checked before the cluster is reached.
+pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let at = expiry_from_now("--expires-in", expires_in)?;
+    let s = session(&target.host).await?;
+    let outcome = match s.host.renew(r, at).await {
+        Ok(o) => o,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    print_outcome(&outcome, target.json)
+}
+
+/// `release`
+pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target.host).await?;
+    match s.host.release(r).await {
+        Ok(()) => {
+            if target.json {
+                println!("null");
+            } else {
+                println!("released");
+            }
+            Ok(0)
+        }
+        Err(e) => Ok(report_error(&e)),
+    }
+}
+
+/// `destroy`
+pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
+    let r = lease_ref(&args.lease, &args.config)?;
+    let s = session(&target.host).await?;
+    match s.host.destroy(r).await {
+        Ok(report) => {
+            if target.json {
+                print_json(&report)?;
+            } else {
+                for o in &report.objects {
+                    println!("{:<10} {:<40} {:?}", o.kind, o.name, o.outcome);
+                }
+            }
+            Ok(0)
+        }
+        Err(e) => Ok(report_error(&e)),
+    }
+}
