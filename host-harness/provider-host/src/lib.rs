@@ -35,6 +35,7 @@ pub mod kube_host;
 mod kube_transport;
 mod kube_url;
 pub mod kube_watch;
+pub mod kubeconfig;
 pub mod lease_scope;
 pub mod limits;
 mod log_host;
