@@ -46,10 +46,12 @@ paperclip-lane: component
 	bash paperclip-plugin/lane/install.sh
 	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug
 	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug PLUGIN_PROVIDER=reference
+	$(CARGO) build -p sandbox-dev
 	cd paperclip-plugin && PATH=$(LANE_NODE):$$PATH SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host \
+		SANDBOX_DEV_BIN=$(CURDIR)/target/debug/sandbox-dev \
 		SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm test
 	cd paperclip-plugin && npx tsc -p lane/tsconfig.json && \
-		PAPERCLIP_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_PACKAGE) node --test --test-concurrency=1 --test-reporter=spec dist/lane/
+		SANDBOX_DEV_BIN=$(CURDIR)/target/debug/sandbox-dev PAPERCLIP_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_PACKAGE) node --test --test-concurrency=1 --test-reporter=spec dist/lane/
 
 ## Build the components and everything else, then run every test (the Paperclip lane last).
 test: component fixtures
@@ -60,31 +62,31 @@ test: component fixtures
 ## name its kubeconfig on the command line: `make demo KUBECONFIG=~/.kube/config` (an exported
 ## KUBECONFIG alone never sends the demo to a real cluster).
 demo: component
-	$(CARGO) run --quiet -p sandbox-host -- demo $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(DEMO_ARGS)
+	$(CARGO) run --quiet -p sandbox-dev -- demo $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(DEMO_ARGS)
 
 ## A Paperclip-shaped run: a stand-in for the Paperclip server drives the plugin worker
 ## (paperclip-plugin/) over its JSON-RPC on stdio; the worker runs the component in a
 ## `sandbox-host serve` child against the embedded cluster. Needs node and npm.
 demo-paperclip: component
-	$(CARGO) build --quiet -p sandbox-host
+	$(CARGO) build --quiet -p sandbox-host -p sandbox-dev
 	cd paperclip-plugin && npm ci --no-audit --no-fund --loglevel=error && \
-		SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm run --silent demo
+		SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host SANDBOX_DEV_BIN=$(CURDIR)/target/debug/sandbox-dev SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm run --silent demo
 
 ## The contract suite and its fault matrix on the provider, printed as tables (`make test` runs
 ## them too). `make contract KUBECONFIG=~/.kube/config` holds it to a real cluster (the fault
 ## cells are skipped there); CONTRACT_ARGS passes more flags (`--json`, `--component X.wasm`).
 contract: component
-	$(CARGO) run --quiet -p sandbox-host -- contract $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(CONTRACT_ARGS)
+	$(CARGO) run --quiet -p sandbox-dev -- contract $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(CONTRACT_ARGS)
 
 ## The suite and the matrix on each Sandbox API version alone, as well as on both.
 contract-full: component
-	$(CARGO) run --quiet -p sandbox-host -- contract $(CONTRACT_ARGS)
-	$(CARGO) run --quiet -p sandbox-host -- contract --sandbox-versions v1beta1 $(CONTRACT_ARGS)
-	$(CARGO) run --quiet -p sandbox-host -- contract --sandbox-versions v1alpha1 $(CONTRACT_ARGS)
+	$(CARGO) run --quiet -p sandbox-dev -- contract $(CONTRACT_ARGS)
+	$(CARGO) run --quiet -p sandbox-dev -- contract --sandbox-versions v1beta1 $(CONTRACT_ARGS)
+	$(CARGO) run --quiet -p sandbox-dev -- contract --sandbox-versions v1alpha1 $(CONTRACT_ARGS)
 
 ## Serve the embedded cluster in the foreground and write a kubeconfig.
 cluster: toolchain
-	$(CARGO) run --quiet -p sandbox-host -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
+	$(CARGO) run --quiet -p sandbox-dev -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
 
 ## Every figure of BENCHMARKS.md in one run (release build): component sizes and load times,
 ## per-call costs, WASM / native, readiness, requests per operation, load, faults under load,

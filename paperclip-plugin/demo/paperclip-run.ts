@@ -2,7 +2,7 @@
 // sandbox, release. A stand-in for the Paperclip server starts the built plugin worker and
 // drives one run's environment calls over the worker's JSON-RPC on stdio, as the server does;
 // the worker runs the provider component in a `sandbox-host serve` child against the embedded
-// cluster (a `sandbox-host cluster` process).
+// cluster (a `sandbox-dev cluster` process).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -19,7 +19,7 @@ import {
   managedObjects,
   pluginDir,
   quantile,
-  sandboxHostBinary,
+  sandboxDevBinary,
   scratchDir,
   sha256,
   show,
@@ -116,13 +116,13 @@ function envConfig(extra: Record<string, unknown> = {}): Record<string, unknown>
 }
 
 before(async () => {
-  const plugin = pluginDir();
+  pluginDir(); // fails at once, naming how to build the package, when it is missing
   scratch = scratchDir();
   standInOut = join(scratch, "stand-in-records");
   standIn = writeStandInAgent(join(scratch, "bin"), standInOut, ["REF_TOKEN", "INLINE_TOKEN"]);
   ownershipKeyFile = join(scratch, "ownership-key");
   writeFileSync(ownershipKeyFile, `${OWNERSHIP_KEY}\n`, { mode: 0o600 });
-  cluster = await Cluster.start(sandboxHostBinary(plugin));
+  cluster = await Cluster.start(sandboxDevBinary());
   baseline = new Set((await clusterObjects(cluster)).map((o) => o.uid));
   server = await PaperclipServer.start();
 });

@@ -63,11 +63,11 @@ export function pluginDir(): string {
   return dir;
 }
 
-/** The sandbox-host the lane runs the cluster with: SANDBOX_HOST_BIN, else the plugin's own, else target/debug. */
-export function sandboxHostBinary(plugin: string): string {
-  const candidates = [process.env.SANDBOX_HOST_BIN, join(plugin, "bin", "sandbox-host"), join(REPO_ROOT, "target", "debug", "sandbox-host")];
+/** The test bed's binary the lane runs the embedded cluster with: SANDBOX_DEV_BIN, else target/debug's. */
+export function sandboxDevBinary(): string {
+  const candidates = [process.env.SANDBOX_DEV_BIN, join(REPO_ROOT, "target", "debug", "sandbox-dev")];
   for (const candidate of candidates) if (candidate && existsSync(candidate)) return resolve(candidate);
-  throw new Error(`no sandbox-host binary (looked at ${candidates.filter(Boolean).join(", ")}): build it with cargo build -p sandbox-host`);
+  throw new Error(`no sandbox-dev binary (looked at ${candidates.filter(Boolean).join(", ")}): build it with cargo build -p sandbox-dev`);
 }
 
 
@@ -89,7 +89,7 @@ export interface LogEntry {
   latencyMicros: number;
 }
 
-/** The embedded cluster as its own `sandbox-host cluster` process, and its admin kubeconfig. */
+/** The embedded cluster as its own `sandbox-dev cluster` process, and its admin kubeconfig. */
 export class Cluster {
   private constructor(
     private readonly child: ChildProcess,
@@ -110,9 +110,9 @@ export class Cluster {
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     await waitFor(
-      `sandbox-host cluster to write its kubeconfig at ${path}`,
+      `sandbox-dev cluster to write its kubeconfig at ${path}`,
       async () => {
-        if (child.exitCode !== null) throw new Error(`sandbox-host cluster exited ${child.exitCode}: ${readFileSync(join(dir, "cluster.log"), "utf8")}`);
+        if (child.exitCode !== null) throw new Error(`sandbox-dev cluster exited ${child.exitCode}: ${readFileSync(join(dir, "cluster.log"), "utf8")}`);
         return existsSync(path) && readFileSync(path, "utf8").includes("server:") ? true : undefined;
       },
       { deadlineMs: 60_000, intervalMs: 100 },

@@ -1,4 +1,4 @@
-// What the tests run against: the embedded cluster as its own `sandbox-host cluster` process
+// What the tests run against: the embedded cluster as its own `sandbox-dev cluster` process
 // (so a killed serve child leaves the cluster and its sandboxes alone), and the plugin in the
 // SDK's environment test harness.
 import { spawn, type ChildProcess } from "node:child_process";
@@ -21,8 +21,10 @@ export function required(name: string): string {
 
 export const BINARY = required("SANDBOX_HOST_BIN");
 required("SANDBOX_HOST_COMPONENT");
+/** The test bed's binary: the embedded cluster and its fault injection. */
+export const DEV_BINARY = required("SANDBOX_DEV_BIN");
 
-/** A `sandbox-host cluster` process and its admin kubeconfig. */
+/** A `sandbox-dev cluster` process and its admin kubeconfig. */
 export class Cluster {
   private constructor(
     private readonly child: ChildProcess,
@@ -41,11 +43,11 @@ export class Cluster {
     return out;
   }
 
-  /** `sandbox-host fault add ARGS` on this cluster. */
+  /** `sandbox-dev fault add ARGS` on this cluster. */
   async fault(args: string[]): Promise<void> {
-    const child = spawn(BINARY, ["fault", "--kubeconfig", this.path, "add", ...args], { stdio: ["ignore", "ignore", "inherit"] });
+    const child = spawn(DEV_BINARY, ["fault", "--kubeconfig", this.path, "add", ...args], { stdio: ["ignore", "ignore", "inherit"] });
     const code = await new Promise((r) => child.once("exit", r));
-    if (code !== 0) throw new Error(`sandbox-host fault add ${args.join(" ")} exited ${code}`);
+    if (code !== 0) throw new Error(`sandbox-dev fault add ${args.join(" ")} exited ${code}`);
   }
 
   /** `sandbox-host pool --name NAME ARGS` on this cluster (namespace `default`). */
@@ -60,10 +62,10 @@ export class Cluster {
   static async start(): Promise<Cluster> {
     const dir = mkdtempSync(join(tmpdir(), "paperclip-plugin-test-"));
     const path = join(dir, "kubeconfig");
-    const child = spawn(BINARY, ["cluster", "--port", "0", "--kubeconfig", path], { stdio: ["ignore", "ignore", "inherit"] });
+    const child = spawn(DEV_BINARY, ["cluster", "--port", "0", "--kubeconfig", path], { stdio: ["ignore", "ignore", "inherit"] });
     const deadline = Date.now() + 60_000;
     while (!existsSync(path) || readFileSync(path, "utf8").length === 0) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error("sandbox-host cluster wrote no kubeconfig");
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error("sandbox-dev cluster wrote no kubeconfig");
       await new Promise((r) => setTimeout(r, 50));
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -78,7 +80,7 @@ export class Cluster {
   }
 }
 
-/** The operator's plugin config of the tests (the programs come from SANDBOX_HOST_BIN and SANDBOX_HOST_COMPONENT). */
+/** The operator's plugin config of the tests (the programs come from SANDBOX_HOST_BIN and SANDBOX_HOST_COMPONENT; the cluster from SANDBOX_DEV_BIN). */
 export function instanceConfig(cacheDir: string): Record<string, unknown> {
   return { allowedNamespaces: ["default"], cacheDir };
 }

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use contract_suite::audit::Observer;
-use contract_suite::matrix::{self, Operation};
 use contract_suite::{Cluster, Report, SuiteOptions, Verdict};
 use embedded_cluster::behaviour::TERMINATION_DELAY;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
+use fault_matrix::{Embedded, Operation};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
@@ -34,7 +34,7 @@ async fn suite(versions: SandboxVersions, backends: &[&str]) -> Report {
             defaults.iter().find(|c| c.contains(&format!("\"backend\":{backend}"))).cloned().expect("a default config")
         })
         .collect();
-    contract_suite::run(&Cluster::Embedded(&cluster), &options(component_path(), configs), &mut |_| {})
+    contract_suite::run(&Cluster::Simulated(&Embedded(&cluster)), &options(component_path(), configs), &mut |_| {})
         .await
         .expect("the suite runs")
 }
@@ -91,13 +91,12 @@ async fn fault_matrix(versions: SandboxVersions, backends: &[&str]) {
     let cluster = EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() })
         .await
         .expect("start the embedded cluster");
-    let configs = matrix::default_configs("kubernetes", NAMESPACE)
+    let configs = fault_matrix::default_configs("kubernetes", NAMESPACE)
         .into_iter()
         .filter(|config| backends.iter().any(|b| config.contains(&format!("\"backend\":{}", json!(b)))))
         .collect();
     let options = SuiteOptions { configs, ..options(component_path(), Vec::new()) };
-    let (report, tables) =
-        matrix::run(&Cluster::Embedded(&cluster), &options, &Operation::ALL, 8, &mut |_| {}).await.expect("runs");
+    let (report, tables) = fault_matrix::run(&cluster, &options, &Operation::ALL, 8, &mut |_| {}).await.expect("runs");
     for table in &tables {
         println!("{table}\n");
     }
@@ -122,20 +121,25 @@ async fn fault_matrix(versions: SandboxVersions, backends: &[&str]) {
 }
 
 /// Through a kubeconfig (here to an embedded cluster, reached as a real one would be) the
-/// scenarios run, and the fault cells are skipped, saying why.
+/// scenarios run, and those that need a simulator's hooks say they were skipped.
 #[tokio::test]
-async fn through_a_kubeconfig_the_scenarios_run_and_the_fault_cells_say_they_are_skipped() {
+async fn through_a_kubeconfig_the_scenarios_run() {
     let embedded = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
-    let cluster = Cluster::Real { kubeconfig: embedded.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig") };
+    let kubeconfig = embedded.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig");
+    let cluster = Cluster::Real { kubeconfig: &kubeconfig };
     let configs = vec![json!({"namespace": NAMESPACE, "backend": "job", "image": "busybox:1.36"}).to_string()];
-    let only = vec!["lifecycle".to_string(), "resume-after-recreate".to_string()];
+    let only =
+        vec!["lifecycle".to_string(), "resume-after-recreate".to_string(), "execute-into-a-replaced-pod".to_string()];
     let options = SuiteOptions { only, ..options(component_path(), configs) };
     let report = contract_suite::run(&cluster, &options, &mut |_| {}).await.expect("the suite runs");
     assert!(report.passed() && report.count(Verdict::Pass) == 2, "{report}");
-    let (cells, tables) = matrix::run(&cluster, &options, &Operation::ALL, 2, &mut |_| {}).await.expect("runs");
-    assert!(tables.is_empty(), "no fault can be injected into a real cluster");
-    assert_eq!(cells.count(Verdict::Skip), Operation::ALL.len(), "{cells}");
-    assert!(cells.records.iter().all(|r| r.why.contains("skipped on a real cluster")), "{cells}");
+    let skipped: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Skip).collect();
+    assert!(
+        skipped.len() == 1
+            && skipped[0].scenario == "execute-into-a-replaced-pod"
+            && skipped[0].why.contains("simulated"),
+        "{report}"
+    );
 }
 
 /// Providers swap: the reference provider, which uses no cluster, passes everything it can be
@@ -146,13 +150,13 @@ async fn the_reference_provider_keeps_the_contract_too() {
     let component = component_path().with_file_name("reference_provider.wasm");
     assert!(component.exists(), "no reference provider at {}: run `make component`", component.display());
     let options = options(component, vec!["{}".to_string()]);
-    let report = contract_suite::run(&Cluster::Embedded(&cluster), &options, &mut |_| {}).await.expect("runs");
+    let report =
+        contract_suite::run(&Cluster::Simulated(&Embedded(&cluster)), &options, &mut |_| {}).await.expect("runs");
     assert!(report.passed(), "{report}");
     assert!(report.count(Verdict::Pass) >= 7, "{report}");
     let skipped: Vec<_> = report.records.iter().filter(|r| r.verdict == Verdict::Skip).collect();
     assert!(!skipped.is_empty() && skipped.iter().all(|r| r.why.contains("Kubernetes-only")), "{report}");
-    let (cells, tables) =
-        matrix::run(&Cluster::Embedded(&cluster), &options, &Operation::ALL, 1, &mut |_| {}).await.expect("runs");
+    let (cells, tables) = fault_matrix::run(&cluster, &options, &Operation::ALL, 1, &mut |_| {}).await.expect("runs");
     assert!(tables.is_empty(), "no request to fail, so no table");
     assert_eq!(cells.count(Verdict::Skip), Operation::ALL.len(), "{cells}");
     assert!(cells.records.iter().all(|r| r.why.contains("Kubernetes-only")), "{cells}");
@@ -164,7 +168,7 @@ async fn the_reference_provider_keeps_the_contract_too() {
 async fn the_leak_audit_catches_what_is_left_and_what_was_unguarded() {
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
     let admin = cluster.client().await.expect("client");
-    Cluster::Embedded(&cluster).ensure_namespace(NAMESPACE).await.expect("namespace");
+    Cluster::Simulated(&Embedded(&cluster)).ensure_namespace(NAMESPACE).await.expect("namespace");
     let secrets = ApiResource::erase::<Secret>(&());
     let observer = Observer::start(admin.clone(), NAMESPACE, "contract-audit", vec![secrets]).await;
     let leak: Secret =
@@ -183,7 +187,7 @@ async fn the_leak_audit_catches_what_is_left_and_what_was_unguarded() {
 async fn the_leak_audit_waits_out_a_terminating_pods_grace_period() {
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
     let admin = cluster.client().await.expect("client");
-    Cluster::Embedded(&cluster).ensure_namespace(NAMESPACE).await.expect("namespace");
+    Cluster::Simulated(&Embedded(&cluster)).ensure_namespace(NAMESPACE).await.expect("namespace");
     let slow = json!({"metadata": {"annotations": {TERMINATION_DELAY: "5s"}}});
     Api::<Namespace>::all(admin.clone())
         .patch(NAMESPACE, &PatchParams::default(), &Patch::Merge(slow))

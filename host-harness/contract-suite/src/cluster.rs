@@ -1,37 +1,31 @@
-//! The cluster a suite runs against: the embedded one (with its fault injection, request log
-//! and clock, so every scenario and fault cell runs) or a real one through a kubeconfig (the
-//! fault cells and the clock-driven scenarios are skipped, and say so).
+//! The cluster a suite runs against: a simulated one (with its request log and holds, so every
+//! scenario runs; [`Simulator`]) or a real one through a kubeconfig (the scenarios that need a
+//! simulator's hooks are skipped, and say so).
 
 use anyhow::Context;
-use embedded_cluster::{EmbeddedCluster, PROVIDER_USER};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
+use crate::simulator::{Identity, Simulator};
+
 /// Where the suite runs.
+#[derive(Clone, Copy)]
 pub enum Cluster<'a> {
-    /// The embedded cluster; the host talks to it as the provider's own identity.
-    Embedded(&'a EmbeddedCluster),
+    /// A simulated cluster; the host talks to it as the provider's own identity.
+    Simulated(&'a dyn Simulator),
     /// A real cluster; the host and the suite's own checks use the kubeconfig's identity.
     Real {
         /// The kubeconfig (YAML).
-        kubeconfig: String,
+        kubeconfig: &'a str,
     },
 }
 
-impl Cluster<'_> {
-    /// The same target, borrowed again (a real cluster's kubeconfig is copied).
-    pub fn borrowed(&self) -> Cluster<'_> {
+impl<'a> Cluster<'a> {
+    /// The simulator's hooks, when the target is simulated.
+    pub fn simulator(&self) -> Option<&'a dyn Simulator> {
         match self {
-            Self::Embedded(c) => Cluster::Embedded(c),
-            Self::Real { kubeconfig } => Cluster::Real { kubeconfig: kubeconfig.clone() },
-        }
-    }
-
-    /// The embedded cluster, when that is the target.
-    pub fn embedded(&self) -> Option<&EmbeddedCluster> {
-        match self {
-            Self::Embedded(c) => Some(c),
+            Self::Simulated(s) => Some(*s),
             Self::Real { .. } => None,
         }
     }
@@ -39,19 +33,20 @@ impl Cluster<'_> {
     /// A client for the suite's own reads and writes (checks, objects made "behind the
     /// provider's back").
     pub async fn admin(&self) -> anyhow::Result<kube::Client> {
-        match self {
-            Self::Embedded(c) => c.client().await,
-            Self::Real { kubeconfig } => embedded_cluster::tls::client_from_kubeconfig(kubeconfig).await,
-        }
+        let kubeconfig = match self {
+            Self::Simulated(s) => s.kubeconfig(Identity::Admin)?,
+            Self::Real { kubeconfig } => kubeconfig.to_string(),
+        };
+        Ok(provider_host::kubeconfig::client(&kubeconfig).await?)
     }
 
     /// The host's client: no transparent retries, so the provider sees every answer.
     pub async fn host_client(&self) -> anyhow::Result<kube::Client> {
         let kubeconfig = match self {
-            Self::Embedded(c) => c.kubeconfig(PROVIDER_USER)?,
-            Self::Real { kubeconfig } => kubeconfig.clone(),
+            Self::Simulated(s) => s.kubeconfig(Identity::Provider)?,
+            Self::Real { kubeconfig } => kubeconfig.to_string(),
         };
-        let config = embedded_cluster::tls::config_from_kubeconfig(&kubeconfig).await?;
+        let config = provider_host::kubeconfig::config(&kubeconfig).await?;
         Ok(provider_host::client_from_config(config)?)
     }
 

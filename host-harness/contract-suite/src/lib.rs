@@ -12,9 +12,9 @@
 pub mod audit;
 pub mod cluster;
 pub mod context;
-pub mod matrix;
 pub mod report;
 mod scenarios;
+pub mod simulator;
 pub mod warm_pool;
 
 use std::path::PathBuf;
@@ -168,11 +168,7 @@ pub struct World<'a> {
 impl<'a> World<'a> {
     /// Loads the component once to learn its driver and whether it uses the cluster, and makes
     /// the suite's namespace when it does.
-    pub async fn new(cluster: &'a embedded_cluster::EmbeddedCluster, options: &SuiteOptions) -> anyhow::Result<Self> {
-        Self::on(Cluster::Embedded(cluster), options).await
-    }
-
-    async fn on(cluster: Cluster<'a>, options: &SuiteOptions) -> anyhow::Result<Self> {
+    pub async fn new(cluster: Cluster<'a>, options: &SuiteOptions) -> anyhow::Result<Self> {
         let probe = ProviderHost::load_without_cluster(
             ComponentSource::File(options.component.clone()),
             host_options(options, "contract-probe".into()),
@@ -222,8 +218,14 @@ impl<'a> World<'a> {
         ))
     }
 
+    /// Whether the component declares `kube` access (a component without it has nothing a
+    /// cluster could fail).
+    pub fn uses_cluster(&self) -> bool {
+        self.uses_cluster
+    }
+
     /// A record of `name` for what `ctx` acquired.
-    pub(crate) fn record(&self, name: &str, ctx: &Ctx<'_>, verdict: Verdict, why: String) -> Record {
+    pub fn record(&self, name: &str, ctx: &Ctx<'_>, verdict: Verdict, why: String) -> Record {
         Record { scenario: name.to_string(), backend: ctx.backend(), verdict, why }
     }
 }
@@ -253,7 +255,7 @@ pub async fn run(
     options: &SuiteOptions,
     progress: &mut (dyn FnMut(&Record) + Send),
 ) -> anyhow::Result<Report> {
-    let world = World::on(cluster.borrowed(), options).await?;
+    let world = World::new(*cluster, options).await?;
     let mut report = Report::default();
     for config in &options.configs {
         let chosen = scenarios::all()
@@ -277,15 +279,15 @@ fn skip_reason(scenario: &Scenario, uses_cluster: bool, cluster: &Cluster<'_>) -
     if scenario.needs_cluster && !uses_cluster {
         return Some("Kubernetes-only: the component declares no kube access".to_string());
     }
-    if scenario.needs_embedded && cluster.embedded().is_none() {
-        return Some("needs the embedded cluster (its clock or its fault injection)".to_string());
+    if scenario.needs_simulator && cluster.simulator().is_none() {
+        return Some("needs a simulated cluster's hooks (its request log or a held request)".to_string());
     }
     None
 }
 
 /// Destroys every lease a scenario or cell made once more, then audits what is left: `Err`
 /// says what broke the contract.
-pub(crate) async fn follow_up(ctx: &Ctx<'_>) -> Result<(), String> {
+pub async fn follow_up(ctx: &Ctx<'_>) -> Result<(), String> {
     let mut problems = Vec::new();
     for lease in ctx.leases() {
         if let Err(e) = ctx.host.destroy(lease.clone()).await {

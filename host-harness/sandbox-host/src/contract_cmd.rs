@@ -1,14 +1,16 @@
-//! `sandbox-host contract`: runs the contract suite and its fault matrix against any provider
-//! component and prints a pass/fail table (or JSON lines), exiting non-zero when a scenario or
-//! a cell failed.
+//! `sandbox-host contract`: runs the contract suite against any provider component on a cluster
+//! and prints a pass/fail table (or JSON lines), exiting non-zero when a scenario failed.
+//!
+//! On a real cluster the scenarios that need a simulator's hooks are skipped and say so; the
+//! fault matrix needs the embedded cluster's fault injection and runs in `sandbox-dev
+//! contract`, which uses the pieces here for the rest.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, matrix, warm_pool};
-use embedded_cluster::{ClusterConfig, EmbeddedCluster, SandboxVersions};
+use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, warm_pool};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 
 use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
@@ -19,43 +21,23 @@ pub struct ContractArgs {
     /// The provider component (.wasm) to hold to the contract.
     #[arg(long, default_value = DEFAULT_COMPONENT)]
     pub component: PathBuf,
-    /// A provider config (JSON) to run every scenario and the matrix with (repeatable).
-    /// Default: for the Kubernetes provider one per backend (in the matrix with a readiness
-    /// timeout that fits its 10 s cells), for any other `{}`.
+    /// A provider config (JSON) to run every scenario with (repeatable). Default: for the
+    /// Kubernetes provider one per backend, for any other `{}`.
     #[arg(long = "config")]
     pub configs: Vec<PathBuf>,
-    /// Run against this cluster instead of the embedded one (fault cells are then skipped).
-    #[arg(long, conflicts_with = "embedded")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Run against a fresh embedded cluster (the default; says so explicitly in scripts).
+    /// Kubeconfig of the cluster to run against.
     #[arg(long)]
-    pub embedded: bool,
-    /// Sandbox versions the embedded cluster serves.
-    #[arg(long, default_value = "both")]
-    pub sandbox_versions: SandboxVersions,
+    pub kubeconfig: Option<PathBuf>,
     /// The namespace the suite works in; created when missing; configs must name it.
     #[arg(long, default_value = "contract")]
     pub namespace: String,
     /// Only these scenarios (repeatable); `--list` shows their names.
     #[arg(long = "scenario")]
     pub only: Vec<String>,
-    /// Leave out the fault matrix (the scenarios only).
-    #[arg(long)]
-    pub no_matrix: bool,
-    /// Leave out the scenarios (the fault matrix only).
-    #[arg(long)]
-    pub no_scenarios: bool,
-    /// Fail the requests of only these operations in the matrix (repeatable): acquire,
-    /// resume-check, renew, release, destroy. Default: all.
-    #[arg(long = "operation")]
-    pub operations: Vec<String>,
-    /// How many embedded clusters run matrix cells at once.
-    #[arg(long, default_value_t = 8)]
-    pub clusters: usize,
     /// List the scenarios and exit.
     #[arg(long)]
     pub list: bool,
-    /// One JSON record per scenario and per fault cell instead of the tables.
+    /// One JSON record per scenario instead of the table.
     #[arg(long)]
     pub json: bool,
     /// Where precompiled components are cached.
@@ -67,107 +49,137 @@ pub struct ContractArgs {
     pub clean_up: bool,
 }
 
-/// The component's driver key, which chooses the default configs.
-async fn driver(args: &ContractArgs) -> anyhow::Result<String> {
-    let options = HostOptions { cache_dir: Some(args.cache_dir.clone()), ..Default::default() };
-    let host = ProviderHost::load_without_cluster(ComponentSource::File(args.component.clone()), options).await?;
-    Ok(host.describe().await?.driver_key)
+impl ContractArgs {
+    /// The component's driver key, which chooses the default configs.
+    pub async fn driver(&self) -> anyhow::Result<String> {
+        let options = HostOptions { cache_dir: Some(self.cache_dir.clone()), ..Default::default() };
+        let host = ProviderHost::load_without_cluster(ComponentSource::File(self.component.clone()), options).await?;
+        Ok(host.describe().await?.driver_key)
+    }
+
+    /// The configs given, or the suite's defaults for the component's driver.
+    pub async fn configs(&self) -> anyhow::Result<Vec<String>> {
+        if self.configs.is_empty() {
+            return Ok(contract_suite::default_configs(&self.driver().await?, &self.namespace));
+        }
+        self.configs.iter().map(|p| read_json(p, "config")).collect()
+    }
+
+    /// What the suite runs with `configs`.
+    pub fn options(&self, configs: Vec<String>) -> SuiteOptions {
+        SuiteOptions {
+            component: self.component.clone(),
+            configs,
+            namespace: self.namespace.clone(),
+            cache_dir: Some(self.cache_dir.clone()),
+            only: self.only.clone(),
+            limits: Default::default(),
+        }
+    }
+
+    /// `--list`: prints the scenarios' names; whether it did (and the command is done).
+    pub fn listed(&self) -> bool {
+        if self.list {
+            for name in contract_suite::scenario_names() {
+                println!("{name}");
+            }
+        }
+        self.list
+    }
+
+    /// Fails when the component is not there, naming how to build it.
+    pub fn check_component(&self) -> anyhow::Result<()> {
+        if !self.component.exists() {
+            anyhow::bail!("no provider component at {}: build it with `make component`", self.component.display());
+        }
+        Ok(())
+    }
 }
 
 /// `contract`
 pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
-    if args.list {
-        for name in contract_suite::scenario_names() {
-            println!("{name}");
-        }
+    if args.listed() {
         return Ok(0);
     }
-    if !args.component.exists() {
-        anyhow::bail!("no provider component at {}: build it with `make component`", args.component.display());
-    }
-    let (configs, matrix_configs) = if args.configs.is_empty() {
-        let driver = driver(&args).await?;
-        (contract_suite::default_configs(&driver, &args.namespace), matrix::default_configs(&driver, &args.namespace))
-    } else {
-        let given: Vec<String> = args.configs.iter().map(|p| read_json(p, "config")).collect::<anyhow::Result<_>>()?;
-        (given.clone(), given)
-    };
-    let operations = args.operations.iter().map(|o| o.parse::<matrix::Operation>()).collect::<Result<Vec<_>, _>>()?;
-    let operations = if operations.is_empty() { matrix::Operation::ALL.to_vec() } else { operations };
-    let embedded = match &args.kubeconfig {
-        Some(_) => None,
-        None => {
-            let config = ClusterConfig { sandbox_versions: args.sandbox_versions, ..Default::default() };
-            Some(EmbeddedCluster::start(config).await.context("start the embedded cluster")?)
-        }
-    };
-    let cluster = match (&embedded, &args.kubeconfig) {
-        (Some(c), _) => Cluster::Embedded(c),
-        (None, path) => {
-            let path = path.as_ref().context("no cluster: pass --kubeconfig, or leave it out for the embedded one")?;
-            let kubeconfig = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-            Cluster::Real { kubeconfig }
-        }
-    };
-    let options = SuiteOptions {
-        component: args.component.clone(),
-        configs,
-        namespace: args.namespace.clone(),
-        cache_dir: Some(args.cache_dir.clone()),
-        only: args.only.clone(),
-        limits: Default::default(),
-    };
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.enable_steady_tick(std::time::Duration::from_millis(100));
-        bar
-    });
-    let mut done = 0usize;
-    let mut progress = |r: &Record| {
-        done += 1;
-        if let Some(bar) = &bar {
-            bar.set_message(format!("{done} scenarios and cells run; last: {} {}", r.scenario, r.verdict.as_str()));
-        }
-    };
-    let mut report = if args.no_scenarios {
-        Report::default()
-    } else {
-        contract_suite::run(&cluster, &options, &mut progress).await?
-    };
-    let mut matrices = Vec::new();
-    if !args.no_matrix {
-        let options = SuiteOptions { configs: matrix_configs, ..options };
-        let (cells, tables) = matrix::run(&cluster, &options, &operations, args.clusters, &mut progress).await?;
-        report.records.extend(cells.records);
-        matrices = tables;
-    }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    if let Cluster::Real { .. } = &cluster {
-        suite_pool_left(&cluster, &args).await?;
-    }
-    if args.json {
-        print!("{}", report.to_json_lines());
-    } else {
-        let (scenarios, cells): (Vec<Record>, Vec<Record>) =
-            report.records.iter().cloned().partition(|r| !r.scenario.starts_with(matrix::PREFIX));
-        println!("{}", Report { records: scenarios });
-        for table in &matrices {
-            println!("\n{table}");
-        }
-        let failed: Vec<Record> = cells.into_iter().filter(|r| r.verdict != Verdict::Pass).collect();
-        if !failed.is_empty() {
-            println!("\n{}", Report { records: failed });
-        }
+    args.check_component()?;
+    let path = args.kubeconfig.as_ref().context(
+        "no cluster: pass --kubeconfig (`sandbox-dev contract` runs the suite and its fault matrix on the embedded \
+         cluster)",
+    )?;
+    let kubeconfig = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let cluster = Cluster::Real { kubeconfig: &kubeconfig };
+    let options = args.options(args.configs().await?);
+    let mut progress = Progress::start();
+    let report = contract_suite::run(&cluster, &options, &mut |r| progress.saw(r)).await?;
+    progress.finish();
+    suite_pool_left(&cluster, &args).await?;
+    print(&report, &Report::default(), &[], args.json);
+    if !args.json {
+        println!("\nthe fault matrix needs the embedded cluster's fault injection: `sandbox-dev contract`");
     }
     Ok(if report.passed() { 0 } else { 1 })
+}
+
+/// A spinner on stderr, when it is a terminal, counting what has run.
+pub struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    done: usize,
+}
+
+impl Progress {
+    /// Starts the spinner (or nothing, when stderr is not a terminal).
+    pub fn start() -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+            bar
+        });
+        Self { bar, done: 0 }
+    }
+
+    /// One more scenario or cell has run.
+    pub fn saw(&mut self, r: &Record) {
+        self.done += 1;
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!(
+                "{} scenarios and cells run; last: {} {}",
+                self.done,
+                r.scenario,
+                r.verdict.as_str()
+            ));
+        }
+    }
+
+    /// Clears the spinner.
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Prints what a run found: JSON lines, or the scenarios' table, then each of `tables` (the
+/// fault matrix's), then the fault `cells` that did not pass.
+pub fn print(scenarios: &Report, cells: &Report, tables: &[String], json: bool) {
+    if json {
+        print!("{}", scenarios.to_json_lines());
+        print!("{}", cells.to_json_lines());
+        return;
+    }
+    println!("{scenarios}");
+    for table in tables {
+        println!("\n{table}");
+    }
+    let failed: Vec<Record> = cells.records.iter().filter(|r| r.verdict != Verdict::Pass).cloned().collect();
+    if !failed.is_empty() {
+        println!("\n{}", Report { records: failed });
+    }
 }
 
 /// On a real cluster, the suite's own warm pool outlives the run (its members are running pods):
 /// deleted with `--clean-up`, otherwise named on stderr with how to delete it. A pool a given
 /// config names is the operator's and never deleted.
-async fn suite_pool_left(cluster: &Cluster<'_>, args: &ContractArgs) -> anyhow::Result<()> {
+pub async fn suite_pool_left(cluster: &Cluster<'_>, args: &ContractArgs) -> anyhow::Result<()> {
     let admin = cluster.admin().await?;
     let pool = contract_suite::CONTRACT_POOL;
     let Ok(Some(status)) = warm_pool::status(&admin, &args.namespace, pool).await else {

@@ -58,8 +58,8 @@ pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
         stdin,
         timeout_ms: args.timeout_ms,
     };
-    let s = session(&target.host).await?;
-    let result = match with_progress("running the command", s.host.execute(lease, request)).await {
+    let host = session(&target.host).await?;
+    let result = match with_progress("running the command", host.execute(lease, request)).await {
         Ok(result) => result,
         Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };

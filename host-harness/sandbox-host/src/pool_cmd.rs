@@ -57,7 +57,7 @@ enum PoolCommand {
 pub async fn run(args: PoolArgs) -> anyhow::Result<()> {
     let yaml =
         std::fs::read_to_string(&args.kubeconfig).with_context(|| format!("read {}", args.kubeconfig.display()))?;
-    let client = embedded_cluster::tls::client_from_kubeconfig(&yaml).await?;
+    let client = provider_host::kubeconfig::client(&yaml).await?;
     let (namespace, name) = (args.namespace.as_str(), args.name.as_str());
     match args.command {
         PoolCommand::Create { template, replicas, image, wait_seconds } => {

@@ -1,6 +1,7 @@
 //! The provider commands: `describe`, `validate-config`, `probe`, `acquire`, `resume-check`,
 //! `renew`, `release` and `destroy`, each loading a provider component into the host and
-//! running one call against a cluster (kubeconfig, in-cluster, or the embedded one).
+//! running one call against a cluster (kubeconfig, in-cluster, or one the program embedding
+//! these commands names, such as `sandbox-dev`'s embedded cluster).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
 use provider_host::Limits;
 use provider_host::error::HostError;
 use provider_host::records::{AcquireRequest, Lease, LeaseRef, ResumeOutcome};
@@ -45,21 +45,23 @@ pub struct HostArgs {
     #[arg(long, default_value = DEFAULT_COMPONENT)]
     pub component: PathBuf,
     /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
-    #[arg(long, conflicts_with = "embedded")]
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Run with no cluster at all, not even an inferred one: every `kube` call the provider
     /// makes is `unavailable`. For calls that need none (`describe`, `validate-config`), so that
     /// a host checking a config never uses ambient credentials.
-    #[arg(long, conflicts_with_all = ["embedded", "kubeconfig"])]
+    #[arg(long, conflicts_with = "kubeconfig")]
     pub no_cluster: bool,
     /// The kubeconfig comes from someone trusted less than the operator (a Paperclip
     /// environment's config): refuse exec and auth-provider plugins, files it names and
     /// proxies, and never quote it in an error.
     #[arg(long, requires = "kubeconfig")]
     pub untrusted_kubeconfig: bool,
-    /// Start the embedded cluster in-process, for as long as the command runs.
-    #[arg(long)]
-    pub embedded: bool,
+    /// A kubeconfig (YAML) that the program running this command supplies, such as
+    /// `sandbox-dev --embedded` for its in-process cluster; it takes the place of every other
+    /// way of finding a cluster.
+    #[arg(skip)]
+    pub given_kubeconfig: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Per-call limits (JSON, see `provider_host::limits::Limits`: memory-bytes,
@@ -90,13 +92,6 @@ pub struct Target {
     pub json: bool,
 }
 
-/// A loaded provider and, when embedded, the cluster it talks to (kept alive while the
-/// provider runs, and dropped with it).
-pub struct Session {
-    pub host: ProviderHost,
-    pub _cluster: Option<EmbeddedCluster>,
-}
-
 /// Reads a JSON file as text, checking that it parses.
 pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read the {what} file {}", path.display()))?;
@@ -108,7 +103,7 @@ pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
 /// Connects to the cluster, reads the operator's policy and loads the component. A component
 /// that declares no `kube` access (such as the reference provider) needs no cluster: when none
 /// is named and none can be inferred, it runs without one.
-pub async fn session(target: &HostArgs) -> anyhow::Result<Session> {
+pub async fn session(target: &HostArgs) -> anyhow::Result<ProviderHost> {
     if !target.component.exists() {
         bail!("no provider component at {}: build it with `make component`", target.component.display());
     }
@@ -119,47 +114,44 @@ pub async fn session(target: &HostArgs) -> anyhow::Result<Session> {
     };
     let source = ComponentSource::File(target.component.clone());
     if target.no_cluster {
-        return Ok(Session { host: ProviderHost::load_without_cluster(source, options).await?, _cluster: None });
+        return Ok(ProviderHost::load_without_cluster(source, options).await?);
     }
-    let (config, cluster) = if target.embedded {
-        let cluster = EmbeddedCluster::start(ClusterConfig::default()).await?;
-        (embedded_cluster::tls::config_from_kubeconfig(&cluster.kubeconfig(PROVIDER_USER)?).await?, Some(cluster))
+    let config = if let Some(yaml) = &target.given_kubeconfig {
+        provider_host::kubeconfig::config(yaml).await?
     } else if let Some(path) = &target.kubeconfig {
         let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
         if target.untrusted_kubeconfig {
             untrusted_kubeconfig::check(&yaml).map_err(|refused| UnusableKubeconfig(refused.to_string()))?;
             // What kube-rs says about a kubeconfig it cannot load may quote it: say only that.
-            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|_| {
+            provider_host::kubeconfig::config(&yaml).await.map_err(|_| {
                 UnusableKubeconfig(
                     "the kubeconfig could not be loaded (a context, cluster or user it names is missing, or inline \
                      data is not base64); its contents are not shown: they may hold credentials"
                         .to_string(),
                 )
-            })?;
-            (config, None)
+            })?
         } else {
-            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await.map_err(|e| {
-                UnusableKubeconfig(format!("the kubeconfig {} could not be loaded: {e:#}", path.display()))
-            })?;
-            (config, None)
+            provider_host::kubeconfig::config(&yaml).await.map_err(|e| {
+                UnusableKubeconfig(format!("the kubeconfig {}: {:#}", path.display(), anyhow::Error::new(e)))
+            })?
         }
     } else {
         match kube::Config::infer().await {
-            Ok(config) => (config, None),
+            Ok(config) => config,
             Err(no_cluster) => {
                 let host = ProviderHost::load_without_cluster(source, options).await?;
                 if host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
-                    return Ok(Session { host, _cluster: None });
+                    return Ok(host);
                 }
-                return Err(anyhow::Error::new(no_cluster)
-                    .context("no cluster: pass --kubeconfig or --embedded, or run in a cluster"));
+                return Err(
+                    anyhow::Error::new(no_cluster).context("no cluster: pass --kubeconfig, or run in a cluster")
+                );
             }
         }
     };
     // The host's own client: no transparent retries, so the provider sees every answer.
     let client = provider_host::client_from_config(config)?;
-    let host = ProviderHost::load(source, client, options).await?;
-    Ok(Session { host, _cluster: cluster })
+    Ok(ProviderHost::load(source, client, options).await?)
 }
 
 /// Shows a spinner on stderr while `fut` runs, only when stderr is a terminal.
@@ -218,8 +210,8 @@ pub fn print_lease(lease: &Lease) {
 
 /// `describe`
 pub async fn describe(target: Target) -> anyhow::Result<i32> {
-    let s = session(&target.host).await?;
-    let info = match s.host.describe().await {
+    let host = session(&target.host).await?;
+    let info = match host.describe().await {
         Ok(i) => i,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -236,8 +228,8 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
 /// `validate-config`
 pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let s = session(&target.host).await?;
-    let v = match s.host.validate_config(&config).await {
+    let host = session(&target.host).await?;
+    let v = match host.validate_config(&config).await {
         Ok(v) => v,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -258,8 +250,8 @@ pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i3
 /// `probe`
 pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let s = session(&target.host).await?;
-    let p = match s.host.probe(&config).await {
+    let host = session(&target.host).await?;
+    let p = match host.probe(&config).await {
         Ok(p) => p,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -317,7 +309,7 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_json(&args.config, "config")?;
     let env = args.env.parse()?;
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
-    let s = session(&target.host).await?;
+    let host = session(&target.host).await?;
     let request = AcquireRequest {
         config,
         run_id: args.run_id,
@@ -327,7 +319,7 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
         env: env.vars.clone(),
         reusable: args.reusable,
     };
-    let lease = match with_progress("acquiring a sandbox (waiting for readiness)", s.host.acquire(request)).await {
+    let lease = match with_progress("acquiring a sandbox (waiting for readiness)", host.acquire(request)).await {
         Ok(l) => l,
         Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };
@@ -364,8 +356,8 @@ pub struct LeaseArgs {
 /// `resume-check`
 pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target.host).await?;
-    let outcome = match with_progress("checking the lease", s.host.resume_check(r)).await {
+    let host = session(&target.host).await?;
+    let outcome = match with_progress("checking the lease", host.resume_check(r)).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -398,8 +390,8 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
 pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
     let at = expiry_from_now("--expires-in", expires_in)?;
-    let s = session(&target.host).await?;
-    let outcome = match s.host.renew(r, at).await {
+    let host = session(&target.host).await?;
+    let outcome = match host.renew(r, at).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -409,8 +401,8 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
 /// `release`
 pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target.host).await?;
-    match s.host.release(r).await {
+    let host = session(&target.host).await?;
+    match host.release(r).await {
         Ok(()) => {
             if target.json {
                 println!("null");
@@ -426,8 +418,8 @@ pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
 /// `destroy`
 pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let s = session(&target.host).await?;
-    match s.host.destroy(r).await {
+    let host = session(&target.host).await?;
+    match host.destroy(r).await {
         Ok(report) => {
             if target.json {
                 print_json(&report)?;

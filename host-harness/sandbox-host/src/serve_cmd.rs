@@ -11,7 +11,7 @@ use provider_host::serve::{ServeOptions, StopReason, serve};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::provider_cmd::{HostArgs, Session, session};
+use crate::provider_cmd::{HostArgs, session};
 
 /// Options of `serve`.
 #[derive(Args)]
@@ -28,8 +28,7 @@ pub struct ServeArgs {
 
 /// Serves until end of input or a stop signal; the exit code is 0 unless reading stdin failed.
 pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
-    let Session { host, _cluster: cluster } = session(&args.host).await?;
-    let host = Arc::new(host);
+    let host = Arc::new(session(&args.host).await?);
     let mut options = ServeOptions::for_host(&host);
     if let Some(ms) = args.shutdown_grace_ms {
         options.shutdown_grace = Some(Duration::from_millis(ms));
@@ -60,6 +59,5 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
          cancelled",
         summary.reason, summary.replies, summary.finished_after_stop, summary.cancelled
     );
-    drop(cluster);
     Ok(if matches!(summary.reason, StopReason::InputFailed(_)) { 1 } else { 0 })
 }

@@ -7,9 +7,9 @@ use provider_host::records::{DeleteOutcome, Lease};
 use super::{Outcome, ensure, failed, scenario};
 use crate::context::Ctx;
 
-scenario!(REPEATED_DESTROY, "repeated-destroy", cluster: false, embedded: false, repeated_destroy);
-scenario!(DESTROY_OF_NOTHING, "destroy-of-nothing", cluster: false, embedded: false, destroy_of_nothing);
-scenario!(DESTROY_WITH_BAD_METADATA, "destroy-bad-metadata", cluster: false, embedded: false, destroy_with_bad_metadata);
+scenario!(REPEATED_DESTROY, "repeated-destroy", cluster: false, simulator: false, repeated_destroy);
+scenario!(DESTROY_OF_NOTHING, "destroy-of-nothing", cluster: false, simulator: false, destroy_of_nothing);
+scenario!(DESTROY_WITH_BAD_METADATA, "destroy-bad-metadata", cluster: false, simulator: false, destroy_with_bad_metadata);
 
 async fn repeated_destroy(ctx: &Ctx<'_>) -> Outcome {
     let lease = ctx.acquire(ctx.request(&ctx.acquisition_id())).await.map_err(|e| failed("acquire", e))?;

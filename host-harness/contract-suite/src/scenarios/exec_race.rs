@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use embedded_cluster::faults::{Action, Match, Rule};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, DeleteParams, PostParams};
 use provider_host::HostError;
@@ -17,13 +16,14 @@ use tokio::io::AsyncReadExt;
 use super::{Outcome, Stop, ensure, failed, scenario, sh};
 use crate::context::Ctx;
 
-scenario!(EXEC_INTO_A_REPLACED_POD, "execute-into-a-replaced-pod", cluster: true, embedded: true, replaced_pod);
+scenario!(EXEC_INTO_A_REPLACED_POD, "execute-into-a-replaced-pod", cluster: true, simulator: true, replaced_pod);
 
 /// The most any wait of this scenario may take; the exec's request is held at most twice it.
 const DEADLINE: Duration = Duration::from_secs(60);
 
 async fn replaced_pod(ctx: &Ctx<'_>) -> Outcome {
-    let cluster = ctx.cluster.embedded().ok_or_else(|| Stop::Skip("needs the embedded cluster's faults".into()))?;
+    let simulator =
+        ctx.cluster.simulator().ok_or_else(|| Stop::Skip("needs a simulated cluster to hold the exec".into()))?;
     let lease = ctx.acquire(ctx.request(&ctx.acquisition_id())).await.map_err(|e| failed("acquire", e))?;
     let stored = ctx.stored(&lease);
     match ctx.host.execute(stored.clone(), sh("true", None)).await {
@@ -43,33 +43,21 @@ async fn replaced_pod(ctx: &Ctx<'_>) -> Outcome {
 
     let marker = format!("exec-race-{}", ctx.acquisition_id());
     let canary = format!("canary-{}", uuid::Uuid::new_v4().simple());
-    let rule = cluster.faults().add(Rule {
-        matches: Match {
-            resource: Some("pods".into()),
-            subresource: Some("exec".into()),
-            namespace: Some(lease.namespace.clone()),
-            name: Some(pod.clone()),
-            ..Match::default()
-        },
-        action: Action::Hold { millis: u64::try_from(2 * DEADLINE.as_millis()).unwrap_or(u64::MAX) },
-        after: 0,
-        times: Some(1),
-        probability: None,
-    });
+    let hold = simulator.hold_exec(&lease.namespace, &pod, 2 * DEADLINE);
     let script = format!("printf %s \"$CANARY\" > \"$HOME/{marker}\"; echo ran");
     let command = ctx.host.execute(stored.clone(), sh(&script, Some(&canary)));
     let replace = async {
         wait(&format!("the exec's request for pod {pod} to be held at the API server"), || async {
-            Ok(cluster.faults().holding(rule))
+            Ok(simulator.holding(hold))
         })
         .await?;
         let replaced = replace(&pods, &pod, &proven, &containers).await;
         // Let the exec go on to the name's lookup, now the replacement's.
-        cluster.faults().remove(rule);
+        simulator.release(hold);
         replaced
     };
     let (ran, replacement) = tokio::join!(command, replace);
-    cluster.faults().remove(rule);
+    simulator.release(hold);
     let replacement = replacement?;
     let traces = exec_output(&pods, &pod, &format!("cat \"$HOME/{marker}\" 2>/dev/null; echo end")).await?;
     ensure!(

@@ -14,7 +14,7 @@ use super::{Outcome, Stop, ensure, failed, scenario, sh};
 use crate::CLUSTER_WAIT;
 use crate::context::Ctx;
 
-scenario!(MANY_EXECUTES, "many-executes-leave-no-zombie", cluster: true, embedded: false, many_executes);
+scenario!(MANY_EXECUTES, "many-executes-leave-no-zombie", cluster: true, simulator: false, many_executes);
 
 /// How many commands the scenario runs between its counts: a Paperclip run makes 18 to 52
 /// before its agent starts.

@@ -11,8 +11,8 @@ use super::{Outcome, ensure, failed, scenario};
 use crate::CLUSTER_WAIT;
 use crate::context::{Ctx, now_millis};
 
-scenario!(REQUESTED_EXPIRY, "requested-expiry", cluster: false, embedded: false, requested_expiry);
-scenario!(AFTER_EXPIRY, "resume-after-expiry", cluster: true, embedded: false, after_expiry);
+scenario!(REQUESTED_EXPIRY, "requested-expiry", cluster: false, simulator: false, requested_expiry);
+scenario!(AFTER_EXPIRY, "resume-after-expiry", cluster: true, simulator: false, after_expiry);
 
 async fn requested_expiry(ctx: &Ctx<'_>) -> Outcome {
     let mut request = ctx.request(&ctx.acquisition_id());

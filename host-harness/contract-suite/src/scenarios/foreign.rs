@@ -12,8 +12,8 @@ use super::resume::recreation;
 use super::{Outcome, Stop, ensure, failed, scenario};
 use crate::context::{Ctx, now_millis};
 
-scenario!(FOREIGN_OBJECT_UNDER_THE_NAME, "foreign-object-under-the-name", cluster: true, embedded: false, foreign_object);
-scenario!(LEASE_INTO_ANOTHER_NAMESPACE, "lease-into-another-namespace", cluster: true, embedded: false, other_namespace);
+scenario!(FOREIGN_OBJECT_UNDER_THE_NAME, "foreign-object-under-the-name", cluster: true, simulator: false, foreign_object);
+scenario!(LEASE_INTO_ANOTHER_NAMESPACE, "lease-into-another-namespace", cluster: true, simulator: false, other_namespace);
 
 /// Runs every lease operation; none may say resumable.
 async fn every_operation(ctx: &Ctx<'_>, lease: &LeaseRef) -> Result<(), Stop> {
@@ -91,12 +91,11 @@ async fn other_namespace(ctx: &Ctx<'_>) -> Outcome {
     ensure!(parts.len() >= 4, "unexpected lease id {}", lease.provider_lease_id);
     parts[2] = "kube-system".to_string();
     let forged = Lease { provider_lease_id: parts.join(":"), namespace: "kube-system".to_string(), ..lease.clone() };
-    let mark = ctx.cluster.embedded().map(|c| c.requests().mark());
+    let mark = ctx.cluster.simulator().map(|s| s.request_mark());
     every_operation(ctx, &ctx.stored(&forged)).await?;
-    if let (Some(cluster), Some(mark)) = (ctx.cluster.embedded(), mark) {
-        let sent: Vec<String> = cluster
-            .requests()
-            .since(mark)
+    if let (Some(simulator), Some(mark)) = (ctx.cluster.simulator(), mark) {
+        let sent: Vec<String> = simulator
+            .requests_since(mark)
             .into_iter()
             .filter(|e| e.namespace == "kube-system")
             .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))

@@ -7,8 +7,8 @@ use provider_host::HostError;
 use super::{Outcome, ensure, failed, scenario};
 use crate::context::Ctx;
 
-scenario!(RETRIED_ACQUIRE, "retried-acquire", cluster: false, embedded: false, retried_acquire);
-scenario!(CONCURRENT_ACQUIRES, "concurrent-acquires", cluster: false, embedded: false, concurrent_acquires);
+scenario!(RETRIED_ACQUIRE, "retried-acquire", cluster: false, simulator: false, retried_acquire);
+scenario!(CONCURRENT_ACQUIRES, "concurrent-acquires", cluster: false, simulator: false, concurrent_acquires);
 
 async fn retried_acquire(ctx: &Ctx<'_>) -> Outcome {
     let id = ctx.acquisition_id();

@@ -6,7 +6,7 @@ use provider_host::records::ResumeOutcome;
 use super::{Outcome, ensure, failed, scenario};
 use crate::context::{Ctx, SECRET_VALUE, now_millis};
 
-scenario!(LIFECYCLE, "lifecycle", cluster: false, embedded: false, lifecycle);
+scenario!(LIFECYCLE, "lifecycle", cluster: false, simulator: false, lifecycle);
 
 async fn lifecycle(ctx: &Ctx<'_>) -> Outcome {
     let lease = ctx.acquire(ctx.request(&ctx.acquisition_id())).await.map_err(|e| failed("acquire", e))?;

@@ -40,8 +40,8 @@ pub struct Scenario {
     pub name: &'static str,
     /// Needs the cluster (the component must declare `kube` access).
     pub needs_cluster: bool,
-    /// Needs the embedded cluster (its clock or its faults).
-    pub needs_embedded: bool,
+    /// Needs a simulated cluster's hooks ([`crate::simulator`]).
+    pub needs_simulator: bool,
     pub run: for<'a> fn(&'a Ctx<'a>) -> BoxFuture<'a, Outcome>,
 }
 
@@ -57,11 +57,11 @@ pub(crate) use ensure;
 
 /// Declares a scenario constant that runs an `async fn(&Ctx) -> Outcome`.
 macro_rules! scenario {
-    ($const:ident, $name:literal, cluster: $cluster:expr, embedded: $embedded:expr, $body:ident) => {
+    ($const:ident, $name:literal, cluster: $cluster:expr, simulator: $simulator:expr, $body:ident) => {
         pub const $const: $crate::scenarios::Scenario = $crate::scenarios::Scenario {
             name: $name,
             needs_cluster: $cluster,
-            needs_embedded: $embedded,
+            needs_simulator: $simulator,
             run: {
                 fn run<'a>(
                     ctx: &'a $crate::context::Ctx<'a>,

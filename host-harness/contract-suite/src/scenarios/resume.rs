@@ -15,10 +15,10 @@ use super::{Outcome, ensure, failed, scenario};
 use crate::CLUSTER_WAIT;
 use crate::context::{Ctx, Workload};
 
-scenario!(WORKLOAD_DELETED, "resume-after-workload-deleted", cluster: true, embedded: false, workload_deleted);
-scenario!(POD_DELETED, "resume-after-pod-deleted", cluster: true, embedded: false, pod_deleted);
-scenario!(WORKLOAD_RECREATED, "resume-after-recreate", cluster: true, embedded: false, workload_recreated);
-scenario!(WHILE_TERMINATING, "resume-while-terminating", cluster: true, embedded: false, while_terminating);
+scenario!(WORKLOAD_DELETED, "resume-after-workload-deleted", cluster: true, simulator: false, workload_deleted);
+scenario!(POD_DELETED, "resume-after-pod-deleted", cluster: true, simulator: false, pod_deleted);
+scenario!(WORKLOAD_RECREATED, "resume-after-recreate", cluster: true, simulator: false, workload_recreated);
+scenario!(WHILE_TERMINATING, "resume-while-terminating", cluster: true, simulator: false, while_terminating);
 
 /// The finalizer that holds a workload in its terminating state.
 const HOLD: &str = "contract.sandbox.paperclip.io/hold";

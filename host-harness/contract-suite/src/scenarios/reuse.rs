@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use embedded_cluster::behaviour::TERMINATION_DELAY;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use provider_host::HostError;
@@ -21,9 +20,9 @@ use super::{Outcome, Stop, ensure, failed, scenario, sh};
 use crate::CLUSTER_WAIT;
 use crate::context::Ctx;
 
-scenario!(RESUME_RIGHT_AFTER_RELEASE, "resume-right-after-release", cluster: false, embedded: false, right_after_release);
+scenario!(RESUME_RIGHT_AFTER_RELEASE, "resume-right-after-release", cluster: false, simulator: false, right_after_release);
 
-/// How long a pod takes to stop on the embedded cluster in this scenario.
+/// How long a pod takes to stop on a simulated cluster in this scenario.
 const STOPPING: Duration = Duration::from_secs(3);
 
 /// The scenario's config: the suite's, with a workspace volume and slow-stopping pods where
@@ -38,8 +37,9 @@ fn config(ctx: &Ctx<'_>) -> String {
     if config["backend"] == "sandbox" && config.pointer("/sandbox/workspaceVolume").is_none() {
         config["sandbox"]["workspaceVolume"] = json!({"size": "1Gi"});
     }
-    if ctx.cluster.embedded().is_some() {
-        config["annotations"][TERMINATION_DELAY] = json!(format!("{}s", STOPPING.as_secs()));
+    if let Some(simulator) = ctx.cluster.simulator() {
+        let (key, value) = simulator.slow_stop(STOPPING);
+        config["annotations"][key] = json!(value);
     }
     config.to_string()
 }

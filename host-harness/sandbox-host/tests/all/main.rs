@@ -1,6 +1,20 @@
 //! The `sandbox-host` binary from outside, one test binary (one link) for all of it.
 
 mod cli;
+mod no_test_bed;
 mod reference_provider_cli;
 mod secrets;
 mod serve;
+
+/// The test bed's binary, `sandbox-dev`, built beside `sandbox-host` by `cargo test --workspace`
+/// (`make test`): a test that needs a cluster in another process (at its own log level) runs
+/// `sandbox-dev cluster`.
+fn dev_bin() -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_sandbox-host")).with_file_name("sandbox-dev");
+    assert!(
+        path.exists(),
+        "no sandbox-dev at {}: build it with `cargo build -p sandbox-dev` (make test does)",
+        path.display()
+    );
+    path
+}

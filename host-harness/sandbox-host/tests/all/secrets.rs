@@ -160,7 +160,7 @@ fn secrets_stay_out_of_trace_logs_of_exec() {
     let dir = temp_dir("trace");
     let kubeconfig = dir.join("kubeconfig");
     let (cluster_out, cluster_err) = (dir.join("cluster.out"), dir.join("cluster.err"));
-    let child = Command::new(BIN)
+    let child = Command::new(crate::dev_bin())
         .args(["cluster", "--port", "0", "--kubeconfig"])
         .arg(&kubeconfig)
         .env("RUST_LOG", "trace")
@@ -168,7 +168,7 @@ fn secrets_stay_out_of_trace_logs_of_exec() {
         .stdout(std::fs::File::create(&cluster_out).expect("cluster.out"))
         .stderr(std::fs::File::create(&cluster_err).expect("cluster.err"))
         .spawn()
-        .expect("start sandbox-host cluster");
+        .expect("start sandbox-dev cluster");
     let cluster = ClusterProcess(child);
     warm_the_compile_cache(&dir);
     let deadline = Instant::now() + Duration::from_secs(120);

@@ -5,11 +5,20 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
+
+/// An empty scratch directory for one test.
+fn scratch(tag: &str) -> PathBuf {
+    let scratch = std::env::temp_dir().join(format!("sandbox-host-serve-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    scratch
+}
 
 fn built(file: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component").join(file);
@@ -29,9 +38,21 @@ impl Served {
     /// `sandbox-host serve --component COMPONENT ARGS` with no cluster to infer (`HOME` is a
     /// scratch directory).
     fn start(tag: &str, component: &Path, args: &[&str]) -> Self {
-        let scratch = std::env::temp_dir().join(format!("sandbox-host-serve-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&scratch);
-        std::fs::create_dir_all(&scratch).expect("scratch dir");
+        Self::start_in(scratch(tag), component, args)
+    }
+
+    /// [`Served::start`] on `cluster`, through a kubeconfig of the provider's identity as a
+    /// real cluster is reached.
+    fn start_on(tag: &str, cluster: &EmbeddedCluster, component: &Path, args: &[&str]) -> Self {
+        let scratch = scratch(tag);
+        let kubeconfig = scratch.join("kubeconfig");
+        std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::PROVIDER_USER).expect("kubeconfig"))
+            .expect("write the kubeconfig");
+        let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+        Self::start_in(scratch, component, &[&["--kubeconfig", kubeconfig.as_str()][..], args].concat())
+    }
+
+    fn start_in(scratch: PathBuf, component: &Path, args: &[&str]) -> Self {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg("--component")
@@ -106,7 +127,8 @@ impl Drop for Served {
 
 #[tokio::test]
 async fn concurrent_leases_live_their_whole_life_through_one_serve_process() {
-    let mut served = Served::start("lease", &built("provider.wasm"), &["--embedded", "--namespace", "default"]);
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
+    let mut served = Served::start_on("lease", &cluster, &built("provider.wasm"), &["--namespace", "default"]);
     let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"});
     served.send(json!({"id": "hello", "method": "hello"})).await;
     for n in 0..4 {
@@ -258,7 +280,8 @@ async fn an_unusable_kubeconfig_exits_with_its_own_code_and_quotes_nothing() {
 #[tokio::test]
 async fn a_flood_of_one_leases_commands_keeps_no_other_lease_waiting() {
     const FLOOD: usize = 70;
-    let mut served = Served::start("fair", &built("provider.wasm"), &["--embedded", "--namespace", "default"]);
+    let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
+    let mut served = Served::start_on("fair", &cluster, &built("provider.wasm"), &["--namespace", "default"]);
     let gate = served.scratch.join("gate");
     let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36",
         "command": ["sleep", "infinity"]});

@@ -163,7 +163,7 @@ fn default_reason(code: u16) -> &'static str {
 async fn call(target: &Target, method: http::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
     let yaml =
         std::fs::read_to_string(&target.kubeconfig).with_context(|| format!("read {}", target.kubeconfig.display()))?;
-    let client = embedded_cluster::tls::client_from_kubeconfig(&yaml).await?;
+    let client = provider_host::kubeconfig::client(&yaml).await?;
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     let req = http::Request::builder()
         .method(method)

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::faults::Fault;
-use crate::report::Verdict;
+use contract_suite::report::Verdict;
 
 /// The matrix of one config, printed as operation x request x fault.
 #[derive(Debug, Clone, Default)]

@@ -14,6 +14,7 @@
 //! Cells run one at a time per embedded cluster (a cell's fault rule must meet only that
 //! cell's requests), on several clusters at once.
 
+mod embedded;
 mod faults;
 mod judge;
 mod table;
@@ -22,11 +23,12 @@ use embedded_cluster::request_log::Entry;
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER};
 use provider_host::Limits;
 
+pub use embedded::Embedded;
 pub use faults::{Fault, Operation, PREFIX};
 pub use table::Matrix;
 
-use crate::report::{Record, Report, Verdict};
-use crate::{Cluster, SuiteOptions, World};
+use contract_suite::report::{Record, Report, Verdict};
+use contract_suite::{Cluster, SuiteOptions, World};
 use faults::{describe, rule_for};
 use judge::{judge, look, operate};
 
@@ -46,7 +48,7 @@ pub const READINESS_SECONDS: u32 = 20;
 /// The configs to run the matrix with when none are given: the suite's, with a readiness wait
 /// that fits [`cell_limits`] (a config that does not fit fails its clean cell, saying so).
 pub fn default_configs(driver: &str, namespace: &str) -> Vec<String> {
-    crate::default_configs(driver, namespace)
+    contract_suite::default_configs(driver, namespace)
         .into_iter()
         .map(|text| match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(serde_json::Value::Object(mut config)) if driver == "kubernetes" => {
@@ -97,7 +99,7 @@ async fn cell(lane: &Lane<'_>, config: &str, operation: Operation, aim: Option<A
             Ok(l) => Some(l),
             Err(e) => {
                 let why = format!("the un-faulted acquire before the cell failed: {e}");
-                let _ = crate::follow_up(&ctx).await;
+                let _ = contract_suite::follow_up(&ctx).await;
                 return Ok(CellRun {
                     record: lane.world.record(&name, &ctx, Verdict::Fail, why),
                     requests: Vec::new(),
@@ -115,7 +117,7 @@ async fn cell(lane: &Lane<'_>, config: &str, operation: Operation, aim: Option<A
     let requests: Vec<Entry> =
         lane.cluster.requests().since(mark).into_iter().filter(|e| e.user == PROVIDER_USER).collect();
     let judged = look(&ctx, &answer, lease.as_ref()).await.and_then(|seen| judge(&answer, seen, aim.map(|a| a.2)));
-    let audit = crate::follow_up(&ctx).await;
+    let audit = contract_suite::follow_up(&ctx).await;
     let (verdict, why) = match (judged, audit) {
         (Err(why), _) => (Verdict::Fail, why),
         (Ok(_), Err(left)) => (Verdict::Fail, format!("leak audit: {left}")),
@@ -131,32 +133,29 @@ async fn cell(lane: &Lane<'_>, config: &str, operation: Operation, aim: Option<A
     Ok(CellRun { record: lane.world.record(&name, &ctx, verdict, why), requests, fired })
 }
 
-/// Runs the matrix for every config, on `clusters` embedded clusters at once (the target and
-/// clusters started like it for the run); a real cluster gets one skipped record per operation, saying
-/// why.
+/// Runs the matrix for every config, on `clusters` embedded clusters at once (`main` and
+/// clusters started like it for the run).
 pub async fn run(
-    cluster: &Cluster<'_>,
+    main: &EmbeddedCluster,
     options: &SuiteOptions,
     operations: &[Operation],
     clusters: usize,
     progress: &mut (dyn FnMut(&Record) + Send),
 ) -> anyhow::Result<(Report, Vec<Matrix>)> {
-    let Cluster::Embedded(main) = cluster else {
-        let why = "fault cells need the embedded cluster's fault injection; skipped on a real cluster";
-        return Ok((skipped(operations, why, progress), Vec::new()));
-    };
     let options = SuiteOptions { limits: cell_limits(), ..options.clone() };
-    let first = World::new(main, &options).await?;
-    if !first.uses_cluster {
+    let main_bed = Embedded(main);
+    let first = World::new(Cluster::Simulated(&main_bed), &options).await?;
+    if !first.uses_cluster() {
         let why = "Kubernetes-only: the component declares no kube access, so no request can fail";
         return Ok((skipped(operations, why, progress), Vec::new()));
     }
     let like_main = ClusterConfig { port: 0, ..main.config().clone() };
     let extra: Vec<EmbeddedCluster> =
         futures::future::try_join_all((1..clusters.max(1)).map(|_| EmbeddedCluster::start(like_main.clone()))).await?;
+    let extra_beds: Vec<Embedded<'_>> = extra.iter().map(Embedded).collect();
     let mut lanes = vec![Lane { world: first, cluster: main }];
-    for c in &extra {
-        lanes.push(Lane { world: World::new(c, &options).await?, cluster: c });
+    for bed in &extra_beds {
+        lanes.push(Lane { world: World::new(Cluster::Simulated(bed), &options).await?, cluster: bed.0 });
     }
     let mut report = Report::default();
     let progress = std::sync::Mutex::new(progress);
@@ -217,8 +216,9 @@ pub async fn run(
     Ok((report, matrices))
 }
 
-/// One skipped record per operation, saying why no cell ran.
-fn skipped(operations: &[Operation], why: &str, progress: &mut (dyn FnMut(&Record) + Send)) -> Report {
+/// One skipped record per operation, saying why no cell ran (such as a real cluster, which takes
+/// no injected fault).
+pub fn skipped(operations: &[Operation], why: &str, progress: &mut (dyn FnMut(&Record) + Send)) -> Report {
     let mut report = Report::default();
     for operation in operations {
         let record = Record {

@@ -92,7 +92,7 @@ pub async fn simulate(
     said: ControllerManager,
 ) -> anyhow::Result<()> {
     let yaml = std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
-    let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
+    let config = provider_host::kubeconfig::config(&yaml).await?;
     let client = kube::Client::try_from(config.clone()).context("build the client")?;
     let version = client.apiserver_version().await.context("reach the API server")?;
     say!(

@@ -5,7 +5,7 @@ use provider_host::HostError;
 use provider_host::records::{Lease, ResumeOutcome};
 
 use super::faults::{Fault, Operation};
-use crate::context::{Ctx, now_millis};
+use contract_suite::context::{Ctx, now_millis};
 
 /// How much of a provider error's message a cell's record quotes.
 const WHY_CHARS: usize = 160;

@@ -109,13 +109,13 @@ pub async fn run(
     };
     let (admin, client) = match (&cluster, kubeconfig) {
         (Some(c), _) => {
-            let config = embedded_cluster::tls::config_from_kubeconfig(&c.kubeconfig(PROVIDER_USER)?).await?;
+            let config = provider_host::kubeconfig::config(&c.kubeconfig(PROVIDER_USER)?).await?;
             (c.client().await?, provider_host::client_from_config(config)?)
         }
         (None, Some(path)) => {
             let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-            let config = embedded_cluster::tls::config_from_kubeconfig(&yaml).await?;
-            (embedded_cluster::tls::client_from_kubeconfig(&yaml).await?, provider_host::client_from_config(config)?)
+            let config = provider_host::kubeconfig::config(&yaml).await?;
+            (provider_host::kubeconfig::client(&yaml).await?, provider_host::client_from_config(config)?)
         }
         (None, None) => bail!("no cluster"),
     };

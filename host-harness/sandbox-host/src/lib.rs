@@ -1,0 +1,220 @@
+//! `sandbox-host`: what an operator or a plugin runs. It loads a provider component into the
+//! wasmtime host and drives it against a cluster (one call per command, or `serve` for a
+//! long-running host), shows and enforces the operator's policy (`policy`, `rbac`,
+//! `network-policy`), sets up warm pools and holds a component to the contract on a real
+//! cluster.
+//!
+//! It links no simulator: the embedded cluster, its controllers and its fault injection are the
+//! test bed's, in `sandbox-dev`, which runs these same commands (this library's [`HostCommand`])
+//! beside its own.
+
+pub mod contract_cmd;
+pub mod env_args;
+pub mod exec_cmd;
+pub mod log_filter;
+pub mod policy_cmd;
+pub mod pool_cmd;
+pub mod provider_cmd;
+pub mod serve_cmd;
+pub mod untrusted_kubeconfig;
+
+use clap::Subcommand;
+
+/// The commands of `sandbox-host`.
+#[derive(Subcommand)]
+pub enum Command {
+    #[command(flatten)]
+    Host(Box<HostCommand>),
+    /// Hold a provider component to the contract on a cluster: every scenario, a pass/fail
+    /// table, a non-zero exit code on any failure.
+    Contract(contract_cmd::ContractArgs),
+}
+
+impl Command {
+    /// The log filter when `RUST_LOG` names none: the contract suite provokes failures by the
+    /// hundred and reports each one in its table, so the host's and the provider's log lines
+    /// about them would only bury it.
+    pub fn default_log_filter(&self) -> &'static str {
+        if matches!(self, Self::Contract(_)) { "off" } else { "warn" }
+    }
+
+    /// Runs the command; its exit code.
+    pub async fn run(self) -> anyhow::Result<i32> {
+        match self {
+            Self::Host(command) => command.run().await,
+            Self::Contract(args) => contract_cmd::run(args).await,
+        }
+    }
+}
+
+/// The commands `sandbox-host` and `sandbox-dev` share: all but `contract`, which `sandbox-dev`
+/// runs with its fault matrix.
+#[derive(Subcommand)]
+pub enum HostCommand {
+    /// Show the provider's identity, capabilities and config schema.
+    Describe {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+    },
+    /// Check a provider config: every problem with its path, and the normalized config.
+    ValidateConfig {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
+    /// Check that a config can work against the cluster.
+    Probe {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
+    /// Provision a sandbox and wait until it is ready; prints the lease.
+    Acquire {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        args: provider_cmd::AcquireArgs,
+    },
+    /// Whether a stored lease can be used again (exit code 3: expired).
+    ResumeCheck {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+    },
+    /// Move a lease's expiry (exit code 3: the lease expired).
+    Renew {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+        /// New expiry, in seconds from now.
+        #[arg(long)]
+        expires_in: u64,
+    },
+    /// End a run: destroy an ephemeral lease, suspend a reusable one.
+    Release {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+    },
+    /// Delete everything a lease could own (idempotent).
+    Destroy {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        lease: provider_cmd::LeaseArgs,
+    },
+    /// Run a command in a lease's sandbox: its output, and its exit code as this command's
+    /// (124: killed at its timeout).
+    Exec {
+        #[command(flatten)]
+        target: provider_cmd::Target,
+        #[command(flatten)]
+        args: exec_cmd::ExecArgs,
+    },
+    /// Serve the provider as a long-running process: concurrent calls as JSON lines on stdin,
+    /// replies on stdout (for hosts in other languages, such as a Paperclip plugin worker).
+    Serve(serve_cmd::ServeArgs),
+    /// Set up, inspect or remove a warm pool (a SandboxTemplate and a SandboxWarmPool) for the
+    /// claim backend.
+    Pool(pool_cmd::PoolArgs),
+    /// The operator's policy and what it grants a component.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Print the ServiceAccount, Role and RoleBinding (YAML) for exactly the access the host
+    /// grants the component: no wildcard, no ClusterRole, nothing unused.
+    Rbac {
+        #[command(flatten)]
+        inspect: policy_cmd::InspectArgs,
+        /// Name of the ServiceAccount (and of the Roles and RoleBindings); it lives in the first
+        /// allowed namespace.
+        #[arg(long, default_value = "sandbox-host")]
+        service_account: String,
+    },
+    /// Print the NetworkPolicy (YAML) that isolates the sandboxes' pods in a namespace: no
+    /// ingress, egress to the cluster DNS and the policy's `egress` only.
+    NetworkPolicy {
+        #[command(flatten)]
+        policy: policy_cmd::PolicyArgs,
+        /// Name of the NetworkPolicy.
+        #[arg(long, default_value = provider_host::network_policy::DEFAULT_NAME)]
+        name: String,
+    },
+}
+
+/// `policy ...`
+#[derive(Subcommand)]
+pub enum PolicyCommand {
+    /// What the component declares, what the operator's policy grants, and what the host
+    /// enforces (their intersection), with what was refused.
+    Show {
+        #[command(flatten)]
+        inspect: policy_cmd::InspectArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl HostCommand {
+    /// Where a command that loads the component finds its cluster, for a program that
+    /// supplies one ([`provider_cmd::HostArgs::given_kubeconfig`]); `None` for the others.
+    pub fn host_args_mut(&mut self) -> Option<&mut provider_cmd::HostArgs> {
+        match self {
+            Self::Describe { target }
+            | Self::ValidateConfig { target, .. }
+            | Self::Probe { target, .. }
+            | Self::Acquire { target, .. }
+            | Self::ResumeCheck { target, .. }
+            | Self::Renew { target, .. }
+            | Self::Release { target, .. }
+            | Self::Destroy { target, .. }
+            | Self::Exec { target, .. } => Some(&mut target.host),
+            Self::Serve(args) => Some(&mut args.host),
+            Self::Pool(_) | Self::Policy { .. } | Self::Rbac { .. } | Self::NetworkPolicy { .. } => None,
+        }
+    }
+
+    /// Runs the command; its exit code.
+    pub async fn run(self) -> anyhow::Result<i32> {
+        let done = |r: anyhow::Result<()>| r.map(|()| 0);
+        match self {
+            Self::Describe { target } => provider_cmd::describe(target).await,
+            Self::ValidateConfig { target, config } => provider_cmd::validate_config(target, &config).await,
+            Self::Probe { target, config } => provider_cmd::probe(target, &config).await,
+            Self::Acquire { target, args } => provider_cmd::acquire(target, args).await,
+            Self::ResumeCheck { target, lease } => provider_cmd::resume_check(target, lease).await,
+            Self::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
+            Self::Release { target, lease } => provider_cmd::release(target, lease).await,
+            Self::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
+            Self::Exec { target, args } => exec_cmd::run(target, args).await,
+            Self::Serve(args) => serve_cmd::run(args).await,
+            Self::Pool(args) => done(pool_cmd::run(args).await),
+            Self::Policy { command: PolicyCommand::Show { inspect, json } } => {
+                done(policy_cmd::show(inspect, json).await)
+            }
+            Self::Rbac { inspect, service_account } => done(policy_cmd::rbac(inspect, &service_account).await),
+            Self::NetworkPolicy { policy, name } => done(policy_cmd::network_policy(&policy, &name)),
+        }
+    }
+}
+
+/// The exit code of a command's result, as both binaries report it: a kubeconfig that cannot be
+/// used exits [`provider_cmd::EXIT_BAD_KUBECONFIG`] with its message (a wrong setting, not a
+/// crash), any other error is returned.
+pub fn exit_code(result: anyhow::Result<i32>) -> anyhow::Result<i32> {
+    match result {
+        Ok(code) => Ok(code),
+        Err(e) if e.downcast_ref::<provider_cmd::UnusableKubeconfig>().is_some() => {
+            eprintln!("Error: {e:#}");
+            Ok(provider_cmd::EXIT_BAD_KUBECONFIG)
+        }
+        Err(e) => Err(e),
+    }
+}
