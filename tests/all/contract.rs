@@ -16,6 +16,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::core::ApiResource;
+use provider_host::ComponentSource;
 use provider_host::policy::MANAGED_BY_LABEL;
 use serde_json::json;
 use tests::component_path;
@@ -42,7 +43,7 @@ async fn suite(versions: SandboxVersions, backends: &[&str]) -> Report {
 /// Every scenario of `component` with `configs`, in the suite's namespace.
 fn options(component: PathBuf, configs: Vec<String>) -> SuiteOptions {
     SuiteOptions {
-        component,
+        component: ComponentSource::File(component),
         configs,
         namespace: NAMESPACE.to_string(),
         cache_dir: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/provider-cache-tests")),
@@ -126,7 +127,8 @@ async fn fault_matrix(versions: SandboxVersions, backends: &[&str]) {
 async fn through_a_kubeconfig_the_scenarios_run() {
     let embedded = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
     let kubeconfig = embedded.kubeconfig(embedded_cluster::ADMIN_USER).expect("kubeconfig");
-    let cluster = Cluster::Real { kubeconfig: &kubeconfig };
+    let config = provider_host::kubeconfig::config(&kubeconfig).await.expect("a kubeconfig");
+    let cluster = Cluster::Real { config: &config };
     let configs = vec![json!({"namespace": NAMESPACE, "backend": "job", "image": "busybox:1.36"}).to_string()];
     let only =
         vec!["lifecycle".to_string(), "resume-after-recreate".to_string(), "execute-into-a-replaced-pod".to_string()];

@@ -14,10 +14,10 @@ use crate::simulator::{Identity, Simulator};
 pub enum Cluster<'a> {
     /// A simulated cluster; the host talks to it as the provider's own identity.
     Simulated(&'a dyn Simulator),
-    /// A real cluster; the host and the suite's own checks use the kubeconfig's identity.
+    /// A real cluster; the host and the suite's own checks use the configuration's identity.
     Real {
-        /// The kubeconfig (YAML).
-        kubeconfig: &'a str,
+        /// How to reach it ([`provider_host::kubeconfig`]).
+        config: &'a kube::Config,
     },
 }
 
@@ -33,20 +33,18 @@ impl<'a> Cluster<'a> {
     /// A client for the suite's own reads and writes (checks, objects made "behind the
     /// provider's back").
     pub async fn admin(&self) -> anyhow::Result<kube::Client> {
-        let kubeconfig = match self {
-            Self::Simulated(s) => s.kubeconfig(Identity::Admin)?,
-            Self::Real { kubeconfig } => kubeconfig.to_string(),
-        };
-        Ok(provider_host::kubeconfig::client(&kubeconfig).await?)
+        match self {
+            Self::Simulated(s) => Ok(provider_host::kubeconfig::client(&s.kubeconfig(Identity::Admin)?).await?),
+            Self::Real { config } => Ok(kube::Client::try_from((*config).clone())?),
+        }
     }
 
     /// The host's client: no transparent retries, so the provider sees every answer.
     pub async fn host_client(&self) -> anyhow::Result<kube::Client> {
-        let kubeconfig = match self {
-            Self::Simulated(s) => s.kubeconfig(Identity::Provider)?,
-            Self::Real { kubeconfig } => kubeconfig.to_string(),
+        let config = match self {
+            Self::Simulated(s) => provider_host::kubeconfig::config(&s.kubeconfig(Identity::Provider)?).await?,
+            Self::Real { config } => (*config).clone(),
         };
-        let config = provider_host::kubeconfig::config(&kubeconfig).await?;
         Ok(provider_host::client_from_config(config)?)
     }
 

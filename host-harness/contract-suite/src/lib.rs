@@ -47,8 +47,8 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct SuiteOptions {
-    /// The component (`.wasm`).
-    pub component: PathBuf,
+    /// The component.
+    pub component: ComponentSource,
     /// Provider configs (JSON text); every scenario runs once per config.
     pub configs: Vec<String>,
     /// The namespace the suite's policy allows (and creates when missing); the configs must
@@ -170,7 +170,7 @@ impl<'a> World<'a> {
     /// the suite's namespace when it does.
     pub async fn new(cluster: Cluster<'a>, options: &SuiteOptions) -> anyhow::Result<Self> {
         let probe = ProviderHost::load_without_cluster(
-            ComponentSource::File(options.component.clone()),
+            options.component.clone(),
             host_options(options, "contract-probe".into()),
         )
         .await
@@ -192,7 +192,7 @@ impl<'a> World<'a> {
     pub async fn context(&self, config: &str) -> anyhow::Result<Ctx<'_>> {
         let owner_id = format!("contract-{}", tag());
         let host = ProviderHost::load(
-            ComponentSource::File(self.options.component.clone()),
+            self.options.component.clone(),
             self.cluster.host_client().await?,
             host_options(&self.options, owner_id.clone()),
         )

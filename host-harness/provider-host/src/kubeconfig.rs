@@ -1,7 +1,8 @@
 //! A cluster named by a kubeconfig, loaded as kube-rs loads it: the current context, its
-//! cluster (server, CA or inline CA data) and its user (token, client certificate). Every
-//! product command, and the contract suite on a real cluster, reaches a cluster through here;
-//! the embedded cluster writes such kubeconfigs but is never needed to read one.
+//! cluster (server, CA or inline CA data) and its user (token, client certificate); or found
+//! as kubectl finds one ([`find`]). Every product command, and the contract suite on a real
+//! cluster, reaches a cluster through here; the embedded cluster writes such kubeconfigs but is
+//! never needed to read one.
 //!
 //! Errors carry kube-rs's own cause as `#[source]`; the callers decide whether to show it (a
 //! kubeconfig the operator did not write may hold credentials in what kube-rs quotes).
@@ -9,6 +10,20 @@
 /// A kubeconfig that could not be turned into a client.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
+    /// The named file could not be read.
+    #[error("cannot read the kubeconfig {path}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// None was named, and none is where kubectl looks.
+    #[error(
+        "no cluster: pass --kubeconfig, set KUBECONFIG, write ~/.kube/config, or run in a pod with a ServiceAccount"
+    )]
+    NotFound(#[source] kube::config::InferConfigError),
     /// The text is not a kubeconfig.
     #[error("not a kubeconfig (YAML with clusters, users and contexts)")]
     Parse(#[source] kube::config::KubeconfigError),
@@ -20,6 +35,19 @@ pub enum KubeconfigError {
     /// The loaded configuration makes no client (such as a TLS setting rustls refuses).
     #[error("no Kubernetes client can be built from the kubeconfig")]
     Client(#[source] kube::Error),
+}
+
+/// The cluster as kubectl finds it: the kubeconfig at `path` when one is named, else the one
+/// `KUBECONFIG` names, else `~/.kube/config`, else the pod's in-cluster ServiceAccount.
+pub async fn find(path: Option<&std::path::Path>) -> Result<kube::Config, KubeconfigError> {
+    match path {
+        Some(path) => {
+            let yaml = std::fs::read_to_string(path)
+                .map_err(|source| KubeconfigError::Read { path: path.to_path_buf(), source })?;
+            config(&yaml).await
+        }
+        None => kube::Config::infer().await.map_err(KubeconfigError::NotFound),
+    }
 }
 
 /// The kube-rs configuration of a kubeconfig's text, for its current context.
@@ -40,6 +68,14 @@ pub async fn client(yaml: &str) -> Result<kube::Client, KubeconfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_named_file_that_cannot_be_read_is_named() {
+        let missing = std::path::Path::new("/nonexistent/kubeconfig");
+        let e = find(Some(missing)).await.expect_err("no such file");
+        assert!(matches!(&e, KubeconfigError::Read { path, .. } if path == missing), "{e}");
+        assert!(e.to_string().contains("/nonexistent/kubeconfig"), "{e}");
+    }
 
     #[tokio::test]
     async fn a_text_that_is_no_kubeconfig_says_so() {

@@ -39,7 +39,6 @@ pub async fn run(args: DevContractArgs) -> anyhow::Result<i32> {
     if suite.listed() {
         return Ok(0);
     }
-    suite.check_component()?;
     let operations = args.operations.iter().map(|o| o.parse::<Operation>()).collect::<Result<Vec<_>, _>>()?;
     let operations = if operations.is_empty() { Operation::ALL.to_vec() } else { operations };
     let configs = suite.configs().await?;
@@ -48,9 +47,9 @@ pub async fn run(args: DevContractArgs) -> anyhow::Result<i32> {
     } else {
         configs.clone()
     };
-    let options = suite.options(configs);
+    let options = suite.options(configs)?;
     let real = match &suite.kubeconfig {
-        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?),
+        Some(path) => Some(provider_host::kubeconfig::find(Some(path)).await?),
         None => None,
     };
     let embedded = match real {
@@ -63,7 +62,7 @@ pub async fn run(args: DevContractArgs) -> anyhow::Result<i32> {
     let bed = embedded.as_ref().map(Embedded);
     let cluster = match (&bed, &real) {
         (Some(bed), _) => Cluster::Simulated(bed),
-        (None, Some(kubeconfig)) => Cluster::Real { kubeconfig },
+        (None, Some(config)) => Cluster::Real { config },
         (None, None) => anyhow::bail!("no cluster to run the suite on"),
     };
     let mut progress = Progress::start();

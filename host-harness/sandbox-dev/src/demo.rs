@@ -16,6 +16,7 @@ use provider_host::error::HostError;
 use provider_host::policy::Policy;
 use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use sandbox_host::component_args::ComponentArgs;
 use serde_json::json;
 
 const NAMESPACE: &str = "sandbox-demo";
@@ -92,17 +93,15 @@ fn lease_summary(l: &Lease) -> String {
     )
 }
 
-/// Runs the demo with the component at `component`; with `kubeconfig`, against that cluster;
-/// then the reference provider at `reference`.
+/// Runs the demo with `component`; with `kubeconfig`, against that cluster; then the reference
+/// provider at `reference`.
 pub async fn run(
-    component: &Path,
+    component: &ComponentArgs,
     reference: &Path,
     kubeconfig: Option<&Path>,
     versions: SandboxVersions,
 ) -> anyhow::Result<()> {
-    if !component.exists() {
-        bail!("no provider component at {}: build it with `make component`", component.display());
-    }
+    let source = component.source()?;
     let cluster = match kubeconfig {
         Some(_) => None,
         None => Some(EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() }).await?),
@@ -135,11 +134,11 @@ pub async fn run(
             claim_templates: vec![TEMPLATE.into()],
             ..Policy::kubernetes_default([NAMESPACE])
         },
-        cache_dir: Some("target/provider-cache".into()),
+        cache_dir: component.cache_dir(),
         ..Default::default()
     };
     let loaded = Instant::now();
-    let host = ProviderHost::load(ComponentSource::File(component.to_path_buf()), client, options).await?;
+    let host = ProviderHost::load(source, client, options).await?;
     println!("provider loaded in {:.1} ms ({:?})", loaded.elapsed().as_secs_f64() * 1000.0, host.cache_outcome());
     println!("\n  {:<10} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
     let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
@@ -161,7 +160,7 @@ pub async fn run(
         );
     }
     if reference.exists() {
-        let options = HostOptions { cache_dir: Some("target/provider-cache".into()), ..Default::default() };
+        let options = HostOptions { cache_dir: component.cache_dir(), ..Default::default() };
         let other = ProviderHost::load_without_cluster(ComponentSource::File(reference.to_path_buf()), options).await?;
         println!("\n  the reference provider, in the same host with no cluster (it declares no kube access):");
         let mut swapped = Demo { host: &other, cluster: None, rows: Vec::new() };

@@ -16,8 +16,11 @@ use std::path::PathBuf;
 use anyhow::bail;
 use clap::{Parser, Subcommand};
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
-use sandbox_host::provider_cmd::{DEFAULT_COMPONENT, REFERENCE_COMPONENT};
+use sandbox_host::component_args::ComponentArgs;
 use sandbox_host::{HostCommand, exit_code, log_filter};
+
+/// The reference provider `make component` builds beside the Kubernetes one.
+const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_provider.wasm";
 
 #[derive(Parser)]
 #[command(
@@ -63,9 +66,8 @@ enum Command {
     /// The provider's full lease lifecycle on each backend, step by step, on the embedded
     /// cluster (or a real one with --kubeconfig).
     Demo {
-        /// The provider component (.wasm).
-        #[arg(long, default_value = DEFAULT_COMPONENT)]
-        component: PathBuf,
+        #[command(flatten)]
+        component: ComponentArgs,
         /// The reference provider component, shown in the same host after it.
         #[arg(long, default_value = REFERENCE_COMPONENT)]
         reference_component: PathBuf,

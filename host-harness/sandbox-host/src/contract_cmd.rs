@@ -11,21 +11,22 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, warm_pool};
-use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use provider_host::runner::{HostOptions, ProviderHost};
 
-use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
+use crate::component_args::ComponentArgs;
+use crate::provider_cmd::read_json;
 
 /// Options of `contract`.
 #[derive(Args)]
 pub struct ContractArgs {
-    /// The provider component (.wasm) to hold to the contract.
-    #[arg(long, default_value = DEFAULT_COMPONENT)]
-    pub component: PathBuf,
+    #[command(flatten)]
+    pub component: ComponentArgs,
     /// A provider config (JSON) to run every scenario with (repeatable). Default: for the
     /// Kubernetes provider one per backend, for any other `{}`.
     #[arg(long = "config")]
     pub configs: Vec<PathBuf>,
-    /// Kubeconfig of the cluster to run against.
+    /// Kubeconfig of the cluster to run against (default: as kubectl finds one: `KUBECONFIG`,
+    /// `~/.kube/config`, in-cluster).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// The namespace the suite works in; created when missing; configs must name it.
@@ -40,9 +41,6 @@ pub struct ContractArgs {
     /// One JSON record per scenario instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Where precompiled components are cached.
-    #[arg(long, default_value = "target/provider-cache")]
-    pub cache_dir: PathBuf,
     /// On a real cluster, delete the suite's own warm pool (`contract-pool`) and its template
     /// at the end; without it they stay for the next run, and the run says so.
     #[arg(long)]
@@ -52,8 +50,8 @@ pub struct ContractArgs {
 impl ContractArgs {
     /// The component's driver key, which chooses the default configs.
     pub async fn driver(&self) -> anyhow::Result<String> {
-        let options = HostOptions { cache_dir: Some(self.cache_dir.clone()), ..Default::default() };
-        let host = ProviderHost::load_without_cluster(ComponentSource::File(self.component.clone()), options).await?;
+        let options = HostOptions { cache_dir: self.component.cache_dir(), ..Default::default() };
+        let host = ProviderHost::load_without_cluster(self.component.source()?, options).await?;
         Ok(host.describe().await?.driver_key)
     }
 
@@ -66,15 +64,15 @@ impl ContractArgs {
     }
 
     /// What the suite runs with `configs`.
-    pub fn options(&self, configs: Vec<String>) -> SuiteOptions {
-        SuiteOptions {
-            component: self.component.clone(),
+    pub fn options(&self, configs: Vec<String>) -> anyhow::Result<SuiteOptions> {
+        Ok(SuiteOptions {
+            component: self.component.source()?,
             configs,
             namespace: self.namespace.clone(),
-            cache_dir: Some(self.cache_dir.clone()),
+            cache_dir: self.component.cache_dir(),
             only: self.only.clone(),
             limits: Default::default(),
-        }
+        })
     }
 
     /// `--list`: prints the scenarios' names; whether it did (and the command is done).
@@ -86,14 +84,6 @@ impl ContractArgs {
         }
         self.list
     }
-
-    /// Fails when the component is not there, naming how to build it.
-    pub fn check_component(&self) -> anyhow::Result<()> {
-        if !self.component.exists() {
-            anyhow::bail!("no provider component at {}: build it with `make component`", self.component.display());
-        }
-        Ok(())
-    }
 }
 
 /// `contract`
@@ -101,14 +91,11 @@ pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
     if args.listed() {
         return Ok(0);
     }
-    args.check_component()?;
-    let path = args.kubeconfig.as_ref().context(
-        "no cluster: pass --kubeconfig (`sandbox-dev contract` runs the suite and its fault matrix on the embedded \
-         cluster)",
-    )?;
-    let kubeconfig = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-    let cluster = Cluster::Real { kubeconfig: &kubeconfig };
-    let options = args.options(args.configs().await?);
+    let config = provider_host::kubeconfig::find(args.kubeconfig.as_deref())
+        .await
+        .context("`sandbox-dev contract` runs the suite and its fault matrix on the embedded cluster")?;
+    let cluster = Cluster::Real { config: &config };
+    let options = args.options(args.configs().await?)?;
     let mut progress = Progress::start();
     let report = contract_suite::run(&cluster, &options, &mut |r| progress.saw(r)).await?;
     progress.finish();

@@ -8,6 +8,7 @@
 //! test bed's, in `sandbox-dev`, which runs these same commands (this library's [`HostCommand`])
 //! beside its own.
 
+pub mod component_args;
 pub mod contract_cmd;
 pub mod env_args;
 pub mod exec_cmd;

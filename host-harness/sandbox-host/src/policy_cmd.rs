@@ -12,10 +12,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use provider_host::policy::Policy;
-use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use provider_host::runner::{HostOptions, ProviderHost};
 use provider_host::{network_policy, owner_signature, rbac};
 
-use crate::provider_cmd::{DEFAULT_COMPONENT, read_json};
+use crate::component_args::ComponentArgs;
+use crate::provider_cmd::read_json;
 
 /// The namespace a policy allows when the operator names none.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -80,23 +81,17 @@ impl PolicyArgs {
 /// What `policy show` and `rbac` inspect: a component and the operator's policy.
 #[derive(Args, Clone)]
 pub struct InspectArgs {
-    /// The provider component (.wasm).
-    #[arg(long, default_value = DEFAULT_COMPONENT)]
-    pub component: PathBuf,
+    #[command(flatten)]
+    pub component: ComponentArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Where precompiled components are cached.
-    #[arg(long, default_value = "target/provider-cache")]
-    pub cache_dir: PathBuf,
 }
 
 async fn load(args: &InspectArgs) -> anyhow::Result<ProviderHost> {
-    if !args.component.exists() {
-        anyhow::bail!("no provider component at {}: build it with `make component`", args.component.display());
-    }
+    let source = args.component.source()?;
     let options =
-        HostOptions { policy: args.policy.policy()?, cache_dir: Some(args.cache_dir.clone()), ..Default::default() };
-    Ok(ProviderHost::load_without_cluster(ComponentSource::File(args.component.clone()), options).await?)
+        HostOptions { policy: args.policy.policy()?, cache_dir: args.component.cache_dir(), ..Default::default() };
+    Ok(ProviderHost::load_without_cluster(source, options).await?)
 }
 
 /// `policy show`: what the component declares, what the policy grants, what the host enforces.
@@ -117,7 +112,7 @@ pub async fn show(args: InspectArgs, json: bool) -> anyhow::Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        println!("component {} (contract {})", args.component.display(), host.contract_version());
+        println!("component {} (contract {})", args.component.shown(), host.contract_version());
         print!("{grants}");
     }
     Ok(())

@@ -5,17 +5,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use contract_suite::warm_pool::{self, PoolSpec};
 
 /// `sandbox-host pool ...`
 #[derive(Args)]
 pub struct PoolArgs {
-    /// Kubeconfig of the cluster (the embedded one's, as written by `sandbox-host cluster`, by
-    /// default).
-    #[arg(long, default_value = "target/cluster/kubeconfig")]
-    kubeconfig: PathBuf,
+    /// Kubeconfig of the cluster (default: as kubectl finds one: `KUBECONFIG`,
+    /// `~/.kube/config`, in-cluster).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
     /// Namespace of the pool, its template and its Sandboxes.
     #[arg(long, default_value = "default")]
     namespace: String,
@@ -55,9 +54,7 @@ enum PoolCommand {
 
 /// Runs a `pool` command.
 pub async fn run(args: PoolArgs) -> anyhow::Result<()> {
-    let yaml =
-        std::fs::read_to_string(&args.kubeconfig).with_context(|| format!("read {}", args.kubeconfig.display()))?;
-    let client = provider_host::kubeconfig::client(&yaml).await?;
+    let client = kube::Client::try_from(provider_host::kubeconfig::find(args.kubeconfig.as_deref()).await?)?;
     let (namespace, name) = (args.namespace.as_str(), args.name.as_str());
     match args.command {
         PoolCommand::Create { template, replicas, image, wait_seconds } => {

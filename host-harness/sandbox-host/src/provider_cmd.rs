@@ -7,22 +7,17 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use provider_host::Limits;
 use provider_host::error::HostError;
 use provider_host::records::{AcquireRequest, Lease, LeaseRef, ResumeOutcome};
-use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
+use provider_host::runner::{HostOptions, ProviderHost};
 
+use crate::component_args::ComponentArgs;
 use crate::env_args::EnvArgs;
 use crate::policy_cmd::PolicyArgs;
 use crate::untrusted_kubeconfig;
-
-/// The component `make component` builds.
-pub const DEFAULT_COMPONENT: &str = "target/wasm32-wasip2/component/provider.wasm";
-
-/// The reference provider `make component` builds too.
-pub const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_provider.wasm";
 
 /// Exit code of `resume-check` when the lease is expired (an answer, not an error).
 pub const EXIT_EXPIRED: i32 = 3;
@@ -41,9 +36,8 @@ pub struct UnusableKubeconfig(String);
 /// component shares, `serve` included.
 #[derive(Args, Clone)]
 pub struct HostArgs {
-    /// The provider component (.wasm).
-    #[arg(long, default_value = DEFAULT_COMPONENT)]
-    pub component: PathBuf,
+    #[command(flatten)]
+    pub component: ComponentArgs,
     /// Kubeconfig of the cluster (default: in-cluster configuration, then ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -68,9 +62,6 @@ pub struct HostArgs {
     /// call-timeout-ms, max-concurrent-calls, ...); unset fields keep their defaults.
     #[arg(long, value_name = "FILE")]
     pub limits: Option<PathBuf>,
-    /// Where precompiled components are cached.
-    #[arg(long, default_value = "target/provider-cache")]
-    pub cache_dir: PathBuf,
 }
 
 impl HostArgs {
@@ -104,15 +95,12 @@ pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
 /// that declares no `kube` access (such as the reference provider) needs no cluster: when none
 /// is named and none can be inferred, it runs without one.
 pub async fn session(target: &HostArgs) -> anyhow::Result<ProviderHost> {
-    if !target.component.exists() {
-        bail!("no provider component at {}: build it with `make component`", target.component.display());
-    }
+    let source = target.component.source()?;
     let options = HostOptions {
         policy: target.policy.policy()?,
         limits: target.limits()?,
-        cache_dir: Some(target.cache_dir.clone()),
+        cache_dir: target.component.cache_dir(),
     };
-    let source = ComponentSource::File(target.component.clone());
     if target.no_cluster {
         return Ok(ProviderHost::load_without_cluster(source, options).await?);
     }
@@ -136,16 +124,14 @@ pub async fn session(target: &HostArgs) -> anyhow::Result<ProviderHost> {
             })?
         }
     } else {
-        match kube::Config::infer().await {
+        match provider_host::kubeconfig::find(None).await {
             Ok(config) => config,
             Err(no_cluster) => {
                 let host = ProviderHost::load_without_cluster(source, options).await?;
                 if host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
                     return Ok(host);
                 }
-                return Err(
-                    anyhow::Error::new(no_cluster).context("no cluster: pass --kubeconfig, or run in a cluster")
-                );
+                return Err(anyhow::Error::new(no_cluster));
             }
         }
     };

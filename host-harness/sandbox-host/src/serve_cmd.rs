@@ -50,7 +50,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
     });
     eprintln!(
         "sandbox-host serve: {} (contract {}) ready; one JSON request per line on stdin",
-        args.host.component.display(),
+        args.host.component.shown(),
         host.contract_version()
     );
     let summary = serve(host, tokio::io::stdin(), tokio::io::stdout(), stop, options).await;

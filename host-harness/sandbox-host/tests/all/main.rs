@@ -1,6 +1,7 @@
 //! The `sandbox-host` binary from outside, one test binary (one link) for all of it.
 
 mod cli;
+mod installed;
 mod no_test_bed;
 mod reference_provider_cli;
 mod secrets;

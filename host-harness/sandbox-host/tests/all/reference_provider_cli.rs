@@ -147,7 +147,7 @@ fn a_provider_that_needs_a_cluster_still_asks_for_one() {
     let scratch = Scratch::new("needs-cluster");
     let out = scratch.run(&built("provider.wasm"), &["describe"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("no cluster: pass --kubeconfig, or run in a cluster"), "{}", text(&out));
+    assert!(text(&out).contains("no cluster: pass --kubeconfig, set KUBECONFIG"), "{}", text(&out));
 }
 
 /// `contract` needs a cluster named: the product binary has no embedded one, and says where
