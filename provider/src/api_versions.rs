@@ -2,7 +2,7 @@
 //! (discovered, preferring v1beta1, or pinned by config) and the SandboxClaim version
 //! (discovered, preferring v1beta1) a lease records.
 
-use contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP};
+use contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP, SANDBOXES};
 
 use crate::config::SandboxApiVersion;
 use crate::errors::{FromKube, ProviderError};
@@ -59,7 +59,7 @@ impl SandboxVersion {
 
     /// The `sandboxes` resource in this version.
     pub fn resource(self) -> ResourceType {
-        ResourceType::new(SANDBOX_GROUP, self.as_str(), "sandboxes")
+        ResourceType::new(SANDBOX_GROUP, self.as_str(), SANDBOXES)
     }
 
     /// From a version name (`v1beta1`).

@@ -17,7 +17,7 @@ use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID, LEASE_ID};
 
 /// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
 /// every object the provider creates, and proves ownership by it; the provider never sets it.
-pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub use contract::labels::LABEL_MANAGED_BY;
 pub use contract::labels::{LABEL_ACQUISITION_ID, LABEL_RUN_ID};
 /// The agent id, when the request has one (hashed when not a valid label value).
 pub const LABEL_AGENT_ID: &str = "sandbox.paperclip.io/agent-id";
@@ -107,9 +107,9 @@ pub fn secret_name(workload: &str) -> String {
     format!("{workload}-env")
 }
 
-/// The PVC agent-sandbox makes from the workspace claim template (`<template>-<sandbox>`).
+/// The PVC agent-sandbox makes from the workspace claim template.
 pub fn workspace_pvc_name(workload: &str) -> String {
-    format!("{WORKSPACE_VOLUME}-{workload}")
+    contract::k8s::agent_sandbox::volume_claim_name(WORKSPACE_VOLUME, workload)
 }
 
 /// Who a lease is for: the ids that label every object.

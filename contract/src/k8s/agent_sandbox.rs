@@ -9,6 +9,19 @@
 
 /// API group of the `Sandbox` resource.
 pub const GROUP: &str = "agents.x-k8s.io";
+/// The PVC the Sandbox controller makes from a `volumeClaimTemplates` entry: `<template>-<sandbox>`
+/// (`claimName` in `sandbox_controller.go`), which a provider deletes and a simulated
+/// controller creates under that name.
+pub fn volume_claim_name(template: &str, sandbox: &str) -> String {
+    format!("{template}-{sandbox}")
+}
+
+/// Plural of `Sandbox`.
+pub const SANDBOXES: &str = "sandboxes";
+/// Kind of a Sandbox.
+pub const SANDBOX_KIND: &str = "Sandbox";
+/// The versions of the `Sandbox` resource, preferred first (v1alpha1 before agent-sandbox v0.5).
+pub const SANDBOX_VERSIONS: [&str; 2] = ["v1beta1", "v1alpha1"];
 /// API group of `SandboxTemplate`, `SandboxWarmPool` and `SandboxClaim`.
 pub const EXTENSIONS_GROUP: &str = "extensions.agents.x-k8s.io";
 /// The versions of the extensions group, preferred first.

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use contract::k8s::agent_sandbox;
 use serde_json::{Value, json};
 
 use crate::resources::ResourceType;
@@ -15,7 +16,7 @@ pub const SANDBOX_HUB: &str = "v1beta1";
 
 /// Converts an object received in `rt`'s version to its storage (hub) form.
 pub fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
-    if rt.plural != "sandboxes" || rt.group != "agents.x-k8s.io" {
+    if rt.plural != agent_sandbox::SANDBOXES || rt.group != agent_sandbox::GROUP {
         return obj;
     }
     obj["apiVersion"] = json!(format!("{}/{SANDBOX_HUB}", rt.group));
@@ -41,7 +42,7 @@ pub fn from_storage(rt: &ResourceType, obj: &Value) -> Value {
 /// a v1alpha1 Sandbox): a watch converts each event for each watcher, so the copy would be
 /// paid per watcher.
 pub fn served<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
-    if rt.plural != "sandboxes" || rt.group != "agents.x-k8s.io" {
+    if rt.plural != agent_sandbox::SANDBOXES || rt.group != agent_sandbox::GROUP {
         return Cow::Borrowed(obj);
     }
     let api_version = rt.api_version();
@@ -75,7 +76,7 @@ mod tests {
     fn sandbox(version: &str) -> ResourceType {
         served(SandboxVersions::Both)
             .into_iter()
-            .find(|t| t.plural == "sandboxes" && t.version == version)
+            .find(|t| t.plural == agent_sandbox::SANDBOXES && t.version == version)
             .expect("served")
     }
 

@@ -3,6 +3,8 @@
 //! Discovery, OpenAPI, routing and the per-kind rules all read this one table, so adding a
 //! resource is one entry here (plus its validation, if it has special rules).
 
+use contract::k8s::agent_sandbox;
+
 /// Which versions of `agents.x-k8s.io` Sandboxes the cluster serves, to test clients against
 /// old (v0.4, v1alpha1 only), transitional (v0.5, both) and new (v1.0, v1beta1 only) controllers.
 /// The extensions group (claims, templates, warm pools) follows: see [`Self::extensions_version`].
@@ -200,7 +202,7 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         },
     ];
     let sandbox = |version: &'static str| ResourceType {
-        group: "agents.x-k8s.io",
+        group: agent_sandbox::GROUP,
         version,
         short_names: &["sandbox"],
         subresources: &["status"],
@@ -208,7 +210,7 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
         flavor: Flavor::Custom,
         has_generation: true,
         unconditional_update: false,
-        ..core("sandboxes", "sandbox", "Sandbox", true)
+        ..core(agent_sandbox::SANDBOXES, "sandbox", agent_sandbox::SANDBOX_KIND, true)
     };
     match sandbox_versions {
         SandboxVersions::Both => {
@@ -229,10 +231,9 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
 /// Warm pools' CRDs also declare the `scale` subresource; the server implements scale for no
 /// resource, so it is not served (as `status` is the only subresource custom resources get here).
 fn extensions(version: &'static str) -> [ResourceType; 3] {
-    use contract::k8s::agent_sandbox as ext;
     let custom =
         |plural: &'static str, singular: &'static str, kind: &'static str, storage: &'static str| ResourceType {
-            group: ext::EXTENSIONS_GROUP,
+            group: agent_sandbox::EXTENSIONS_GROUP,
             version,
             subresources: &["status"],
             storage,
@@ -244,25 +245,30 @@ fn extensions(version: &'static str) -> [ResourceType; 3] {
     [
         ResourceType {
             short_names: &["sandboxclaim"],
-            ..custom(ext::CLAIMS, "sandboxclaim", ext::CLAIM_KIND, "sandboxclaims.extensions.agents.x-k8s.io")
+            ..custom(
+                agent_sandbox::CLAIMS,
+                "sandboxclaim",
+                agent_sandbox::CLAIM_KIND,
+                "sandboxclaims.extensions.agents.x-k8s.io",
+            )
         },
         ResourceType {
             short_names: &["sandboxtemplate"],
             // v1beta1's CRD drops the (always empty) status, and with it the subresource.
             subresources: if version == "v1alpha1" { &["status"] } else { &[] },
             ..custom(
-                ext::TEMPLATES,
+                agent_sandbox::TEMPLATES,
                 "sandboxtemplate",
-                ext::TEMPLATE_KIND,
+                agent_sandbox::TEMPLATE_KIND,
                 "sandboxtemplates.extensions.agents.x-k8s.io",
             )
         },
         ResourceType {
             short_names: &["swp"],
             ..custom(
-                ext::WARM_POOLS,
+                agent_sandbox::WARM_POOLS,
                 "sandboxwarmpool",
-                ext::WARM_POOL_KIND,
+                agent_sandbox::WARM_POOL_KIND,
                 "sandboxwarmpools.extensions.agents.x-k8s.io",
             )
         },

@@ -19,6 +19,7 @@
 //! scoped: destroy then works from the lease id alone, within ownership. Only a present uid
 //! that is not the object's is a forgery.
 
+use contract::k8s::agent_sandbox;
 use serde_json::Value;
 
 use crate::bindings::kube::ResourceType;
@@ -37,8 +38,8 @@ impl Workload {
     fn of_resource(rt: &ResourceType) -> Option<Self> {
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("batch", "jobs") => Some(Self::Job),
-            ("agents.x-k8s.io", "sandboxes") => Some(Self::Sandbox),
-            ("extensions.agents.x-k8s.io", "sandboxclaims") => Some(Self::SandboxClaim),
+            (agent_sandbox::GROUP, agent_sandbox::SANDBOXES) => Some(Self::Sandbox),
+            (agent_sandbox::EXTENSIONS_GROUP, agent_sandbox::CLAIMS) => Some(Self::SandboxClaim),
             _ => None,
         }
     }
@@ -48,8 +49,8 @@ impl Workload {
         let group = api_version.split_once('/').map_or("", |(g, _)| g);
         match (group, kind) {
             ("batch", "Job") => Some(Self::Job),
-            ("agents.x-k8s.io", "Sandbox") => Some(Self::Sandbox),
-            ("extensions.agents.x-k8s.io", "SandboxClaim") => Some(Self::SandboxClaim),
+            (agent_sandbox::GROUP, agent_sandbox::SANDBOX_KIND) => Some(Self::Sandbox),
+            (agent_sandbox::EXTENSIONS_GROUP, agent_sandbox::CLAIM_KIND) => Some(Self::SandboxClaim),
             _ => None,
         }
     }

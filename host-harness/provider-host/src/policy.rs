@@ -28,7 +28,7 @@ pub(crate) use contract::quote::quote as quoted;
 
 /// The label the host stamps on every object a provider creates, with the installation's
 /// owner id as its value; the host proves ownership by it before any read or write.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub use contract::labels::LABEL_MANAGED_BY as MANAGED_BY_LABEL;
 
 /// The owner id of a policy that names none. Two installations sharing a cluster must each set
 /// their own, or each could touch what the other created.
@@ -111,9 +111,9 @@ pub fn default_rules() -> Vec<AccessRule> {
     use contract::k8s::agent_sandbox;
     vec![
         AccessRule::new(
-            "agents.x-k8s.io",
-            &["v1beta1", "v1alpha1"],
-            "sandboxes",
+            agent_sandbox::GROUP,
+            &agent_sandbox::SANDBOX_VERSIONS,
+            agent_sandbox::SANDBOXES,
             &[Get, Create, Patch, Delete, List, Watch, Discovery],
         ),
         AccessRule::new(
@@ -499,6 +499,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The default rules are what the Kubernetes provider declares, rule for rule: a default
+    /// policy grants it everything it needs and nothing it does not, and a provider that comes
+    /// to need more fails here before an operator meets a refusal.
+    #[test]
+    fn the_default_rules_are_what_the_kubernetes_provider_declares() {
+        let sorted = |mut rules: Vec<AccessRule>| {
+            rules.sort_by(|a, b| (&a.group, &a.plural).cmp(&(&b.group, &b.plural)));
+            rules
+        };
+        assert_eq!(sorted(default_rules()), sorted(provider::describe::access()));
+    }
 
     fn access<'a>(
         verb: AccessVerb,

@@ -115,9 +115,10 @@ impl FromStr for ControllerKind {
 
 /// The Sandbox resource the cluster serves, preferring v1beta1 (None if agent-sandbox is absent).
 pub async fn served_sandbox_resource(client: &kube::Client) -> Option<ApiResource> {
-    let group = kube::discovery::group(client, "agents.x-k8s.io").await.ok()?;
-    for version in ["v1beta1", "v1alpha1"] {
-        if let Some((ar, _)) = group.versioned_resources(version).into_iter().find(|(ar, _)| ar.plural == "sandboxes") {
+    use contract::k8s::agent_sandbox::{GROUP, SANDBOX_VERSIONS, SANDBOXES};
+    let group = kube::discovery::group(client, GROUP).await.ok()?;
+    for version in SANDBOX_VERSIONS {
+        if let Some((ar, _)) = group.versioned_resources(version).into_iter().find(|(ar, _)| ar.plural == SANDBOXES) {
             return Some(ar);
         }
     }

@@ -19,8 +19,8 @@ pub use contract::k8s::agent_sandbox::{
 };
 
 /// Kind of the resource this controller drives.
-pub const KIND: &str = "Sandbox";
+pub const KIND: &str = contract::k8s::agent_sandbox::SANDBOX_KIND;
 /// Plural resource name, used when discovery does not list the resource itself.
-pub const PLURAL: &str = "sandboxes";
+pub const PLURAL: &str = contract::k8s::agent_sandbox::SANDBOXES;
 /// Cluster DNS domain used for `status.serviceFQDN`.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use contract::k8s::agent_sandbox;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use serde_json::Value;
@@ -14,8 +15,8 @@ use super::model::{Sandbox, SandboxStatus, SandboxVersion, ShutdownPolicy, Spec}
 use super::name_hash;
 use super::resources::{
     Ownership, adopt_patch, adopt_service_patch, describe_owner, desired_pod, desired_pvc, desired_service,
-    has_hash_label, hash_label_patch, ownership, pvc_name, selector, service_fqdn, service_in_shape,
-    service_is_headless, service_selector_patch,
+    has_hash_label, hash_label_patch, ownership, selector, service_fqdn, service_in_shape, service_is_headless,
+    service_selector_patch,
 };
 use super::status::{
     ConditionInputs, FINISHED, Issue, NewCondition, READY, REASON_RECONCILER_ERROR, apply_conditions, mark_expired,
@@ -287,7 +288,7 @@ fn plan_live(observed: &Observed, spec: &Spec, failure: Option<&Failure>, now: &
 fn plan_pvcs(observed: &Observed, spec: &Spec, hash: &str, actions: &mut Vec<Action>, issues: &mut Vec<Issue>) {
     let sandbox = &observed.sandbox;
     for template in &spec.volume_claim_templates {
-        let name = pvc_name(&template.metadata.name, &sandbox.name);
+        let name = agent_sandbox::volume_claim_name(&template.metadata.name, &sandbox.name);
         let Some(pvc) = observed.pvcs.get(&name) else {
             actions.push(Action::CreatePvc(Box::new(desired_pvc(sandbox, template, hash))));
             continue;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use contract::k8s::agent_sandbox;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -22,7 +23,6 @@ use tracing::{debug, info, warn};
 use super::model::{Sandbox, SandboxVersion};
 use super::plan::{Action, Failure, Observed, Plan, plan, status_after_failure};
 use super::pod_index::PodIndex;
-use super::resources::pvc_name;
 use super::status::status_merge_patch;
 use super::{GROUP, KIND, NAME_HASH_LABEL, PLURAL, POD_NAME_ANNOTATION, name_hash};
 use crate::clock::Clock;
@@ -268,7 +268,7 @@ fn observe_cached(context: &Context, namespace: &str, name: &str) -> Option<Obse
     let mut pvcs = BTreeMap::new();
     if let Ok(spec) = &sandbox.spec {
         for template in &spec.volume_claim_templates {
-            let pvc = pvc_name(&template.metadata.name, &sandbox.name);
+            let pvc = agent_sandbox::volume_claim_name(&template.metadata.name, &sandbox.name);
             if let Some(found) = caches.claims.get(&ObjectRef::new(&pvc).within(namespace)) {
                 pvcs.insert(pvc, (*found).clone());
             }
@@ -303,7 +303,7 @@ async fn observe(context: &Context, namespace: &str, name: &str) -> anyhow::Resu
     let mut pvcs = BTreeMap::new();
     if let Ok(spec) = &sandbox.spec {
         for template in &spec.volume_claim_templates {
-            let pvc = pvc_name(&template.metadata.name, &sandbox.name);
+            let pvc = agent_sandbox::volume_claim_name(&template.metadata.name, &sandbox.name);
             if let Some(found) = claims.get_opt(&pvc).await.with_context(|| format!("reading PVC {pvc}"))? {
                 pvcs.insert(pvc, found);
             }

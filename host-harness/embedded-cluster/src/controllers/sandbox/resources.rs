@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use contract::k8s::agent_sandbox;
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Service, ServiceSpec, Volume,
 };
@@ -29,11 +30,6 @@ pub fn selector(hash: &str) -> String {
 /// `status.serviceFQDN` of a Service.
 pub fn service_fqdn(name: &str, namespace: &str) -> String {
     format!("{name}.{namespace}.svc.{CLUSTER_DOMAIN}")
-}
-
-/// Name of the PVC made from a volume claim template: `<template>-<sandbox>`.
-pub fn pvc_name(template: &str, sandbox: &str) -> String {
-    format!("{template}-{sandbox}")
 }
 
 /// The controller reference every dependent carries, so garbage collection removes it with
@@ -101,7 +97,7 @@ pub fn desired_pod(sandbox: &Sandbox, spec: &Spec, hash: &str) -> Pod {
             .map(|t| Volume {
                 name: t.metadata.name.clone(),
                 persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                    claim_name: pvc_name(&t.metadata.name, &sandbox.name),
+                    claim_name: agent_sandbox::volume_claim_name(&t.metadata.name, &sandbox.name),
                     read_only: None,
                 }),
                 ..Volume::default()
@@ -140,7 +136,7 @@ pub fn desired_pvc(sandbox: &Sandbox, template: &VolumeClaimTemplate, hash: &str
     let annotations = template.metadata.annotations.clone();
     PersistentVolumeClaim {
         metadata: ObjectMeta {
-            name: Some(pvc_name(&template.metadata.name, &sandbox.name)),
+            name: Some(agent_sandbox::volume_claim_name(&template.metadata.name, &sandbox.name)),
             namespace: Some(sandbox.namespace.clone()),
             labels: Some(labels),
             annotations: (!annotations.is_empty()).then_some(annotations),
