@@ -1,5 +1,6 @@
-//! The records of the sandbox-provider contract (`wit/since_v0.3.0/types.wit`) as plain Rust types, defined
-//! once for the provider that produces them and the hosts that store and print them.
+//! The records of the sandbox-provider contract (`wit/since_v0.4.0/types.wit`, the newest) as
+//! plain Rust types, defined once for the provider that produces them and the hosts that store
+//! and print them.
 //!
 //! Bindgen types carry no serde and differ between guest and host, so each side converts
 //! between its bindgen types and these. The JSON reads like the contract: kebab-case field

@@ -1,4 +1,4 @@
-//! The WebAssembly component glue (contract 0.3.0): the `kube` and `log` imports as [`Kube`]
+//! The WebAssembly component glue (contract 0.4.0): the `kube` and `log` imports as [`Kube`]
 //! and [`Log`], the clock from `std::time` (WASI clocks) with the host's call deadline from the
 //! `deadline` import, and the exported `provider` and `kubernetes` interfaces converting WIT
 //! values to the crate's types and back (the neutral lease through [`crate::placement`]). No

@@ -7,7 +7,7 @@
 //! failure that is not the guest's business (a broken resource table) ends the call.
 
 /// Contract 0.1.0 (frozen): no `deadline` import, no `denied` cases, no declared access.
-pub mod v0_1_0 {
+pub mod since_v0_1_0 {
     wasmtime::component::bindgen!({
         path: "../../wit/since_v0.1.0",
         world: "kubernetes-provider",
@@ -20,7 +20,7 @@ pub mod v0_1_0 {
 }
 
 /// Contract 0.2.0 (frozen): no `execute`, no `kube.exec`; Kubernetes fields in the `lease`.
-pub mod v0_2_0 {
+pub mod since_v0_2_0 {
     wasmtime::component::bindgen!({
         path: "../../wit/since_v0.2.0",
         world: "kubernetes-provider",
@@ -33,7 +33,7 @@ pub mod v0_2_0 {
 }
 
 /// Contract 0.3.0 (frozen): no `claim` backend, no `claimed-sandbox` in the placement.
-pub mod v0_3_0 {
+pub mod since_v0_3_0 {
     wasmtime::component::bindgen!({
         path: "../../wit/since_v0.3.0",
         world: "kubernetes-provider",
@@ -46,7 +46,7 @@ pub mod v0_3_0 {
 }
 
 /// Contract 0.4.0, the newest: the host's own types (`kube-error`, options) come from here.
-pub mod v0_4_0 {
+pub mod since_v0_4_0 {
     wasmtime::component::bindgen!({
         path: "../../wit/since_v0.4.0",
         world: "kubernetes-provider",
@@ -58,4 +58,4 @@ pub mod v0_4_0 {
     });
 }
 
-pub use v0_4_0::paperclip::sandbox_provider::{deadline, kube, log, types};
+pub use since_v0_4_0::paperclip::sandbox_provider::{deadline, kube, log, types};

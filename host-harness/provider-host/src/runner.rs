@@ -153,7 +153,7 @@ impl ProviderHost {
         };
         // A 0.1.0 component cannot declare its access; asking it would only run its code. The
         // declaration itself is read with no access at all: nothing is granted before it is known.
-        if !matches!(host.pre, BoundPre::V0_1(_)) {
+        if !matches!(host.pre, BoundPre::SinceV0_1_0(_)) {
             let operator = host.kube.clone();
             host.kube = operator.with_policy(Policy {
                 resources: Vec::new(),
@@ -387,7 +387,7 @@ impl ProviderHost {
         self.call_within("execute", limit, scope, move |bound, store| {
             Box::pin(async move {
                 Ok(match bound {
-                    Bound::V0_4(world) => {
+                    Bound::SinceV0_4_0(world) => {
                         let request = request.into();
                         let provider = world.paperclip_sandbox_provider_provider();
                         provider
@@ -396,7 +396,7 @@ impl ProviderHost {
                             .map(ExecResult::from)
                             .map_err(ProviderError::from)
                     }
-                    Bound::V0_3(world) => {
+                    Bound::SinceV0_3_0(world) => {
                         let request = request.into();
                         let provider = world.paperclip_sandbox_provider_provider();
                         provider
@@ -405,8 +405,8 @@ impl ProviderHost {
                             .map(ExecResult::from)
                             .map_err(ProviderError::from)
                     }
-                    Bound::V0_1(_) => Err(no_execute("0.1.0")),
-                    Bound::V0_2(_) => Err(no_execute("0.2.0")),
+                    Bound::SinceV0_1_0(_) => Err(no_execute("0.1.0")),
+                    Bound::SinceV0_2_0(_) => Err(no_execute("0.2.0")),
                 })
             })
         })

@@ -9,7 +9,7 @@ use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::kube::{KubeError, ResourceType, WatchEvent, WatchOptions};
-use crate::bindings::{v0_1_0, v0_2_0, v0_3_0, v0_4_0};
+use crate::bindings::{since_v0_1_0, since_v0_2_0, since_v0_3_0, since_v0_4_0};
 use crate::kube_host::KubeHost;
 use crate::kube_watch::WatchStream;
 use crate::limits::{CallLimiter, Limits};
@@ -107,9 +107,9 @@ impl WasiView for CallState {
 pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasi::add_to_linker(&mut linker)?;
-    v0_1_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
-    v0_2_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
-    v0_3_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
-    v0_4_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    since_v0_1_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    since_v0_2_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    since_v0_3_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    since_v0_4_0::KubernetesProvider::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     Ok(linker)
 }

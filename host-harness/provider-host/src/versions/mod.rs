@@ -5,78 +5,78 @@
 //! A new contract version adds a module here and a variant to [`Bound`]; old ones stay as they
 //! are, so a component built against them keeps loading.
 
-pub(crate) mod v0_1;
-pub(crate) mod v0_2;
-pub(crate) mod v0_3;
-pub(crate) mod v0_4;
+pub(crate) mod since_v0_1_0;
+pub(crate) mod since_v0_2_0;
+pub(crate) mod since_v0_3_0;
+pub(crate) mod since_v0_4_0;
 
-use crate::bindings::{v0_1_0, v0_2_0, v0_3_0, v0_4_0};
+use crate::bindings;
 use crate::records::{Backend, ClaimedSandbox, Lease, ProviderError};
 use crate::state::CallState;
 
 /// A linked component, bound to the contract version it was built against.
 pub(crate) enum BoundPre {
-    V0_1(v0_1_0::KubernetesProviderPre<CallState>),
-    V0_2(v0_2_0::KubernetesProviderPre<CallState>),
-    V0_3(v0_3_0::KubernetesProviderPre<CallState>),
-    V0_4(v0_4_0::KubernetesProviderPre<CallState>),
+    SinceV0_1_0(bindings::since_v0_1_0::KubernetesProviderPre<CallState>),
+    SinceV0_2_0(bindings::since_v0_2_0::KubernetesProviderPre<CallState>),
+    SinceV0_3_0(bindings::since_v0_3_0::KubernetesProviderPre<CallState>),
+    SinceV0_4_0(bindings::since_v0_4_0::KubernetesProviderPre<CallState>),
 }
 
 /// An instantiated component of one call.
 pub(crate) enum Bound {
-    V0_1(v0_1_0::KubernetesProvider),
-    V0_2(v0_2_0::KubernetesProvider),
-    V0_3(v0_3_0::KubernetesProvider),
-    V0_4(v0_4_0::KubernetesProvider),
+    SinceV0_1_0(bindings::since_v0_1_0::KubernetesProvider),
+    SinceV0_2_0(bindings::since_v0_2_0::KubernetesProvider),
+    SinceV0_3_0(bindings::since_v0_3_0::KubernetesProvider),
+    SinceV0_4_0(bindings::since_v0_4_0::KubernetesProvider),
 }
 
 impl BoundPre {
-    /// Binds a pre-instantiated component to the newest contract version it exports.
+    /// Binds a pre-instantiated component to the as_0_4 contract version it exports.
     pub(crate) fn new(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
-        let newest = match v0_4_0::KubernetesProviderPre::new(pre.clone()) {
-            Ok(bound) => return Ok(Self::V0_4(bound)),
+        let as_0_4 = match bindings::since_v0_4_0::KubernetesProviderPre::new(pre.clone()) {
+            Ok(bound) => return Ok(Self::SinceV0_4_0(bound)),
             Err(e) => e,
         };
-        let v0_3 = match v0_3_0::KubernetesProviderPre::new(pre.clone()) {
-            Ok(bound) => return Ok(Self::V0_3(bound)),
+        let as_0_3 = match bindings::since_v0_3_0::KubernetesProviderPre::new(pre.clone()) {
+            Ok(bound) => return Ok(Self::SinceV0_3_0(bound)),
             Err(e) => e,
         };
-        let v0_2 = match v0_2_0::KubernetesProviderPre::new(pre.clone()) {
-            Ok(bound) => return Ok(Self::V0_2(bound)),
+        let as_0_2 = match bindings::since_v0_2_0::KubernetesProviderPre::new(pre.clone()) {
+            Ok(bound) => return Ok(Self::SinceV0_2_0(bound)),
             Err(e) => e,
         };
-        v0_1_0::KubernetesProviderPre::new(pre).map(Self::V0_1).map_err(|oldest| {
-            format!("not contract 0.4.0 ({newest:?}), 0.3.0 ({v0_3:?}), 0.2.0 ({v0_2:?}) nor 0.1.0 ({oldest:?})")
+        bindings::since_v0_1_0::KubernetesProviderPre::new(pre).map(Self::SinceV0_1_0).map_err(|as_0_1| {
+            format!("not contract 0.4.0 ({as_0_4:?}), 0.3.0 ({as_0_3:?}), 0.2.0 ({as_0_2:?}) nor 0.1.0 ({as_0_1:?})")
         })
     }
 
     /// The contract version, for reports.
     pub(crate) fn version(&self) -> &'static str {
         match self {
-            Self::V0_1(_) => "0.1.0",
-            Self::V0_2(_) => "0.2.0",
-            Self::V0_3(_) => "0.3.0",
-            Self::V0_4(_) => "0.4.0",
+            Self::SinceV0_1_0(_) => "0.1.0",
+            Self::SinceV0_2_0(_) => "0.2.0",
+            Self::SinceV0_3_0(_) => "0.3.0",
+            Self::SinceV0_4_0(_) => "0.4.0",
         }
     }
 
     /// The engine the component was compiled with.
     pub(crate) fn engine(&self) -> &wasmtime::Engine {
         match self {
-            Self::V0_1(pre) => pre.engine(),
-            Self::V0_2(pre) => pre.engine(),
-            Self::V0_3(pre) => pre.engine(),
-            Self::V0_4(pre) => pre.engine(),
+            Self::SinceV0_1_0(pre) => pre.engine(),
+            Self::SinceV0_2_0(pre) => pre.engine(),
+            Self::SinceV0_3_0(pre) => pre.engine(),
+            Self::SinceV0_4_0(pre) => pre.engine(),
         }
     }
 
     /// A fresh instance in `store`.
     pub(crate) async fn instantiate(&self, store: &mut wasmtime::Store<CallState>) -> wasmtime::Result<Bound> {
         Ok(match self {
-            Self::V0_1(pre) => Bound::V0_1(pre.instantiate_async(store).await?),
-            Self::V0_2(pre) => Bound::V0_2(pre.instantiate_async(store).await?),
-            Self::V0_3(pre) => Bound::V0_3(pre.instantiate_async(store).await?),
-            Self::V0_4(pre) => Bound::V0_4(pre.instantiate_async(store).await?),
+            Self::SinceV0_1_0(pre) => Bound::SinceV0_1_0(pre.instantiate_async(store).await?),
+            Self::SinceV0_2_0(pre) => Bound::SinceV0_2_0(pre.instantiate_async(store).await?),
+            Self::SinceV0_3_0(pre) => Bound::SinceV0_3_0(pre.instantiate_async(store).await?),
+            Self::SinceV0_4_0(pre) => Bound::SinceV0_4_0(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -95,22 +95,22 @@ macro_rules! on_each_version {
     };
     ($bound:expr, $guest:ident => $call:expr, neutral $world:ident, $glue:ident => $neutral:expr) => {
         match $bound {
-            $crate::versions::Bound::V0_1(world) => {
+            $crate::versions::Bound::SinceV0_1_0(world) => {
                 let $guest = world.paperclip_sandbox_provider_provider();
                 $call
             }
-            $crate::versions::Bound::V0_2(world) => {
+            $crate::versions::Bound::SinceV0_2_0(world) => {
                 let $guest = world.paperclip_sandbox_provider_provider();
                 $call
             }
-            $crate::versions::Bound::V0_3($world) => {
+            $crate::versions::Bound::SinceV0_3_0($world) => {
                 #[allow(unused_imports)]
-                use $crate::versions::v0_3 as $glue;
+                use $crate::versions::since_v0_3_0 as $glue;
                 $neutral
             }
-            $crate::versions::Bound::V0_4($world) => {
+            $crate::versions::Bound::SinceV0_4_0($world) => {
                 #[allow(unused_imports)]
-                use $crate::versions::v0_4 as $glue;
+                use $crate::versions::since_v0_4_0 as $glue;
                 $neutral
             }
         }
@@ -118,8 +118,8 @@ macro_rules! on_each_version {
 }
 pub(crate) use on_each_version;
 
-/// The `log` and `kube` imports of a version older than the host's own types: its records
-/// converted to the current ones (an older version only lacks cases and functions, so each of
+/// The `log` and `kube` imports of a version as_0_3 than the host's own types: its records
+/// converted to the current ones (an as_0_3 version only lacks cases and functions, so each of
 /// its values has one). Expanded where `kube` and `log` name that version's interfaces,
 /// `current` the host's `kube`, and `old_error` turns a current error into the version's;
 /// `$extra` are the version's `kube` functions beyond 0.1.0's.

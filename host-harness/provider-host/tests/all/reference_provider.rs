@@ -1,6 +1,6 @@
 //! The reference provider (`reference-provider/`) in the host, unchanged: a component of
 //! contract 0.3.0 (world `kubernetes-provider`, whose `kube` import it never uses), so every run
-//! of these tests goes through the host's 0.3 glue (`versions/v0_3.rs`). It loads with and
+//! of these tests goes through the host's 0.3 glue (`versions/since_v0_3_0.rs`). It loads with and
 //! without a cluster, runs every call of a lease's life, its leases come back with the
 //! placement its `kubernetes` export reports, `execute` is its own `unsupported`, a configured
 //! failure comes back typed, and the host's deadline ends it when its config makes it stall past.

@@ -11,9 +11,9 @@ use wasmtime::component::Resource;
 use crate::bindings::kube::{
     DeleteOptions, ExecOptions, ExecOutput, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions,
 };
-use crate::bindings::v0_4_0::KubernetesProvider;
-use crate::bindings::v0_4_0::exports::paperclip::sandbox_provider::kubernetes;
-use crate::bindings::v0_4_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::bindings::since_v0_4_0::KubernetesProvider;
+use crate::bindings::since_v0_4_0::exports::paperclip::sandbox_provider::kubernetes;
+use crate::bindings::since_v0_4_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
 use crate::kube_watch::WatchStream;
 use crate::log_host;
 use crate::records::{

@@ -3,7 +3,7 @@
 //! `execute` and no `kube.exec`, and its lease record holds the Kubernetes placement itself.
 
 use crate::bindings::kube as current;
-use crate::bindings::v0_2_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::bindings::since_v0_2_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
 use crate::records::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
     ErrorDetail, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo,

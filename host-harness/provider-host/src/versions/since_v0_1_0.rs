@@ -4,7 +4,7 @@
 //! `forbidden`, as it did in 0.1.0; a provider of 0.1.0 declares no access.
 
 use crate::bindings::kube as current;
-use crate::bindings::v0_1_0::paperclip::sandbox_provider::{kube, log, types as wit};
+use crate::bindings::since_v0_1_0::paperclip::sandbox_provider::{kube, log, types as wit};
 use crate::records::{
     AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar, ErrorDetail,
     InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult, ProviderError, ProviderInfo, ResumeOutcome,

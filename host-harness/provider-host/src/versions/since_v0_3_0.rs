@@ -5,9 +5,9 @@
 use wasmtime::Store;
 
 use crate::bindings::kube as current;
-use crate::bindings::v0_3_0::KubernetesProvider;
-use crate::bindings::v0_3_0::exports::paperclip::sandbox_provider::kubernetes;
-use crate::bindings::v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
+use crate::bindings::since_v0_3_0::KubernetesProvider;
+use crate::bindings::since_v0_3_0::exports::paperclip::sandbox_provider::kubernetes;
+use crate::bindings::since_v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
 use crate::records::{
     AccessRule, AccessVerb, AcquireRequest, Backend, ConfigProblem, DeleteOutcome, DestroyReport, Diagnostic, EnvVar,
     ErrorDetail, ExecRequest, ExecResult, InvalidConfigDetail, Lease, LeaseRef, ObjectReport, ProbeResult,
