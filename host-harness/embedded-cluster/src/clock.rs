@@ -118,37 +118,15 @@ pub fn parse_time(s: &str) -> Option<Timestamp> {
     s.parse::<Timestamp>().ok()
 }
 
-/// Parses a Go-style duration (`500ms`, `2s`, `1m30s`, `1h`) as used in behaviour annotations.
+/// Parses a duration as behaviour annotations write it: Go-style (`500ms`, `2s`, `1m30s`,
+/// `1h`), which jiff's friendly format reads, or a bare number of seconds (`2`, `0.5`).
+/// Negative and unreadable values are `None`.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
-    if s.is_empty() {
-        return None;
-    }
     if let Ok(secs) = s.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let (num, tail) = rest.split_at(split);
-        let value: f64 = num.parse().ok()?;
-        let unit_len = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let secs = match unit {
-            "ms" => value / 1000.0,
-            "s" => value,
-            "m" => value * 60.0,
-            "h" => value * 3600.0,
-            _ => return None,
-        };
-        if !secs.is_finite() || secs < 0.0 {
-            return None;
-        }
-        total += Duration::from_secs_f64(secs);
-        rest = tail;
-    }
-    Some(total)
+    Duration::try_from(s.parse::<jiff::SignedDuration>().ok()?).ok()
 }
 
 #[cfg(test)]
@@ -195,6 +173,8 @@ mod tests {
         assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
         assert_eq!(parse_duration("soon"), None);
         assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration(""), None);
     }
 
     #[test]

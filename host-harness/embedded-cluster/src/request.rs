@@ -143,14 +143,10 @@ pub fn verb(method: &Method, req: &ResourceRequest, query: &Query) -> Result<&'s
 pub struct Query(HashMap<String, String>);
 
 impl Query {
-    /// Parses `a=b&c=d` with percent-decoding (`+` is a space, as Go's url.ParseQuery does).
+    /// Parses `a=b&c=d` with percent-decoding (`+` is a space, as Go's url.ParseQuery does),
+    /// the last of repeated keys winning.
     pub fn parse(raw: Option<&str>) -> Self {
-        let mut map = HashMap::new();
-        for pair in raw.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            map.insert(decode(k), decode(v));
-        }
-        Self(map)
+        Self(pairs(raw).collect())
     }
 
     /// A parameter's value.
@@ -177,38 +173,13 @@ impl Query {
 /// Every value of a repeated query parameter, in order (`command=a&command=b`), decoded as
 /// [`Query::parse`] decodes; [`Query`] keeps only the last.
 pub fn query_values(raw: Option<&str>, key: &str) -> Vec<String> {
-    raw.unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .filter_map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(k) == key).then(|| decode(v))
-        })
-        .collect()
+    pairs(raw).filter(|(k, _)| k == key).map(|(_, v)| v).collect()
 }
 
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// A query's decoded pairs, in order: `form_urlencoded` (the `url` crate's) decodes as Go's
+/// `url.ParseQuery` does, with a malformed escape kept as written.
+fn pairs(raw: Option<&str>) -> impl Iterator<Item = (String, String)> + '_ {
+    form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned()
 }
 
 #[cfg(test)]
