@@ -14,32 +14,15 @@ use tests::*;
 /// Longest message a refusal may be: it quotes at most a short prefix of the input.
 const SHORT: usize = 1_200;
 
-/// The top-level fields of the Kubernetes provider's config.
-const FIELDS: &[&str] = &[
-    "namespace",
-    "backend",
-    "sandboxApiVersion",
-    "image",
-    "imagePullPolicy",
-    "command",
-    "args",
-    "workingDir",
-    "resources",
-    "env",
-    "nodeSelector",
-    "tolerations",
-    "runtimeClassName",
-    "serviceAccountName",
-    "imagePullSecrets",
-    "labels",
-    "annotations",
-    "namePrefix",
-    "leaseTtlSeconds",
-    "readinessTimeoutSeconds",
-    "job",
-    "sandbox",
-    "security",
-];
+/// The top-level fields of the provider's config, as its published schema (`describe`) names
+/// them: every field the provider accepts gets the bad values, including ones added later.
+fn fields(schema: &str) -> Vec<String> {
+    let schema: Value = serde_json::from_str(schema).expect("the config schema is JSON");
+    let fields: Vec<String> =
+        schema["properties"].as_object().expect("the schema has properties").keys().cloned().collect();
+    assert!(fields.len() >= 20 && fields.iter().any(|f| f == "claim"), "every backend's fields: {fields:?}");
+    fields
+}
 
 /// Strings a careless or hostile caller sends.
 fn nasty_string() -> impl Strategy<Value = String> {
@@ -100,11 +83,16 @@ fn short(what: &str, text: &str) -> Result<(), TestCaseError> {
 fn configs_with_bad_fields_get_short_errors_at_their_path_and_write_nothing() {
     let rt = runtime();
     let h = rt.block_on(Harness::start(SandboxVersions::Both));
-    let strategy = (prop::sample::select(FIELDS), nasty_value(), prop::sample::select(&["sandbox", "job"][..]));
+    let info = rt.block_on(h.host.describe()).expect("describe");
+    let strategy = (
+        prop::sample::select(fields(&info.config_schema)),
+        nasty_value(),
+        prop::sample::select(&["sandbox", "job"][..]),
+    );
     runner(96)
         .run(&strategy, |(field, value, backend)| {
             let mut config: Value = serde_json::from_str(&config(backend, json!({}))).expect("config");
-            config[field] = value;
+            config[field.as_str()] = value;
             let text = config.to_string();
             let mark = h.cluster.requests().mark();
             let validation = rt.block_on(h.host.validate_config(&text));
