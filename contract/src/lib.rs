@@ -20,10 +20,12 @@ use serde::{Deserialize, Serialize};
 
 pub mod exec;
 pub mod k8s;
+pub mod kube_error;
 pub mod labels;
 pub mod quote;
 
 pub use exec::{ExecRequest, ExecResult};
+pub use kube_error::KubeError;
 pub use quote::{Quoted, quote};
 
 /// What stands in for a secret value wherever one would otherwise be shown.

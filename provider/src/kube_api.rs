@@ -111,42 +111,7 @@ pub struct ExecOutput {
     pub stderr_truncated: bool,
 }
 
-/// Why a Kubernetes call failed (mirrors the WIT `kube-error`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KubeError {
-    #[error("not found: {0}")]
-    NotFound(String),
-    #[error("already exists: {0}")]
-    AlreadyExists(String),
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// 410: inside a watch, or for a list's continue token, the version asked for is too old
-    /// (re-list); on any other call it proves nothing about the object.
-    #[error("gone: {0}")]
-    Gone(String),
-    #[error("invalid: {0}")]
-    Invalid(String),
-    /// The cluster's RBAC refused the host's credentials (403).
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    /// The host refused before sending anything: outside its policy.
-    #[error("denied by the host: {0}")]
-    Denied(String),
-    /// The object exists but is not this installation's; the host neither reads nor writes it.
-    /// For a lease, its object is gone and another holds the name.
-    #[error("not this installation's: {0}")]
-    NotOwned(String),
-    #[error("unauthorized: {0}")]
-    Unauthorized(String),
-    #[error("timeout: {0}")]
-    Timeout(String),
-    #[error("unavailable: {message}")]
-    Unavailable { message: String, retry_after_seconds: Option<u32> },
-    #[error("transport: {0}")]
-    Transport(String),
-    #[error("HTTP {code}: {message}")]
-    Other { code: u16, message: String },
-}
+pub use contract::KubeError;
 
 /// An open watch.
 pub trait Watch {

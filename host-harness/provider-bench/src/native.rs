@@ -41,27 +41,6 @@ fn resource(r: &kube_api::ResourceType) -> wit::ResourceType {
     wit::ResourceType { group: r.group.clone(), version: r.version.clone(), plural: r.plural.clone() }
 }
 
-fn kube_error(e: wit::KubeError) -> KubeError {
-    match e {
-        wit::KubeError::NotFound(m) => KubeError::NotFound(m),
-        wit::KubeError::AlreadyExists(m) => KubeError::AlreadyExists(m),
-        wit::KubeError::Conflict(m) => KubeError::Conflict(m),
-        wit::KubeError::Gone(m) => KubeError::Gone(m),
-        wit::KubeError::Invalid(m) => KubeError::Invalid(m),
-        wit::KubeError::Forbidden(m) => KubeError::Forbidden(m),
-        wit::KubeError::Denied(m) => KubeError::Denied(m),
-        wit::KubeError::NotOwned(m) => KubeError::NotOwned(m),
-        wit::KubeError::Unauthorized(m) => KubeError::Unauthorized(m),
-        wit::KubeError::Timeout(m) => KubeError::Timeout(m),
-        wit::KubeError::Unavailable(d) => {
-            KubeError::Unavailable { message: d.message, retry_after_seconds: d.retry_after_seconds }
-        }
-        wit::KubeError::Transport(m) => KubeError::Transport(m),
-        wit::KubeError::Other(d) => KubeError::Other { code: d.code, message: d.message },
-    }
-}
-
-/// The host answers JSON text, as over the WIT boundary; the provider parses it the same way.
 fn json(text: &str) -> Result<Value, KubeError> {
     serde_json::from_str(text)
         .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
@@ -71,12 +50,12 @@ impl Kube for NativeKube {
     type Watch = NativeWatch;
 
     fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
-        json(&self.runtime.block_on(self.host.get(&resource(r), namespace, name)).map_err(kube_error)?)
+        json(&self.runtime.block_on(self.host.get(&resource(r), namespace, name)).map_err(KubeError::from)?)
     }
 
     fn create(&self, r: &kube_api::ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError> {
         let body = body.to_string();
-        json(&self.runtime.block_on(self.host.create(&resource(r), namespace, &body)).map_err(kube_error)?)
+        json(&self.runtime.block_on(self.host.create(&resource(r), namespace, &body)).map_err(KubeError::from)?)
     }
 
     fn patch(
@@ -96,7 +75,7 @@ impl Kube for NativeKube {
         let body = body.to_string();
         let answer =
             self.runtime.block_on(self.host.patch(&resource(r), namespace, name, patch_type, &body, subresource));
-        json(&answer.map_err(kube_error)?)
+        json(&answer.map_err(KubeError::from)?)
     }
 
     fn delete(
@@ -116,7 +95,7 @@ impl Kube for NativeKube {
             precondition_resource_version: options.precondition_resource_version.clone(),
             grace_period_seconds: options.grace_period_seconds,
         };
-        self.runtime.block_on(self.host.delete(&resource(r), namespace, name, &options)).map_err(kube_error)
+        self.runtime.block_on(self.host.delete(&resource(r), namespace, name, &options)).map_err(KubeError::from)
     }
 
     fn list(
@@ -132,7 +111,7 @@ impl Kube for NativeKube {
             continue_token: options.continue_token.clone(),
             resource_version: options.resource_version.clone(),
         };
-        json(&self.runtime.block_on(self.host.list(&resource(r), namespace, &options)).map_err(kube_error)?)
+        json(&self.runtime.block_on(self.host.list(&resource(r), namespace, &options)).map_err(KubeError::from)?)
     }
 
     fn watch(
@@ -148,12 +127,13 @@ impl Kube for NativeKube {
             timeout_seconds: options.timeout_seconds,
             allow_bookmarks: options.allow_bookmarks,
         };
-        let stream = self.runtime.block_on(self.host.watch(&resource(r), namespace, &options)).map_err(kube_error)?;
+        let stream =
+            self.runtime.block_on(self.host.watch(&resource(r), namespace, &options)).map_err(KubeError::from)?;
         Ok(NativeWatch { host: self.host.clone(), stream, runtime: self.runtime.clone() })
     }
 
     fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
-        self.runtime.block_on(self.host.served_versions(group)).map_err(kube_error)
+        self.runtime.block_on(self.host.served_versions(group)).map_err(KubeError::from)
     }
 
     fn check_namespace(&self, namespace: &str) -> Result<(), String> {
@@ -168,7 +148,7 @@ impl Kube for NativeKube {
             timeout_ms: u32::try_from(o.timeout.as_millis()).unwrap_or(u32::MAX),
             max_output_bytes: o.max_output_bytes,
         };
-        let out = self.runtime.block_on(self.host.exec(namespace, pod, options)).map_err(kube_error)?;
+        let out = self.runtime.block_on(self.host.exec(namespace, pod, options)).map_err(KubeError::from)?;
         Ok(kube_api::ExecOutput {
             exit_code: out.exit_code,
             timed_out: out.timed_out,
@@ -182,7 +162,7 @@ impl Kube for NativeKube {
 
 impl kube_api::Watch for NativeWatch {
     fn next(&mut self, timeout: Duration) -> Result<Option<kube_api::WatchEvent>, KubeError> {
-        let event = self.runtime.block_on(self.host.next_event(&mut self.stream, timeout)).map_err(kube_error)?;
+        let event = self.runtime.block_on(self.host.next_event(&mut self.stream, timeout)).map_err(KubeError::from)?;
         Ok(match event {
             None => None,
             Some(wit::WatchEvent::Added(o)) => Some(kube_api::WatchEvent::Added(json(&o)?)),

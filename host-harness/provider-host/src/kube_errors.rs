@@ -112,6 +112,31 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
+/// The host's answer to the component as the contract's plain type, for hosts that run a
+/// provider's logic natively (the benchmarks' floor): the one conversion on this side of the
+/// WIT, as the component's glue is the one on the other.
+impl From<KubeError> for contract::KubeError {
+    fn from(e: KubeError) -> Self {
+        match e {
+            KubeError::NotFound(m) => Self::NotFound(m),
+            KubeError::AlreadyExists(m) => Self::AlreadyExists(m),
+            KubeError::Conflict(m) => Self::Conflict(m),
+            KubeError::Gone(m) => Self::Gone(m),
+            KubeError::Invalid(m) => Self::Invalid(m),
+            KubeError::Forbidden(m) => Self::Forbidden(m),
+            KubeError::Denied(m) => Self::Denied(m),
+            KubeError::NotOwned(m) => Self::NotOwned(m),
+            KubeError::Unauthorized(m) => Self::Unauthorized(m),
+            KubeError::Timeout(m) => Self::Timeout(m),
+            KubeError::Unavailable(d) => {
+                Self::Unavailable { message: d.message, retry_after_seconds: d.retry_after_seconds }
+            }
+            KubeError::Transport(m) => Self::Transport(m),
+            KubeError::Other(d) => Self::Other { code: d.code, message: d.message },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
