@@ -17,8 +17,9 @@ use crate::adoption::proves_acquisition;
 use crate::api_versions::SandboxVersion;
 use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
+use crate::destroy;
 use crate::host_fit;
-use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, Propagation, ResourceType};
+use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
 use crate::log::Log;
 use crate::naming::Identity;
 use crate::object;
@@ -161,13 +162,11 @@ fn undo<K: Kube>(
             Err(g) => return Outcome::Failed(last_error(&g)),
         },
     };
-    let options =
-        DeleteOptions { propagation: Some(Propagation::Background), precondition_uid: Some(uid), ..Default::default() };
-    match retrier.call(clock, budget, || kube.delete(&t.resource, ns, &t.name, &options)) {
-        Ok(()) => Outcome::Done,
-        // Gone, or another object holds the name now (the precondition failed, or the host says it
-        // is not this installation's): nothing of ours is left there.
-        Err(GaveUp::Final(KubeError::NotFound(_) | KubeError::NotOwned(_) | KubeError::Conflict(_))) => Outcome::Absent,
+    // The delete destroy makes: background, under the uid, so an object that replaced ours
+    // under the name (or one the host says is not this installation's) is left alone.
+    match retrier.call(clock, budget, || destroy::delete(kube, &t.resource, scope.namespace, &t.name, Some(&uid))) {
+        Ok(true) => Outcome::Done,
+        Ok(false) => Outcome::Absent,
         Err(g) => Outcome::Failed(last_error(&g)),
     }
 }
