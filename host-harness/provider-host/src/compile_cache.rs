@@ -9,12 +9,17 @@
 //! it is executed as-is: the digest is what keeps a damaged file from ever running.
 //!
 //! Files are written to a temporary name and renamed, so a concurrent host never reads half a
-//! file; the cache directory is created owner-only.
+//! file; the cache directory is created owner-only. A directory keeps the [`KEEP`] components
+//! used most recently (a load marks its file used): each new build of a provider, or each
+//! wasmtime upgrade, adds a file of megabytes, and storing one removes the oldest beyond that.
+//! wasmtime's own cache (`wasmtime-cache`) would evict too, but checks no digest before running
+//! what it reads back.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
@@ -36,6 +41,11 @@ pub enum CacheOutcome {
     /// Compiled, but the cache file could not be written (the reason says why).
     NotStored(String),
 }
+
+/// How many precompiled components a cache directory keeps: enough for the providers and the
+/// wasmtime versions an installation runs side by side, few enough that old builds do not pile
+/// up.
+pub const KEEP: usize = 8;
 
 /// The cache key of `wasm` for `engine`: `<sha256 of wasm>-<engine settings hash>`.
 pub fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
@@ -62,12 +72,19 @@ pub fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<(C
     };
     let path = cache_path(dir, &cache_key(engine, wasm));
     let rebuild_reason = match read_cached(engine, &path) {
-        Ok(Some(component)) => return Ok((component, CacheOutcome::Loaded)),
+        Ok(Some(component)) => {
+            mark_used(&path);
+            return Ok((component, CacheOutcome::Loaded));
+        }
         Ok(None) => None,
         Err(reason) => Some(reason),
     };
     let component = compile(engine, wasm)?;
-    let outcome = match store(dir, &path, &component) {
+    let stored = store(dir, &path, &component);
+    if stored.is_ok() {
+        evict(dir, KEEP);
+    }
+    let outcome = match stored {
         Err(reason) => {
             tracing::warn!(target: "provider_host::cache", path = %path.display(), reason,
                 "cannot write the precompiled component; continuing without a cache");
@@ -119,6 +136,36 @@ fn store(dir: &Path, path: &Path, component: &Component) -> Result<(), String> {
     write_atomically(path, &bytes)
 }
 
+/// Marks a cache file used now (its modification time), so eviction keeps what runs.
+fn mark_used(path: &Path) {
+    if let Ok(file) = std::fs::File::options().write(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
+/// Removes the precompiled components of `dir` beyond the `keep` used most recently, with their
+/// digests; returns how many went. A host still loading one of them reads it again or compiles.
+fn evict(dir: &Path, keep: usize) -> usize {
+    let Ok(listing) = std::fs::read_dir(dir) else { return 0 };
+    let mut files: Vec<(SystemTime, PathBuf)> = listing
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|x| x == "cwasm"))
+        .filter_map(|path| Some((std::fs::metadata(&path).ok()?.modified().ok()?, path)))
+        .collect();
+    files.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
+    let mut removed = 0;
+    for (_, path) in files.into_iter().skip(keep) {
+        if std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+        let _ = std::fs::remove_file(digest_path(&path));
+    }
+    if removed > 0 {
+        tracing::debug!(target: "provider_host::cache", dir = %dir.display(), removed, "evicted old precompiled components");
+    }
+    removed
+}
+
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
@@ -165,5 +212,43 @@ impl Hasher for Sha256Hasher {
 
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Writes a fake entry (a `.cwasm` and its digest) last used `age` ago.
+    fn entry(dir: &Path, name: &str, age: Duration) -> PathBuf {
+        let path = dir.join(format!("{name}.cwasm"));
+        std::fs::write(&path, b"x").expect("write");
+        std::fs::write(digest_path(&path), b"d").expect("write");
+        let file = std::fs::File::options().write(true).open(&path).expect("open");
+        file.set_modified(SystemTime::now() - age).expect("set mtime");
+        path
+    }
+
+    #[test]
+    fn eviction_keeps_the_most_recently_used_and_their_digests() {
+        let dir = std::env::temp_dir().join(format!("compile-cache-evict-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let paths: Vec<PathBuf> =
+            (0..5).map(|n| entry(&dir, &format!("k{n}"), Duration::from_secs(3600 * (n + 1)))).collect();
+        std::fs::write(dir.join("unrelated.txt"), b"kept").expect("write");
+        mark_used(&paths[4]);
+
+        assert_eq!(evict(&dir, 3), 2);
+        let left = |p: &PathBuf| p.exists() && digest_path(p).exists();
+        assert!(left(&paths[0]) && left(&paths[1]) && left(&paths[4]), "the newest two and the one just used");
+        for gone in [&paths[2], &paths[3]] {
+            assert!(!gone.exists() && !digest_path(gone).exists(), "{} and its digest are gone", gone.display());
+        }
+        assert!(dir.join("unrelated.txt").exists());
+        assert_eq!(evict(&dir, 3), 0);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
