@@ -33,7 +33,7 @@ pub mod kube_api;
 pub mod lease;
 pub mod log;
 pub mod naming;
-pub mod object;
+pub use contract::k8s::object;
 pub mod old_pod;
 pub mod placement;
 pub mod pod_spec;

@@ -53,40 +53,11 @@ impl Owner {
     }
 }
 
+pub use contract::k8s::object::{ControllerRef, controller_ref, uid};
+
 /// The value of the object's managed-by label.
 pub fn managed_by(object: &Value) -> Option<&str> {
-    object.pointer("/metadata/labels")?.get(MANAGED_BY_LABEL)?.as_str()
-}
-
-/// The object's uid.
-pub fn uid(object: &Value) -> Option<&str> {
-    object.pointer("/metadata/uid")?.as_str().filter(|u| !u.is_empty())
-}
-
-/// The reference of the object's controller (the `ownerReference` with `controller: true`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ControllerRef {
-    /// `v1` or `group/version`.
-    pub api_version: String,
-    /// The controller's kind (`Sandbox`).
-    pub kind: String,
-    /// The controller's name, in the dependent's namespace.
-    pub name: String,
-    /// The controller's uid: an object of that name with another uid is not the owner.
-    pub uid: String,
-}
-
-/// The object's controller reference, if it has one.
-pub fn controller_ref(object: &Value) -> Option<ControllerRef> {
-    let refs = object.pointer("/metadata/ownerReferences")?.as_array()?;
-    let r = refs.iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
-    let field = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
-    Some(ControllerRef {
-        api_version: field("apiVersion")?,
-        kind: field("kind")?,
-        name: field("name")?,
-        uid: field("uid")?,
-    })
+    contract::k8s::object::label(object, MANAGED_BY_LABEL)
 }
 
 /// Why an object without the label is not a dependent either, for the operator's log (the

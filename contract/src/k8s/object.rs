@@ -1,6 +1,7 @@
 //! Lenient reads of Kubernetes objects as JSON: a missing or oddly typed field reads as absent,
 //! so a partial object (right after create, or from an older controller) never panics or fails
-//! a whole call.
+//! a whole call. The provider reads what it made and the host proves ownership with the same
+//! readers (uid, labels, the controller reference).
 
 use serde_json::Value;
 
@@ -53,6 +54,32 @@ pub fn controller_uid(object: &Value) -> Option<&str> {
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
         .and_then(|r| r.get("uid"))
         .and_then(Value::as_str)
+}
+
+/// The reference of an object's controller (the `ownerReference` with `controller: true`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerRef {
+    /// `v1` or `group/version`.
+    pub api_version: String,
+    /// The controller's kind (`Sandbox`).
+    pub kind: String,
+    /// The controller's name, in the dependent's namespace.
+    pub name: String,
+    /// The controller's uid: an object of that name with another uid is not the owner.
+    pub uid: String,
+}
+
+/// The object's controller reference, when it has one with every field set.
+pub fn controller_ref(object: &Value) -> Option<ControllerRef> {
+    let refs = object.pointer("/metadata/ownerReferences")?.as_array()?;
+    let r = refs.iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
+    let field = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+    Some(ControllerRef {
+        api_version: field("apiVersion")?,
+        kind: field("kind")?,
+        name: field("name")?,
+        uid: field("uid")?,
+    })
 }
 
 /// The `items` of a List object.
