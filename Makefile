@@ -15,8 +15,12 @@ toolchain:
 	@rustup show active-toolchain
 
 ## The provider components (profile `component`, see Cargo.toml): $(COMPONENT) and $(REFERENCE_COMPONENT).
+## The provider is built alone, as sandbox-host's build script builds it to carry it, so both
+## builds share one set of artifacts (built with the reference provider, its dependencies would
+## get other features and be compiled twice).
 component: toolchain
-	$(CARGO) build -p provider -p reference-provider --target wasm32-wasip2 --profile component
+	$(CARGO) build -p provider --target wasm32-wasip2 --profile component
+	$(CARGO) build -p reference-provider --target wasm32-wasip2 --profile component
 
 ## The hostile guest the host's tests load: target/wasm32-wasip2/component/hostile_provider.wasm.
 fixtures: toolchain
