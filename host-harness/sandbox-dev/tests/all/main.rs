@@ -1,4 +1,3 @@
 //! The `sandbox-dev` binary from outside, one test binary (one link) for all of it.
 
 mod cli;
-mod reference_contract;

@@ -1,6 +1,6 @@
 //! `sandbox-host` with the reference provider, which declares no `kube` access: every provider
 //! command runs with no cluster named and none to infer, while a provider that needs a cluster
-//! still gets the "no cluster" error.
+//! still gets the "no cluster" error; and `sandbox-dev contract` holds it to the contract.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -35,7 +35,16 @@ impl Scratch {
     /// `sandbox-host ARGS --component COMPONENT` with no cluster anywhere: no kubeconfig in
     /// `HOME`, no `KUBECONFIG`, not in a cluster.
     fn run(&self, component: &Path, args: &[&str]) -> Output {
-        Command::new(BIN)
+        self.run_binary(Path::new(BIN), component, args)
+    }
+
+    /// [`Scratch::run`] with the test bed's `sandbox-dev`, for its `contract` and fault matrix.
+    fn run_dev(&self, component: &Path, args: &[&str]) -> Output {
+        self.run_binary(&crate::dev_bin(), component, args)
+    }
+
+    fn run_binary(&self, binary: &Path, component: &Path, args: &[&str]) -> Output {
+        Command::new(binary)
             .args(args)
             .arg("--component")
             .arg(component)
@@ -48,7 +57,7 @@ impl Scratch {
             .env_remove("RUST_BACKTRACE")
             .env_remove("RUST_LIB_BACKTRACE")
             .output()
-            .expect("run sandbox-host")
+            .expect("run the binary")
     }
 }
 
@@ -158,4 +167,44 @@ fn contract_without_a_kubeconfig_names_the_flag_and_the_test_beds_binary() {
     let out = scratch.run(&built("reference_provider.wasm"), &["contract"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("pass --kubeconfig") && text(&out).contains("sandbox-dev contract"), "{}", text(&out));
+}
+
+/// `sandbox-dev contract` on a provider that keeps the contract exits 0 and prints one JSON record per
+/// scenario and per matrix operation (skipped: no request to fail); on one told to fail every
+/// acquire, it exits 1 and says which scenarios failed.
+#[test]
+fn contract_passes_a_provider_that_keeps_it_and_fails_one_that_does_not() {
+    let scratch = Scratch::new("contract");
+    let component = built("reference_provider.wasm");
+    let out = scratch.run_dev(&component, &["contract", "--json", "--embedded"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let records: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l}")))
+        .collect();
+    let verdict = |r: &Value| r["verdict"].as_str().unwrap_or_default().to_string();
+    assert!(records.iter().all(|r| ["pass", "skip"].contains(&verdict(r).as_str()) && r["why"].is_string()));
+    let cells: Vec<&Value> =
+        records.iter().filter(|r| r["scenario"].as_str().is_some_and(|s| s.starts_with("matrix "))).collect();
+    assert_eq!(cells.len(), 5, "one skipped record per operation: {cells:?}");
+    assert!(cells.iter().all(|c| verdict(c) == "skip"), "{cells:?}");
+    assert!(records.len() > cells.len() && records.iter().any(|r| verdict(r) == "pass"), "{records:?}");
+
+    let failing = scratch.write(
+        "failing.json",
+        &json!({"operations": {"acquire": {"fail": {"error": "capacity", "retryable": true, "message": "full"}}}}),
+    );
+    let out = scratch.run_dev(&component, &["contract", "--config", &failing, "--no-matrix"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("fail") && table.contains("full"), "the table says what failed: {table}");
+}
+
+/// `sandbox-dev contract --embedded` with a kubeconfig names two clusters, and is refused.
+#[test]
+fn contract_refuses_two_clusters_at_once() {
+    let scratch = Scratch::new("contract-two");
+    let out = scratch.run_dev(&built("reference_provider.wasm"), &["contract", "--embedded", "--kubeconfig", "k.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("cannot be used with"), "{}", text(&out));
 }
