@@ -4,7 +4,7 @@
 //! loop, an exit code, an eviction, a deletion or a lost node by putting annotations on the pod
 //! (usually through the pod template of a Sandbox or Job) or on its Namespace; a pod's own
 //! annotation wins over its namespace's. Because the knobs live in the API objects, they reach
-//! controllers that run in another process (`sandbox-host simulate`) unchanged.
+//! controllers that run in another process (`sandbox-dev simulate`) unchanged.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! `groups` or `serviceaccounts`) acts as the named user from then on: authorization, the
 //! request log and error messages all see the impersonated identity.
 //!
-//! `sandbox-host simulate` relies on it so that each simulated controller keeps its own user
+//! `sandbox-dev simulate` relies on it so that each simulated controller keeps its own user
 //! name against a real API server, as it has inside the embedded cluster.
 
 use http::HeaderMap;

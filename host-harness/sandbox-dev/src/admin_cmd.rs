@@ -1,4 +1,4 @@
-//! `sandbox-host fault`, `requests` and `advance-clock`: steer a running embedded cluster
+//! `sandbox-dev fault`, `requests` and `advance-clock`: steer a running embedded cluster
 //! through its admin endpoints, authenticated with the kubeconfig's token.
 
 use std::path::PathBuf;
@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 
 #[derive(Args)]
 struct Target {
-    /// Kubeconfig of the embedded cluster (as written by `sandbox-host cluster`).
+    /// Kubeconfig of the embedded cluster (as written by `sandbox-dev cluster`).
     #[arg(long, default_value = "target/cluster/kubeconfig")]
     kubeconfig: PathBuf,
 }
 
-/// `sandbox-host fault ...`
+/// `sandbox-dev fault ...`
 #[derive(Args)]
 pub struct FaultArgs {
     #[command(flatten)]
@@ -121,7 +121,7 @@ fn request_kind(name: &str) -> Result<RequestKind, String> {
         .map_err(|_| format!("unknown kind {name:?}: use resource, discovery, version, openApi, health or other"))
 }
 
-/// `sandbox-host requests`
+/// `sandbox-dev requests`
 #[derive(Args)]
 pub struct RequestsArgs {
     #[command(flatten)]
@@ -134,7 +134,7 @@ pub struct RequestsArgs {
     counts: bool,
 }
 
-/// `sandbox-host advance-clock`
+/// `sandbox-dev advance-clock`
 #[derive(Args)]
 pub struct AdvanceArgs {
     #[command(flatten)]

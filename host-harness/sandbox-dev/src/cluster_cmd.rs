@@ -1,4 +1,4 @@
-//! `sandbox-host cluster` and `sandbox-host simulate`.
+//! `sandbox-dev cluster` and `sandbox-dev simulate`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ macro_rules! say {
     }};
 }
 
-/// Options of `sandbox-host cluster`.
+/// Options of `sandbox-dev cluster`.
 #[derive(Args)]
 pub struct ClusterArgs {
     /// Port on 127.0.0.1 (0 picks a free one).

@@ -1,4 +1,4 @@
-//! `sandbox-host demo`: the Kubernetes provider's full lease lifecycle on each backend, on the
+//! `sandbox-dev demo`: the Kubernetes provider's full lease lifecycle on each backend, on the
 //! embedded cluster (or a real one), with each step's outcome, wall time and API calls; the
 //! claim backend twice, on a warm pool with Ready members and on an empty one, so a warm and a
 //! cold acquire show side by side; then the reference provider in the same host, with no

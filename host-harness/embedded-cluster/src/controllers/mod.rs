@@ -1,6 +1,6 @@
 //! The simulated controllers. Each is a Kubernetes client with its own identity that reaches
 //! the API server only through HTTP, so the same code runs inside the embedded cluster and,
-//! through `sandbox-host simulate`, against a real kube-apiserver that has no nodes.
+//! through `sandbox-dev simulate`, against a real kube-apiserver that has no nodes.
 
 pub mod claim;
 pub mod extensions;
