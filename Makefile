@@ -35,8 +35,10 @@ fixtures: toolchain
 PLUGIN_PROFILE ?= release
 PLUGIN_PROVIDER ?= kubernetes
 PLUGIN_PACKAGE ?= target/paperclip-plugin$(if $(filter reference,$(PLUGIN_PROVIDER)),-reference)
+## A debug package (the lane's) is built in one build with sandbox-dev, which the lane runs the
+## cluster with: one resolution of the dependencies' features for both, not one each.
 paperclip-plugin: component
-	$(CARGO) build $(if $(filter release,$(PLUGIN_PROFILE)),--release) -p sandbox-host
+	$(CARGO) build $(if $(filter release,$(PLUGIN_PROFILE)),--release) -p sandbox-host $(if $(filter debug,$(PLUGIN_PROFILE)),-p sandbox-dev)
 	paperclip-plugin/scripts/package.sh $(CURDIR)/$(PLUGIN_PACKAGE) $(CURDIR)/target/$(PLUGIN_PROFILE)/sandbox-host \
 		$(if $(filter reference,$(PLUGIN_PROVIDER)),$(CURDIR)/$(REFERENCE_COMPONENT) sandbox-provider.reference reference-wasm "Reference provider",$(CURDIR)/$(COMPONENT))
 
@@ -50,7 +52,6 @@ paperclip-lane: component
 	bash paperclip-plugin/lane/install.sh
 	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug
 	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug PLUGIN_PROVIDER=reference
-	$(CARGO) build -p sandbox-dev
 	cd paperclip-plugin && PATH=$(LANE_NODE):$$PATH SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host \
 		SANDBOX_DEV_BIN=$(CURDIR)/target/debug/sandbox-dev \
 		SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm test
