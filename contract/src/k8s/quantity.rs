@@ -3,6 +3,9 @@
 //! Values are held as whole nano-units in an `i128`, so that `500m + 500m == 1` and
 //! `1Gi == 1024Mi` compare exactly, as `resource.Quantity.Cmp` does; fractions below one nano-unit
 //! round up, like the apiserver's canonical form.
+//!
+//! Written here rather than taken from a crate: k8s-openapi's `Quantity` is only the string,
+//! and the messages must be the apiserver's word for word in a module the wasm32 provider links.
 
 /// The wording of the decode error the apiserver gives for a malformed quantity.
 pub const QUANTITY_FORMAT_ERR: &str =

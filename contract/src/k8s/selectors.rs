@@ -1,7 +1,8 @@
 //! Label and field selectors with the grammar, validation and error texts of
 //! `k8s.io/apimachinery/pkg/labels` and `pkg/fields`, so `?labelSelector=` /
 //! `?fieldSelector=` requests and Job `.spec.selector` behave as on a real
-//! apiserver.
+//! apiserver. Written here rather than taken from a crate: clients match on those error texts,
+//! and the provider (wasm32) checks its selectors with the same code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
