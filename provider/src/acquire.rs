@@ -14,7 +14,7 @@
 //! last to give up leaves nothing behind.
 //!
 //! The workload is a Sandbox, a Job, or (backend `claim`) a SandboxClaim; what differs for a
-//! claim (its plan and its wait) is in `claim_acquire`, the writes and the clean-up are shared.
+//! claim (its plan and its wait) is in `claim::acquire`, the writes and the clean-up are shared.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::adoption::{self, Origin, Workload};
 use crate::api_versions::{self, SandboxVersion};
-use crate::claim_acquire;
+use crate::claim;
 use crate::clock::{Clock, Deadline};
 use crate::compensation::{self, Scope, Touched};
 use crate::config::{self, Backend, Config};
@@ -145,7 +145,7 @@ pub(crate) fn plan<K: Kube>(
         })?;
     let kind = match config.backend {
         Backend::Claim => {
-            return claim_acquire::plan(kube, log, request, Basics { config, identity, name, expiry_ms });
+            return claim::acquire::plan(kube, log, request, Basics { config, identity, name, expiry_ms });
         }
         Backend::Sandbox => WorkloadKind::Sandbox,
         Backend::Job => WorkloadKind::Job,
@@ -270,7 +270,7 @@ fn provision<K: Kube>(
     };
     log.info(done, &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", uid)]);
     let kind = match plan.config.backend {
-        Backend::Claim => return claim_acquire::finish(kube, clock, log, plan, &workload, started, deadline),
+        Backend::Claim => return claim::acquire::finish(kube, clock, log, plan, &workload, started, deadline),
         Backend::Sandbox => WorkloadKind::Sandbox,
         Backend::Job => WorkloadKind::Job,
     };

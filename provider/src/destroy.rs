@@ -10,13 +10,13 @@
 //! alone. Every delete is attempted even when one fails; the report says what happened to
 //! each object, and the call fails only if something could not be deleted. Lease metadata is
 //! never read for a Sandbox or Job lease, so missing or garbage metadata changes nothing; a
-//! claim lease (`claim_destroy`) reads it only as a hint to its Sandbox's name, which it never
+//! claim lease (`claim::destroy`) reads it only as a hint to its Sandbox's name, which it never
 //! deletes by name.
 
 pub use contract::{DeleteOutcome, DestroyReport, ObjectReport};
 
 use crate::api_versions::{self, SandboxVersion};
-use crate::claim_destroy;
+use crate::claim;
 use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
@@ -116,7 +116,7 @@ pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
     let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
     let lease = &lease_ref.lease;
     let kind = match id.backend {
-        Backend::Claim => return claim_destroy::destroy(kube, log, &id, lease),
+        Backend::Claim => return claim::destroy::destroy(kube, log, &id, lease),
         Backend::Sandbox => WorkloadKind::Sandbox,
         Backend::Job => WorkloadKind::Job,
     };

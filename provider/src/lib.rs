@@ -9,12 +9,7 @@
 pub mod acquire;
 mod adoption;
 pub mod api_versions;
-mod claim_acquire;
-mod claim_destroy;
-pub mod claim_manifest;
-pub mod claim_readiness;
-mod claim_resume;
-pub mod claim_state;
+pub mod claim;
 pub mod clock;
 pub mod compensation;
 pub mod config;

@@ -6,7 +6,7 @@
 pub use contract::{Diagnostic, ProbeResult, Severity};
 
 use crate::api_versions::{self, ClaimVersion, SANDBOX_GROUP, SandboxVersion};
-use crate::claim_manifest;
+use crate::claim;
 use crate::clock::Clock;
 use crate::config::{self, Backend, Config, SandboxApiVersion};
 use crate::errors::ProviderError;
@@ -88,7 +88,7 @@ fn probe_claim<K: Kube>(
             "SandboxClaim v1alpha1 (agent-sandbox v0.4) is superseded by v1beta1; upgrade agent-sandbox",
         );
     }
-    match claim_manifest::source(version, &config.claim) {
+    match claim::manifest::source(version, &config.claim) {
         Ok(_) => Some(version),
         Err(ProviderError::InvalidConfig(d)) => {
             found.add(Severity::Error, "claim-config-version", format!("{}: {}", d.path, d.message));

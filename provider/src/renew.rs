@@ -9,9 +9,8 @@
 use serde_json::Value;
 
 use crate::api_versions;
-use crate::claim_manifest;
-use crate::claim_resume;
-use crate::claim_state::{ClaimState, claim_state};
+use crate::claim;
+use crate::claim::state::{ClaimState, claim_state};
 use crate::clock::Clock;
 use crate::config::{self, Backend};
 use crate::errors::{FromKube, ProviderError};
@@ -86,8 +85,8 @@ fn live_workload<K: Kube>(
             ClaimState::Failed(f) if f.ends_sandbox() => Some(format!("has ended ({})", f.message)),
             // As resume-check reads it: a claim whose Sandbox is gone or another is not renewed.
             _ => {
-                let recorded = claim_resume::recorded_sandbox_name(lease);
-                if let Some(why) = claim_resume::sandbox_lost(&workload, what, recorded.as_deref()) {
+                let recorded = claim::resume::recorded_sandbox_name(lease);
+                if let Some(why) = claim::resume::sandbox_lost(&workload, what, recorded.as_deref()) {
                     return Err(Stop::Expired(format!("cannot renew: {why}")));
                 }
                 None
@@ -160,7 +159,7 @@ fn try_renew<K: Kube>(
     let workload = live_workload(kube, &resource, &id, lease, &what)?;
     let (patch, new_expiry) = match id.backend {
         Backend::Sandbox => (sandbox_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
-        Backend::Claim => (claim_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
+        Backend::Claim => (claim::manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
         Backend::Job => {
             // activeDeadlineSeconds counts from status.startTime; whole seconds, rounded down so
             // the Job never outlives the requested expiry.

@@ -7,14 +7,14 @@
 //! replaced under the same Sandbox is reported in the lease (new pod uid, the old one in the
 //! metadata). A suspended Sandbox of a reusable lease is resumed once its old pod is gone
 //! (`old_pod`) and waited for, within the config's readiness timeout. A claim lease is checked
-//! through its claim (`claim_resume`).
+//! through its claim (`claim::resume`).
 
 use std::time::Duration;
 
 pub use contract::ResumeOutcome;
 
 use crate::api_versions;
-use crate::claim_resume;
+use crate::claim;
 use crate::clock::Clock;
 use crate::config::{self, Backend, DEFAULT_READINESS_TIMEOUT_SECONDS};
 use crate::errors::{FromKube, ProviderError};
@@ -46,7 +46,7 @@ pub fn resume_check<K: Kube>(
         .unwrap_or((DEFAULT_READINESS_TIMEOUT_SECONDS, 0));
     let deadline = host_fit::wait_deadline(clock, Duration::from_secs(u64::from(wait_seconds)), Duration::ZERO);
     let (resource, kind, version) = match id.backend {
-        Backend::Claim => return claim_resume::resume_check(kube, clock, log, lease_ref, &id, deadline, wait_seconds),
+        Backend::Claim => return claim::resume::resume_check(kube, clock, log, lease_ref, &id, deadline, wait_seconds),
         Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
             Some(v) => (v.resource(), WorkloadKind::Sandbox, Some(v)),
             None => {

@@ -1,6 +1,6 @@
 //! Reading a Sandbox, a Job or a pod into what the provider must do next: it is ready, still
 //! starting (and why), or failed for a reason that waiting will not fix. (A SandboxClaim is read
-//! in `claim_state`, into the same causes.)
+//! in `claim::state`, into the same causes.)
 //!
 //! Readiness (acquire) and resume-check share these readings; they differ only in what a
 //! failure becomes: an error for acquire, `expired` for resume when the sandbox is gone for good.

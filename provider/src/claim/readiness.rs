@@ -3,7 +3,7 @@
 //! Three steps under one deadline. The claim is watched (from the version the caller read or
 //! created it at) until it names its Sandbox (`status.sandbox.name`): a warm adoption names it at
 //! once, a cold start as soon as the Sandbox is made. A terminal reason fails at once (see
-//! `claim_state`), as does the claim's deletion. Then the Sandbox is read (the host allows it:
+//! `claim::state`), as does the claim's deletion. Then the Sandbox is read (the host allows it:
 //! its controller ownerReference is the claim, which the host created; one that is not the
 //! claim's is refused as replaced) and waited for like a Sandbox lease's ([`readiness`]: its
 //! pod watched for fail-fast causes, the Sandbox's Ready at its generation). Last, the claim
@@ -14,7 +14,7 @@ use contract::k8s::agent_sandbox::{LAUNCH_TYPE_LABEL, LAUNCH_WARM};
 use serde_json::Value;
 
 use crate::api_versions;
-use crate::claim_state::{ClaimState, claim_state, sandbox_name};
+use crate::claim::state::{ClaimState, claim_state, sandbox_name};
 use crate::clock::{Clock, Deadline};
 use crate::errors::ProviderError;
 use crate::event_stream::{Change, EventStream};

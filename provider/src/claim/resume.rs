@@ -9,15 +9,15 @@
 //! new, empty one when its Sandbox is deleted; a claim naming another Sandbox than the lease
 //! recorded is one), and a pod that failed or exited. Renew reads the claim the same way
 //! (`sandbox_lost`). Otherwise the Sandbox and its pod are resolved as acquire does
-//! (`claim_readiness`), within the config's readiness timeout; a pod replaced under the same
+//! (`claim::readiness`), within the config's readiness timeout; a pod replaced under the same
 //! Sandbox is reported as for a Sandbox lease.
 
 use contract::k8s::agent_sandbox::{READY, claim_reason};
 use serde_json::Value;
 
 use crate::api_versions;
-use crate::claim_readiness::{ClaimTarget, wait_claimed};
-use crate::claim_state::{ClaimState, claim_state, sandbox_name};
+use crate::claim::readiness::{ClaimTarget, wait_claimed};
+use crate::claim::state::{ClaimState, claim_state, sandbox_name};
 use crate::clock::{Clock, Deadline};
 use crate::errors::ProviderError;
 use crate::kube_api::{Kube, KubeError};

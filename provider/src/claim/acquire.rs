@@ -3,14 +3,14 @@
 //!
 //! The plan decides the claim before anything is written: the served SandboxClaim version
 //! (discovered, preferring v1beta1) and what it needs of the config (see
-//! `claim_manifest::source`), the claim named like any workload (`naming::workload_name`, so
+//! `manifest::source`), the claim named like any workload (`naming::workload_name`, so
 //! a retried acquire finds its own claim), the identity's labels and annotations with the spec
 //! fingerprint, and the leak guard (`lifecycle.shutdownTime` at the lease's expiry,
 //! `shutdownPolicy: Delete`). The lease's whole env goes into its Secret, owned by the claim,
 //! never into the claim (see `secret` for why). The writes, the adoption of an earlier attempt's
 //! claim (409) and the clean-up after a failure are acquire's own (`adoption`, `compensation`).
 //!
-//! The wait is `claim_readiness`: a warm pool's ready Sandbox is adopted at once; otherwise the
+//! The wait is `claim::readiness`: a warm pool's ready Sandbox is adopted at once; otherwise the
 //! claim makes one from the template, and the wait is a cold start's. A claimed Sandbox is not
 //! kept after release, so the lease is never reusable.
 
@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use crate::acquire::{self, AcquireRequest, Basics, Plan};
 use crate::adoption::Workload;
 use crate::api_versions::{self, ClaimVersion};
-use crate::claim_manifest::{self, ClaimParams};
-use crate::claim_readiness::{ClaimTarget, wait_claimed};
+use crate::claim::manifest::{self, ClaimParams};
+use crate::claim::readiness::{ClaimTarget, wait_claimed};
 use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
 use crate::errors::ProviderError;
@@ -55,7 +55,7 @@ pub(crate) fn plan<K: Kube>(
 ) -> Result<Plan, ProviderError> {
     let Basics { config, identity, name, expiry_ms } = basics;
     let version = api_versions::resolve_claim(kube)?;
-    let source = claim_manifest::source(version, &config.claim)?;
+    let source = manifest::source(version, &config.claim)?;
     if version == ClaimVersion::V1beta1 && config.claim.template.is_some() {
         log.info(
             "claim.template is not used: a SandboxClaim v1beta1 takes the template of its warm pool",
@@ -75,12 +75,12 @@ pub(crate) fn plan<K: Kube>(
     annotations.extend(identity.annotations());
     let spec_hash = acquire::fingerprint(&json!({
         "backend": Backend::Claim.as_str(),
-        "claim": claim_manifest::spec_material(source),
+        "claim": manifest::spec_material(source),
         "env": env_material(&env),
     }));
     let mut claim_annotations = annotations.clone();
     claim_annotations.insert(ANNOTATION_SPEC_HASH.to_string(), spec_hash.clone());
-    let workload = claim_manifest::claim(&ClaimParams {
+    let workload = manifest::claim(&ClaimParams {
         name: &name,
         namespace: &config.namespace,
         source,
