@@ -13,37 +13,35 @@
 //! fails retryably, so either all of them get the one sandbox or all fail retryably and the
 //! last to give up leaves nothing behind.
 //!
-//! The workload is a Sandbox, a Job, or (backend `claim`) a SandboxClaim; what differs for a
-//! claim (its plan and its wait) is in `claim::acquire`, the writes and the clean-up are shared.
+//! The workload is a Sandbox, a Job, or (backend `claim`) a SandboxClaim: its plan and its wait
+//! are the backend's (`backend`), the checks, the writes and the clean-up are here, for all.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use contract::{AcquireRequest, EnvVar};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Value, json};
 
 use crate::adoption::{self, Origin, Workload};
-use crate::api_versions::{self, SandboxVersion};
-use crate::claim;
+use crate::api_versions::SandboxVersion;
+use crate::backend;
 use crate::clock::{Clock, Deadline};
 use crate::compensation::{self, Scope, Touched};
-use crate::config::{self, Backend, Config};
-use crate::errors::{FromKube, ProviderError};
+use crate::config::{self, Config};
+use crate::errors::ProviderError;
 use crate::expiry;
 use crate::host_fit;
 use crate::input_limits;
-use crate::job_manifest::{self, JobParams};
-use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
+use crate::kube_api::{Kube, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
 use crate::log::Log;
 use crate::naming::{self, ANNOTATION_SPEC_HASH, Identity, LeaseId};
 use crate::object;
-use crate::old_pod;
 use crate::pod_spec::{self, PodInputs};
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::redact::{RedactingLog, Redactor};
 use crate::rfc3339;
-use crate::sandbox_manifest::{self, SandboxParams};
 use crate::secret;
 use crate::workload_state::{Cause, Failure, PodInfo, WorkloadKind, expiry_of};
 
@@ -79,22 +77,78 @@ pub(crate) struct Basics {
     pub(crate) identity: Identity,
     pub(crate) name: String,
     pub(crate) expiry_ms: i64,
+    /// The time of the call (epoch millis).
+    pub(crate) now: i64,
+}
+
+impl Basics {
+    /// The labels of every object of the lease: the identity's and the config's.
+    pub(crate) fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.identity.labels();
+        labels.extend(self.config.labels.clone());
+        labels
+    }
+
+    /// The annotations of every object of the lease: the config's and the identity's.
+    pub(crate) fn annotations(&self) -> BTreeMap<String, String> {
+        let mut annotations = self.config.annotations.clone();
+        annotations.extend(self.identity.annotations());
+        annotations
+    }
+}
+
+/// The workload a backend planned, with what its lease records.
+pub(crate) struct Planned {
+    pub(crate) resource: ResourceType,
+    pub(crate) version: Option<SandboxVersion>,
+    pub(crate) kind: &'static str,
+    pub(crate) workload: Value,
+    pub(crate) spec_hash: String,
+    /// The lease's env for its Secret (none when empty).
+    pub(crate) secret_data: BTreeMap<String, String>,
+    pub(crate) workspace_pvc: bool,
+    pub(crate) reusable: bool,
+}
+
+/// The plan of a planned workload: its size checked, the lease's Secret and id made.
+pub(crate) fn assemble(basics: Basics, planned: Planned) -> Result<Plan, ProviderError> {
+    let (labels, annotations) = (basics.labels(), basics.annotations());
+    let Basics { config, identity, name, expiry_ms, .. } = basics;
+    input_limits::check_object(&format!("{} {}/{name}", planned.kind, config.namespace), &planned.workload)?;
+    let secret = if planned.secret_data.is_empty() {
+        None
+    } else {
+        let secret_name = naming::secret_name(&name);
+        let manifest =
+            secret::secret_manifest(&secret_name, &config.namespace, &labels, &annotations, &planned.secret_data)?;
+        input_limits::check_object(&format!("Secret {}/{secret_name}", config.namespace), &manifest)?;
+        Some((secret_name, manifest, planned.secret_data))
+    };
+    let lease_id = LeaseId {
+        backend: config.backend,
+        namespace: config.namespace.clone(),
+        name: name.clone(),
+        workspace_pvc: planned.workspace_pvc,
+    };
+    Ok(Plan {
+        config,
+        identity,
+        name,
+        lease_id,
+        resource: planned.resource,
+        version: planned.version,
+        kind: planned.kind,
+        workload: planned.workload,
+        secret,
+        spec_hash: planned.spec_hash,
+        expiry_ms,
+        reusable: planned.reusable,
+    })
 }
 
 /// A fingerprint of `material`: everything an adopted workload must share with this request.
 pub(crate) fn fingerprint(material: &Value) -> String {
     naming::fnv1a64_hex(canonical_json(material).as_bytes())
-}
-
-/// The fingerprint of a Sandbox or Job: the pod template and the workload settings, excluding
-/// the expiry, which differs per attempt.
-fn spec_hash(backend: Backend, template: &Value, config: &Config) -> String {
-    fingerprint(&json!({
-        "backend": backend.as_str(),
-        "template": template,
-        "workspaceVolume": config.sandbox.workspace_volume,
-        "job": config.job,
-    }))
 }
 
 /// JSON with object keys sorted, so the fingerprint does not depend on map ordering.
@@ -112,7 +166,72 @@ fn canonical_json(value: &Value) -> String {
     }
 }
 
-/// Decides everything and builds the manifests, without writing to the cluster.
+/// The pod of a Sandbox or Job, as its backend plans it.
+pub(crate) struct PodPlan {
+    pub(crate) template: PodTemplateSpec,
+    pub(crate) labels: BTreeMap<String, String>,
+    /// The workload's annotations: the pod's and the spec fingerprint.
+    pub(crate) annotations: BTreeMap<String, String>,
+    pub(crate) spec_hash: String,
+    /// The env's secret values, for the lease's Secret.
+    pub(crate) secret_data: BTreeMap<String, String>,
+}
+
+/// The env of a Sandbox's or Job's pod: plain values in the pod, secret ones as references to
+/// the lease's Secret. Checked first, so a bad env is the first refusal.
+pub(crate) fn pod_env(basics: &Basics, request: &AcquireRequest) -> Result<secret::EnvPlan, ProviderError> {
+    secret::plan_env(&basics.config.env, &request.env, &naming::secret_name(&basics.name))
+}
+
+/// Whether a Sandbox or Job lease can be reusable (it needs a persistent workspace); says so
+/// in the log when it was asked for and cannot be.
+pub(crate) fn reusable(log: &dyn Log, request: &AcquireRequest, name: &str, workspace: bool) -> bool {
+    let reusable = request.reusable && workspace;
+    if request.reusable && !reusable {
+        log.info(
+            "reusable lease not possible: it needs backend sandbox with sandbox.workspaceVolume; the lease is ephemeral",
+            &[("name", name)],
+        );
+    }
+    reusable
+}
+
+/// The pod template of a Sandbox or Job and its fingerprint (everything an adopted workload
+/// must share with this request, but the expiry, which differs per attempt).
+pub(crate) fn plan_pod(
+    basics: &Basics,
+    env: secret::EnvPlan,
+    kind: WorkloadKind,
+    workspace: bool,
+) -> Result<PodPlan, ProviderError> {
+    let config = &basics.config;
+    let labels = basics.labels();
+    let annotations = basics.annotations();
+    let template = pod_spec::pod_template(
+        config,
+        PodInputs {
+            labels: labels.clone(),
+            annotations: annotations.clone(),
+            env: env.pod_env,
+            workspace_claim: workspace,
+            restart_never: kind == WorkloadKind::Job,
+        },
+    );
+    let template_json = serde_json::to_value(&template)
+        .map_err(|e| ProviderError::internal(format!("could not encode the pod template: {e}")))?;
+    let spec_hash = fingerprint(&json!({
+        "backend": config.backend.as_str(),
+        "template": template_json,
+        "workspaceVolume": config.sandbox.workspace_volume,
+        "job": config.job,
+    }));
+    let mut workload_annotations = annotations;
+    workload_annotations.insert(ANNOTATION_SPEC_HASH.to_string(), spec_hash.clone());
+    Ok(PodPlan { template, labels, annotations: workload_annotations, spec_hash, secret_data: env.secret_data })
+}
+
+/// Decides everything and builds the manifests, without writing to the cluster: what every
+/// backend checks here, the rest in its own `plan`.
 pub(crate) fn plan<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
@@ -143,110 +262,8 @@ pub(crate) fn plan<K: Kube>(
                 rfc3339::format_seconds(request.requested_expires_at.unwrap_or(now))
             ))
         })?;
-    let kind = match config.backend {
-        Backend::Claim => {
-            return claim::acquire::plan(kube, log, request, Basics { config, identity, name, expiry_ms });
-        }
-        Backend::Sandbox => WorkloadKind::Sandbox,
-        Backend::Job => WorkloadKind::Job,
-    };
-
-    let secret_name = naming::secret_name(&name);
-    let env = secret::plan_env(&config.env, &request.env, &secret_name)?;
-    let version = match kind {
-        WorkloadKind::Sandbox => Some(api_versions::resolve(kube, config.sandbox_api_version)?),
-        WorkloadKind::Job => None,
-    };
-    let workspace = match kind {
-        WorkloadKind::Sandbox => config.sandbox.workspace_volume.as_ref(),
-        WorkloadKind::Job => None,
-    };
-    let reusable = request.reusable && workspace.is_some();
-    if request.reusable && !reusable {
-        log.info(
-            "reusable lease not possible: it needs backend sandbox with sandbox.workspaceVolume; the lease is ephemeral",
-            &[("name", &name)],
-        );
-    }
-
-    let mut labels = identity.labels();
-    labels.extend(config.labels.clone());
-    let mut annotations = config.annotations.clone();
-    annotations.extend(identity.annotations());
-    let template = pod_spec::pod_template(
-        &config,
-        PodInputs {
-            labels: labels.clone(),
-            annotations: annotations.clone(),
-            env: env.pod_env,
-            workspace_claim: workspace.is_some(),
-            restart_never: kind == WorkloadKind::Job,
-        },
-    );
-    let template_json = serde_json::to_value(&template)
-        .map_err(|e| ProviderError::internal(format!("could not encode the pod template: {e}")))?;
-    let spec_hash = spec_hash(config.backend, &template_json, &config);
-    let mut workload_annotations = annotations.clone();
-    workload_annotations.insert(ANNOTATION_SPEC_HASH.to_string(), spec_hash.clone());
-
-    let (resource, kind, workload) = match version {
-        Some(version) => (
-            version.resource(),
-            kind.as_str(),
-            sandbox_manifest::sandbox(&SandboxParams {
-                name: &name,
-                namespace: &config.namespace,
-                version,
-                labels: &labels,
-                annotations: &workload_annotations,
-                template: &template,
-                shutdown_time: &rfc3339::format_seconds(expiry_ms),
-                workspace,
-            })?,
-        ),
-        None => (
-            api_versions::jobs(),
-            kind.as_str(),
-            job_manifest::job(JobParams {
-                name: &name,
-                namespace: &config.namespace,
-                labels: &labels,
-                annotations: &workload_annotations,
-                template,
-                settings: &config.job,
-                active_deadline_seconds: job_manifest::active_deadline_seconds(expiry_ms, now),
-            })?,
-        ),
-    };
-    input_limits::check_object(&format!("{kind} {}/{name}", config.namespace), &workload)?;
-    let secret = if env.secret_data.is_empty() {
-        None
-    } else {
-        let manifest =
-            secret::secret_manifest(&secret_name, &config.namespace, &labels, &annotations, &env.secret_data)?;
-        input_limits::check_object(&format!("Secret {}/{secret_name}", config.namespace), &manifest)?;
-        Some((secret_name, manifest, env.secret_data))
-    };
-    let lease_id = LeaseId {
-        backend: config.backend,
-        namespace: config.namespace.clone(),
-        name: name.clone(),
-        workspace_pvc: workspace.is_some(),
-    };
-    Ok(Plan {
-        config,
-        identity,
-        name,
-        lease_id,
-        resource,
-        version,
-        kind,
-        workload,
-        secret,
-        spec_hash,
-        expiry_ms,
-        reusable,
-    })
+    let steps = backend::steps::<K>(config.backend);
+    steps.plan(kube, log, request, Basics { config, identity, name, expiry_ms, now })
 }
 
 /// The writes and the wait; on error, `touched` says what to clean up.
@@ -269,29 +286,46 @@ fn provision<K: Kube>(
         Origin::AdoptedSuspended => "adopted the suspended Sandbox of an earlier attempt; resuming it",
     };
     log.info(done, &[("kind", plan.kind), ("namespace", ns), ("name", &plan.name), ("uid", uid)]);
-    let kind = match plan.config.backend {
-        Backend::Claim => return claim::acquire::finish(kube, clock, log, plan, &workload, started, deadline),
-        Backend::Sandbox => WorkloadKind::Sandbox,
-        Backend::Job => WorkloadKind::Job,
-    };
+    backend::steps::<K>(plan.config.backend).wait(kube, clock, log, plan, &workload, started, deadline)
+}
 
-    let target = Target {
+/// What a Sandbox's or Job's readiness wait watches.
+pub(crate) fn pod_target<'a>(plan: &'a Plan, workload: &'a Workload, kind: WorkloadKind) -> Target<'a> {
+    Target {
         kind,
-        namespace: ns,
+        namespace: &plan.config.namespace,
         name: &plan.name,
         resource: &plan.resource,
-        uid,
+        uid: &workload.uid,
         secret: plan.secret.as_ref().map(|(name, _, _)| name.as_str()),
         job_retries: plan.config.job.backoff_limit > 0,
-    };
-    let start = match workload.origin {
+    }
+}
+
+/// Where the readiness wait starts: after the create, or from the adopted object.
+pub(crate) fn wait_start(workload: &Workload) -> Option<Start> {
+    match workload.origin {
         Origin::Created => object::resource_version(&workload.object).map(|rv| Start::After(rv.to_string())),
-        Origin::Adopted => Some(Start::List(Some(workload.object.clone()))),
-        Origin::AdoptedSuspended => resume_adopted(kube, clock, log, plan, &target, deadline)?,
-    };
+        Origin::Adopted | Origin::AdoptedSuspended => Some(Start::List(Some(workload.object.clone()))),
+    }
+}
+
+/// Waits until a Sandbox's or Job's pod is ready, from `start`: the lease.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn wait_pod<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    plan: &Plan,
+    workload: &Workload,
+    target: &Target<'_>,
+    start: Option<Start>,
+    started: Duration,
+    deadline: Deadline,
+) -> Result<Lease, ProviderError> {
     let start = start.unwrap_or(Start::List(None));
-    let expires_at = lease_expiry(plan, &workload);
-    let pod = readiness::wait_ready(kube, clock, log, &target, start, deadline).map_err(|e| match e {
+    let expires_at = lease_expiry(plan, workload);
+    let pod = readiness::wait_ready(kube, clock, log, target, start, deadline).map_err(|e| match e {
         WaitError::Failed(f) => wait_failure(clock, &target.describe(), expires_at, f),
         WaitError::Api(e) => e,
         WaitError::Timeout(why) => ProviderError::timeout(format!(
@@ -301,7 +335,7 @@ fn provision<K: Kube>(
             elapsed_seconds(clock, started)
         )),
     })?;
-    Ok(lease(plan, &workload, pod, expires_at, metadata(clock, plan, &workload)))
+    Ok(lease(plan, workload, pod, expires_at, metadata(clock, plan, workload)))
 }
 
 /// Whole seconds since `started`, rounded, for messages.
@@ -349,36 +383,6 @@ pub(crate) fn lease(plan: &Plan, workload: &Workload, pod: PodInfo, expires_at: 
         expires_at: Some(expires_at),
         reusable: plan.reusable,
         metadata: metadata.to_json(),
-    }
-}
-
-/// Resumes the adopted suspended Sandbox once its old pod is gone (`old_pod`; its Secret is
-/// already up to date, so the new pod reads the current values); the wait starts after the patch.
-fn resume_adopted<K: Kube>(
-    kube: &K,
-    clock: &dyn Clock,
-    log: &dyn Log,
-    plan: &Plan,
-    target: &Target<'_>,
-    deadline: Deadline,
-) -> Result<Option<Start>, ProviderError> {
-    let Some(version) = plan.version else {
-        return Err(ProviderError::internal("a suspended Sandbox adopted without a Sandbox version"));
-    };
-    old_pod::wait_until_gone(kube, clock, log, target, deadline, "retry acquire, which resumes it")?;
-    let ns = Some(plan.config.namespace.as_str());
-    let patch = sandbox_manifest::resume_patch(version);
-    match kube.patch(&plan.resource, ns, &plan.name, PatchType::Merge, &patch, None) {
-        Ok(patched) => Ok(object::resource_version(&patched).map(|rv| Start::After(rv.to_string()))),
-        Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => Err(ProviderError::conflict(
-            format!(
-                "{} was deleted while this acquire resumed it (someone deleted it, or its expiry passed). Retry \
-                 acquire: it creates a new one, with an empty workspace.",
-                plan.describe()
-            ),
-            true,
-        )),
-        Err(e) => Err(ProviderError::from_kube(&e, &format!("resume {}", plan.describe()))),
     }
 }
 

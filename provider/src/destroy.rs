@@ -10,21 +10,19 @@
 //! alone. Every delete is attempted even when one fails; the report says what happened to
 //! each object, and the call fails only if something could not be deleted. Lease metadata is
 //! never read for a Sandbox or Job lease, so missing or garbage metadata changes nothing; a
-//! claim lease (`claim::destroy`) reads it only as a hint to its Sandbox's name, which it never
+//! claim lease (`backend::claim::destroy`) reads it only as a hint to its Sandbox's name, which it never
 //! deletes by name.
 
 pub use contract::{DeleteOutcome, DestroyReport, ObjectReport};
 
-use crate::api_versions::{self, SandboxVersion};
-use crate::claim;
-use crate::config::Backend;
+use crate::api_versions;
+use crate::backend::{self, Existing, Steps};
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
 use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
 use crate::naming::{LeaseId, workspace_pvc_name};
 use crate::object;
-use crate::workload_state::WorkloadKind;
 
 /// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone. An object under the name
 /// that the host says this installation did not create is not the lease's: the lease's object
@@ -60,16 +58,13 @@ enum Holder {
 }
 
 /// Reads who holds the name; the lease's uid is then the precondition of the workload's delete.
-fn holder<K: Kube>(kube: &K, id: &LeaseId, kind: WorkloadKind, lease: &Lease) -> Result<Holder, KubeError> {
-    let resource = match kind {
-        WorkloadKind::Job => api_versions::jobs(),
-        WorkloadKind::Sandbox => match api_versions::for_existing(kube, &lease.api_version) {
-            Ok(Some(version)) => version.resource(),
-            Ok(None) => return Ok(Holder::Lease),
-            Err(e) => {
-                return Err(KubeError::Unavailable { message: e.message().to_string(), retry_after_seconds: None });
-            }
-        },
+fn holder<K: Kube>(kube: &K, id: &LeaseId, steps: &dyn Steps<K>, lease: &Lease) -> Result<Holder, KubeError> {
+    let resource = match steps.existing(kube, lease) {
+        Ok(Existing::Served(resource)) => resource,
+        Ok(Existing::NotServed(_)) => return Ok(Holder::Lease),
+        Err(e) => {
+            return Err(KubeError::Unavailable { message: e.message().to_string(), retry_after_seconds: None });
+        }
     };
     match kube.get(&resource, Some(&id.namespace), &id.name) {
         Ok(found) if object::uid(&found) == Some(lease.workload_uid.as_str()) => Ok(Holder::Lease),
@@ -79,55 +74,30 @@ fn holder<K: Kube>(kube: &K, id: &LeaseId, kind: WorkloadKind, lease: &Lease) ->
     }
 }
 
-/// Deletes the Sandbox through the versions the cluster serves (the recorded one first when
-/// discovery fails), until one delete succeeds.
-fn delete_sandbox<K: Kube>(
-    kube: &K,
-    id: &LeaseId,
-    recorded_api_version: &str,
-    uid: Option<&str>,
-) -> Result<bool, KubeError> {
-    let versions = match api_versions::served_sandbox_versions(kube) {
-        Ok(served) => served,
-        Err(_) => {
-            let recorded = SandboxVersion::from_api_version(recorded_api_version);
-            let others = SandboxVersion::PREFERENCE.into_iter().filter(|v| Some(*v) != recorded);
-            recorded.into_iter().chain(others).collect()
-        }
-    };
-    let mut first_error = None;
-    for version in versions {
-        match delete(kube, &version.resource(), &id.namespace, &id.name, uid) {
-            Ok(true) => return Ok(true),
-            Ok(false) => {}
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(false),
-    }
-}
-
-/// Deletes everything the lease can own (see the module docs).
+/// Deletes everything the lease can own (see the module docs), through its backend.
 pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result<DestroyReport, ProviderError> {
     let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
-    let lease = &lease_ref.lease;
-    let kind = match id.backend {
-        Backend::Claim => return claim::destroy::destroy(kube, log, &id, lease),
-        Backend::Sandbox => WorkloadKind::Sandbox,
-        Backend::Job => WorkloadKind::Job,
-    };
+    backend::steps::<K>(id.backend).destroy(kube, log, &id, &lease_ref.lease)
+}
+
+/// Destroys a Sandbox or Job lease: its Secret, its workspace claim, and its workload, which
+/// `delete_workload` deletes (with the lease's workload uid as precondition when it has one).
+pub(crate) fn pod_workload<K: Kube>(
+    kube: &K,
+    log: &dyn Log,
+    steps: &dyn Steps<K>,
+    id: &LeaseId,
+    lease: &Lease,
+    delete_workload: impl FnOnce(Option<&str>) -> Result<bool, KubeError>,
+) -> Result<DestroyReport, ProviderError> {
     let secret = id.secret_name();
     let pvc = id.workspace_pvc.then(|| workspace_pvc_name(&id.name));
-    let workload_kind = kind.as_str();
+    let workload_kind = steps.kind();
     // A lease that knows its workload's uid deletes only that workload, and its Secret and claim
     // only while the name is still its own: a newer sandbox under the name keeps what is its.
     let uid = Some(lease.workload_uid.as_str()).filter(|u| !u.is_empty());
     let holder = match uid {
-        Some(_) => holder(kube, &id, kind, lease),
+        Some(_) => holder(kube, id, steps, lease),
         None => Ok(Holder::Lease),
     };
     let mut attempts: Vec<Attempt<'_>> = Vec::new();
@@ -161,14 +131,10 @@ pub fn destroy<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result
                 let deleted = delete(kube, &api_versions::pvcs(), &id.namespace, &pvc, None);
                 attempts.push(("PersistentVolumeClaim", pvc, deleted));
             }
-            let deleted = match kind {
-                WorkloadKind::Sandbox => delete_sandbox(kube, &id, &lease.api_version, uid),
-                WorkloadKind::Job => delete(kube, &api_versions::jobs(), &id.namespace, &id.name, uid),
-            };
-            attempts.push((workload_kind, id.name.clone(), deleted));
+            attempts.push((workload_kind, id.name.clone(), delete_workload(uid)));
         }
     }
-    report(log, &id, attempts)
+    report(log, id, attempts)
 }
 
 /// One object's delete: `Ok(true)` deleted, `Ok(false)` already gone, or why it failed.
@@ -216,6 +182,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::config::Backend;
     use crate::fake_kube::Verb;
     use crate::testkit::{Env, NS, bare_lease, config, request, stored};
 

@@ -14,7 +14,8 @@
 //! 4. The command runs through [`exec_wrapper`]: nothing of the request in the exec URL, a
 //!    watchdog in the pod that kills it at its timeout, the host's stream closed a little later.
 //!    It runs in the sandbox container, or for a claim lease (whose template names the pod's
-//!    containers, and the API server picks none) in the container `claim_container` picks: the
+//!    containers, and the API server picks none) in the container its backend picks
+//!    (`backend::claim::container`): the
 //!    one the pod's `kubectl.kubernetes.io/default-container` annotation names, else `sandbox`,
 //!    else the only one; a pod with several and no hint runs nothing.
 //! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
@@ -35,8 +36,8 @@ use serde_json::Value;
 pub use contract::{ExecRequest, ExecResult};
 
 use crate::api_versions;
+use crate::backend::{self, Steps};
 use crate::clock::Clock;
-use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS, RESERVED_ENV_PREFIX};
 use crate::input_limits::{COMMAND_BYTES, COMMAND_WORDS, ENV_NAME, ENV_VARS, EXEC_STRING, PLAIN_ENV, WORKING_DIR};
@@ -45,7 +46,6 @@ use crate::kube_api::{ExecOptions, Kube, KubeError};
 use crate::lease::{LeaseMetadata, LeaseRef};
 use crate::log::{Level, Log};
 use crate::naming::{CONTAINER_NAME, LeaseId};
-use crate::object;
 use crate::redact::Redactor;
 use crate::resume::{ResumeOutcome, resume_check};
 use crate::secret::{self, LeaseEnv};
@@ -70,6 +70,7 @@ pub fn execute<K: Kube>(
 ) -> Result<ExecResult, ProviderError> {
     check(request)?;
     let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    let steps = backend::steps::<K>(id.backend);
     let lease = match resume_check(kube, clock, log, lease_ref)? {
         ResumeOutcome::Resumable(lease) => lease,
         ResumeOutcome::Expired(reason) => {
@@ -86,7 +87,7 @@ pub fn execute<K: Kube>(
         )));
     };
     let recorded_secret = LeaseMetadata::parse_lenient(&lease_ref.lease.metadata).secret_name.is_some();
-    let LeaseEnv { vars, secret_values: mut secrets } = lease_env(kube, &id, recorded_secret)?;
+    let LeaseEnv { vars, secret_values: mut secrets } = lease_env(kube, steps, &id, recorded_secret)?;
     secrets.extend(request.env.iter().filter(|v| v.secret).map(|v| v.value.clone()));
     let redactor = Redactor::new(secrets.iter().map(String::as_str));
     // The lease's env first, each name the request sets left to the request's value.
@@ -108,11 +109,7 @@ pub fn execute<K: Kube>(
         timeout,
         end_marker: &end_marker,
     };
-    // A claim lease's pod is the template's: its containers are not named by this provider.
-    let container = match id.backend {
-        Backend::Claim => claim_container(kube, &id.namespace, &pod)?,
-        Backend::Sandbox | Backend::Job => CONTAINER_NAME.to_string(),
-    };
+    let container = steps.exec_container(kube, &id.namespace, &pod)?;
     let options = ExecOptions {
         container: Some(container),
         command: exec_wrapper::argv(),
@@ -179,43 +176,6 @@ fn marker_seed(clock: &dyn Clock) -> u64 {
     let calls = CALLS.fetch_add(1, Ordering::Relaxed);
     let nanos = u64::try_from(clock.monotonic().as_nanos()).unwrap_or(u64::MAX);
     (clock.now_millis() as u64).rotate_left(32) ^ nanos ^ calls.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// The pod annotation that names the container `kubectl exec` and `kubectl logs` use.
-pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-container";
-
-/// The container of a claim lease's pod `namespace/pod` to run commands in (the API server has
-/// no default): read from the pod, see [`pick_container`].
-fn claim_container<K: Kube>(kube: &K, namespace: &str, pod: &str) -> Result<String, ProviderError> {
-    match kube.get(&api_versions::pods(), Some(namespace), pod) {
-        Ok(found) => pick_container(&found, &format!("pod {namespace}/{pod}")),
-        Err(KubeError::NotFound(_)) => Err(ProviderError::unavailable(format!(
-            "pod {namespace}/{pod} went away before the command started (its workload replaces it); retry the command"
-        ))),
-        Err(e) => Err(ProviderError::from_kube(&e, &format!("get pod {namespace}/{pod} (to pick its container)"))),
-    }
-}
-
-/// The container of `pod` (`what` names it) that the annotation [`DEFAULT_CONTAINER_ANNOTATION`]
-/// names when it is one of the pod's, else the one named [`CONTAINER_NAME`], else the only one;
-/// several without a hint are refused.
-fn pick_container(pod: &Value, what: &str) -> Result<String, ProviderError> {
-    let names: Vec<&str> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
-        .unwrap_or_default();
-    let annotated = object::annotation(pod, DEFAULT_CONTAINER_ANNOTATION).filter(|a| names.contains(a));
-    let chosen = annotated.or_else(|| names.iter().copied().find(|n| *n == CONTAINER_NAME));
-    match (chosen, names.as_slice()) {
-        (Some(name), _) | (None, &[name]) => Ok(name.to_string()),
-        (None, []) => Err(ProviderError::rejected(format!("{what} has no containers to run the command in."))),
-        (None, several) => Err(ProviderError::rejected(format!(
-            "{what} has several containers ({}) and none is marked for commands, so nothing was run. Name one in \
-             the template's pod annotation {DEFAULT_CONTAINER_ANNOTATION} (or name it {CONTAINER_NAME}).",
-            several.iter().map(|n| quote(n).to_string()).collect::<Vec<_>>().join(", ")
-        ))),
-    }
 }
 
 /// Refuses a request the wrapper could not pass on exactly, or a process could not start with.
@@ -289,12 +249,26 @@ fn timeout(clock: &dyn Clock, requested_ms: Option<u32>) -> Result<Duration, Pro
     Ok(requested.map_or(room, |r| r.min(room)))
 }
 
+/// The container commands run in, in a pod this provider specified (a Sandbox's or Job's).
+pub(crate) fn own_container() -> String {
+    CONTAINER_NAME.to_string()
+}
+
+/// What the Secret of a Sandbox or Job lease gives a command: nothing to export (its pod has
+/// the env already), its values to redact.
+pub(crate) fn redact_only(secret: &Value) -> LeaseEnv {
+    LeaseEnv {
+        vars: Vec::new(),
+        secret_values: secret::decoded_data(secret).into_iter().map(|(_, value)| value).collect(),
+    }
+}
+
 /// The lease's env from its Secret: for a claim lease every variable to export and the secret
 /// values among them, for the others (whose pod has the env already) the secret values to
 /// redact; nothing when the lease has no Secret. A Secret the lease's metadata records but the
 /// cluster no longer has, and any other failure, stop the call: the pod's env may still hold
 /// the values, and the output could not be scrubbed (nor a claim lease's env passed on).
-fn lease_env<K: Kube>(kube: &K, id: &LeaseId, recorded: bool) -> Result<LeaseEnv, ProviderError> {
+fn lease_env<K: Kube>(kube: &K, steps: &dyn Steps<K>, id: &LeaseId, recorded: bool) -> Result<LeaseEnv, ProviderError> {
     let name = id.secret_name();
     let secret = match kube.get(&api_versions::secrets(), Some(&id.namespace), &name) {
         Ok(secret) => secret,
@@ -313,13 +287,7 @@ fn lease_env<K: Kube>(kube: &K, id: &LeaseId, recorded: bool) -> Result<LeaseEnv
             return Err(ProviderError::from_kube(&e, &action));
         }
     };
-    match id.backend {
-        Backend::Claim => secret::claim_env_of(&format!("the lease's Secret {}/{name}", id.namespace), &secret),
-        Backend::Sandbox | Backend::Job => Ok(LeaseEnv {
-            vars: Vec::new(),
-            secret_values: secret::decoded_data(&secret).into_iter().map(|(_, value)| value).collect(),
-        }),
-    }
+    steps.exec_env(&format!("the lease's Secret {}/{name}", id.namespace), &secret)
 }
 
 #[cfg(test)]

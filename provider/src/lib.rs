@@ -9,7 +9,7 @@
 pub mod acquire;
 mod adoption;
 pub mod api_versions;
-pub mod claim;
+mod backend;
 pub mod clock;
 pub mod compensation;
 pub mod config;

@@ -6,7 +6,7 @@
 pub use contract::{Diagnostic, ProbeResult, Severity};
 
 use crate::api_versions::{self, ClaimVersion, SANDBOX_GROUP, SandboxVersion};
-use crate::claim;
+use crate::backend::claim;
 use crate::clock::Clock;
 use crate::config::{self, Backend, Config, SandboxApiVersion};
 use crate::errors::ProviderError;

@@ -4,58 +4,18 @@
 //! a workload that is already gone (404) is released; any other failure, 410 included, is an
 //! error, because it does not say whether the Sandbox was suspended.
 
-use crate::api_versions;
-use crate::config::Backend;
-use crate::destroy;
-use crate::errors::{FromKube, ProviderError};
-use crate::kube_api::{Kube, KubeError, PatchType};
+use crate::backend;
+use crate::errors::ProviderError;
+use crate::kube_api::Kube;
 use crate::lease::LeaseRef;
 use crate::log::Log;
 use crate::naming::LeaseId;
-use crate::object;
-use crate::sandbox_manifest;
 
-/// Releases a lease (see the module docs).
+/// Releases a lease (see the module docs): a reusable Sandbox lease is suspended by its backend
+/// (`backend::sandbox`), every other lease destroyed.
 pub fn release<K: Kube>(kube: &K, log: &dyn Log, lease_ref: &LeaseRef) -> Result<(), ProviderError> {
-    let lease = &lease_ref.lease;
-    let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
-    if !(lease.reusable && id.backend == Backend::Sandbox) {
-        return destroy::destroy(kube, log, lease_ref).map(|_| ());
-    }
-    let what = format!("Sandbox {}", id.qualified());
-    let Some(version) = api_versions::for_existing(kube, &lease.api_version)? else {
-        log.info("nothing to suspend: the cluster serves no Sandbox version", &[("sandbox", &what)]);
-        return Ok(());
-    };
-    let resource = version.resource();
-    let current = match kube.get(&resource, Some(&id.namespace), &id.name) {
-        Ok(s) => s,
-        Err(KubeError::NotFound(_)) => {
-            log.info("nothing to suspend: the Sandbox is already gone", &[("sandbox", &what)]);
-            return Ok(());
-        }
-        Err(KubeError::NotOwned(_)) => {
-            log.warn(
-                "nothing to suspend: the object under the lease's name is not this installation's",
-                &[("sandbox", &what)],
-            );
-            return Ok(());
-        }
-        Err(e) => return Err(ProviderError::from_kube(&e, &format!("get {what}"))),
-    };
-    if !lease.workload_uid.is_empty() && object::uid(&current) != Some(lease.workload_uid.as_str()) {
-        log.warn("not suspending: a different Sandbox now has the lease's name", &[("sandbox", &what)]);
-        return Ok(());
-    }
-    let patch = sandbox_manifest::suspend_patch(version);
-    match kube.patch(&resource, Some(&id.namespace), &id.name, PatchType::Merge, &patch, None) {
-        Ok(_) => {
-            log.info("suspended a reusable Sandbox; its workspace claim is kept", &[("sandbox", &what)]);
-            Ok(())
-        }
-        Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => Ok(()),
-        Err(e) => Err(ProviderError::from_kube(&e, &format!("suspend {what}"))),
-    }
+    let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    backend::steps::<K>(id.backend).release(kube, log, lease_ref, &id)
 }
 
 #[cfg(test)]

@@ -8,14 +8,11 @@
 
 use serde_json::Value;
 
-use crate::api_versions;
-use crate::claim;
-use crate::claim::state::{ClaimState, claim_state};
+use crate::backend::{self, Ended, Existing, Steps};
 use crate::clock::Clock;
-use crate::config::{self, Backend};
+use crate::config;
 use crate::errors::{FromKube, ProviderError};
 use crate::expiry;
-use crate::job_manifest;
 use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
@@ -23,8 +20,6 @@ use crate::naming::LeaseId;
 use crate::object;
 use crate::resume::ResumeOutcome;
 use crate::rfc3339;
-use crate::sandbox_manifest;
-use crate::workload_state::{JobState, SandboxState, job_state, sandbox_state};
 
 /// Why a renewal stopped: the lease turned out to be expired (an answer) or a call failed.
 enum Stop {
@@ -49,6 +44,7 @@ fn expired(what: &str, why: &str) -> Stop {
 /// Reads the workload and refuses one that is not this lease's live sandbox.
 fn live_workload<K: Kube>(
     kube: &K,
+    steps: &dyn Steps<K>,
     resource: &ResourceType,
     id: &LeaseId,
     lease: &Lease,
@@ -69,32 +65,9 @@ fn live_workload<K: Kube>(
             &format!("was replaced by a new object (uid {uid}, the lease's is {})", lease.workload_uid),
         ));
     }
-    let ended = match id.backend {
-        Backend::Sandbox => match sandbox_state(&workload) {
-            SandboxState::Deleting => Some("is being deleted".to_string()),
-            SandboxState::Failed(f) if f.ends_sandbox() => Some(format!("has ended ({})", f.message)),
-            _ => None,
-        },
-        Backend::Job => match job_state(&workload) {
-            JobState::Deleting => Some("is being deleted".to_string()),
-            JobState::Failed(f) => Some(format!("has ended ({})", f.message)),
-            JobState::Active => None,
-        },
-        Backend::Claim => match claim_state(&workload) {
-            ClaimState::Deleting => Some("is being deleted".to_string()),
-            ClaimState::Failed(f) if f.ends_sandbox() => Some(format!("has ended ({})", f.message)),
-            // As resume-check reads it: a claim whose Sandbox is gone or another is not renewed.
-            _ => {
-                let recorded = claim::resume::recorded_sandbox_name(lease);
-                if let Some(why) = claim::resume::sandbox_lost(&workload, what, recorded.as_deref()) {
-                    return Err(Stop::Expired(format!("cannot renew: {why}")));
-                }
-                None
-            }
-        },
-    };
-    match ended {
-        Some(why) => Err(expired(what, &why)),
+    match steps.ended(&workload, lease, what) {
+        Some(Ended::Because(why)) => Err(expired(what, &why)),
+        Some(Ended::Reason(why)) => Err(Stop::Expired(format!("cannot renew: {why}"))),
         None => Ok(workload),
     }
 }
@@ -134,40 +107,14 @@ fn try_renew<K: Kube>(
         .into());
     };
 
-    let (resource, kind) = match id.backend {
-        Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
-            Some(v) => (v.resource(), "Sandbox"),
-            None => {
-                return Err(expired(
-                    &format!("Sandbox {}", id.qualified()),
-                    "cannot exist: agent-sandbox is no longer served",
-                ));
-            }
-        },
-        Backend::Job => (api_versions::jobs(), "Job"),
-        Backend::Claim => match api_versions::claim_for_existing(kube, &lease.api_version)? {
-            Some(v) => (v.resource(), "SandboxClaim"),
-            None => {
-                return Err(expired(
-                    &format!("SandboxClaim {}", id.qualified()),
-                    "cannot exist: agent-sandbox's extensions are no longer served",
-                ));
-            }
-        },
+    let steps = backend::steps::<K>(id.backend);
+    let what = format!("{} {}", steps.kind(), id.qualified());
+    let resource = match steps.existing(kube, lease)? {
+        Existing::Served(resource) => resource,
+        Existing::NotServed(api) => return Err(expired(&what, &format!("cannot exist: {api} is no longer served"))),
     };
-    let what = format!("{kind} {}", id.qualified());
-    let workload = live_workload(kube, &resource, &id, lease, &what)?;
-    let (patch, new_expiry) = match id.backend {
-        Backend::Sandbox => (sandbox_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
-        Backend::Claim => (claim::manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry),
-        Backend::Job => {
-            // activeDeadlineSeconds counts from status.startTime; whole seconds, rounded down so
-            // the Job never outlives the requested expiry.
-            let start = object::str_at(&workload, "/status/startTime").and_then(rfc3339::parse).unwrap_or(now);
-            let seconds = (expiry.saturating_sub(start) / 1000).max(1);
-            (job_manifest::deadline_patch(seconds), start.saturating_add(seconds * 1000))
-        }
-    };
+    let workload = live_workload(kube, steps, &resource, &id, lease, &what)?;
+    let (patch, new_expiry) = steps.renew_patch(&workload, expiry, now);
     let patched = match kube.patch(&resource, Some(&id.namespace), &id.name, PatchType::Merge, &patch, None) {
         Ok(p) => p,
         Err(KubeError::NotFound(_)) => {
@@ -192,6 +139,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::backend::claim::state::{ClaimState, claim_state};
     use crate::fake_kube::{FakeClock, FakeKube, MemoryLog, Verb};
     use crate::testkit::{Env, NOW, NS, config, request, stored};
 

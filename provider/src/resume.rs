@@ -7,164 +7,157 @@
 //! replaced under the same Sandbox is reported in the lease (new pod uid, the old one in the
 //! metadata). A suspended Sandbox of a reusable lease is resumed once its old pod is gone
 //! (`old_pod`) and waited for, within the config's readiness timeout. A claim lease is checked
-//! through its claim (`claim::resume`).
+//! through its claim (`backend::claim::resume`). What differs by backend is the backend's
+//! (`backend`); reading and waiting for a Sandbox or Job is here.
 
 use std::time::Duration;
 
 pub use contract::ResumeOutcome;
+use serde_json::Value;
 
-use crate::api_versions;
-use crate::claim;
-use crate::clock::Clock;
-use crate::config::{self, Backend, DEFAULT_READINESS_TIMEOUT_SECONDS};
-use crate::errors::{FromKube, ProviderError};
+use crate::backend;
+use crate::clock::{Clock, Deadline};
+use crate::config::{self, DEFAULT_READINESS_TIMEOUT_SECONDS};
+use crate::errors::ProviderError;
 use crate::host_fit;
-use crate::kube_api::{Kube, KubeError, PatchType};
+use crate::kube_api::{Kube, KubeError, ResourceType};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
-use crate::old_pod;
 use crate::readiness::{self, Start, Target, WaitError};
 use crate::retry::{GaveUp, retry};
-use crate::sandbox_manifest;
-use crate::workload_state::{JobState, PodInfo, SandboxState, WorkloadKind, expiry_of, job_state, sandbox_state};
+use crate::workload_state::{PodInfo, WorkloadKind, expiry_of};
 
-/// Checks a stored lease (see the module docs).
+/// What bounds a resume-check's wait, from the lease's recorded config.
+pub(crate) struct ResumeWait {
+    pub(crate) deadline: Deadline,
+    /// The config's readiness timeout, for messages.
+    pub(crate) seconds: u32,
+    /// Whether the Job may retry its pod (`job.backoffLimit` above 0).
+    pub(crate) job_retries: bool,
+}
+
+/// Checks a stored lease (see the module docs), through its backend.
 pub fn resume_check<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
     log: &dyn Log,
     lease_ref: &LeaseRef,
 ) -> Result<ResumeOutcome, ProviderError> {
-    let lease = &lease_ref.lease;
-    let id = LeaseId::parse(&lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
+    let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
     // The recorded config only tunes the wait; a lease must stay checkable even if it no
     // longer parses (it may come from an older provider version).
-    let (wait_seconds, backoff_limit) = config::parse(&lease_ref.config)
+    let (seconds, backoff_limit) = config::parse(&lease_ref.config)
         .map(|c| (c.readiness_timeout_seconds, c.job.backoff_limit))
         .unwrap_or((DEFAULT_READINESS_TIMEOUT_SECONDS, 0));
-    let deadline = host_fit::wait_deadline(clock, Duration::from_secs(u64::from(wait_seconds)), Duration::ZERO);
-    let (resource, kind, version) = match id.backend {
-        Backend::Claim => return claim::resume::resume_check(kube, clock, log, lease_ref, &id, deadline, wait_seconds),
-        Backend::Sandbox => match api_versions::for_existing(kube, &lease.api_version)? {
-            Some(v) => (v.resource(), WorkloadKind::Sandbox, Some(v)),
-            None => {
-                return Ok(ResumeOutcome::Expired(format!(
-                    "the cluster no longer serves agent-sandbox (agents.x-k8s.io), so Sandbox {} cannot exist; \
-                     acquire a new sandbox.",
-                    id.qualified()
-                )));
-            }
-        },
-        Backend::Job => (api_versions::jobs(), WorkloadKind::Job, None),
-    };
+    let deadline = host_fit::wait_deadline(clock, Duration::from_secs(u64::from(seconds)), Duration::ZERO);
+    let wait = ResumeWait { deadline, seconds, job_retries: backoff_limit > 0 };
+    backend::steps::<K>(id.backend).resume_check(kube, clock, log, lease_ref, &id, wait)
+}
+
+/// A Sandbox or Job as resume-check found it: still the lease's.
+pub(crate) struct Found {
+    pub(crate) workload: Value,
+    pub(crate) uid: String,
+    pub(crate) kind: WorkloadKind,
+    /// `Sandbox ns/name`, for messages.
+    pub(crate) what: String,
+}
+
+/// Reads a Sandbox's or Job's workload: `Ok(Err(expired))` when it is gone or another object
+/// holds its name, an error when the read failed.
+pub(crate) fn read_pod_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    lease_ref: &LeaseRef,
+    id: &LeaseId,
+    kind: WorkloadKind,
+    resource: &ResourceType,
+    wait: &ResumeWait,
+) -> Result<Result<Found, ResumeOutcome>, ProviderError> {
+    let lease = &lease_ref.lease;
     let what = format!("{} {}", kind.as_str(), id.qualified());
-    let workload = match retry(clock, deadline, || kube.get(&resource, Some(&id.namespace), &id.name)) {
+    let workload = match retry(clock, wait.deadline, || kube.get(resource, Some(&id.namespace), &id.name)) {
         Ok(w) => w,
         Err(GaveUp::Final(KubeError::NotFound(_))) => {
-            return Ok(ResumeOutcome::Expired(format!(
+            return Ok(Err(ResumeOutcome::Expired(format!(
                 "{what} no longer exists: its expiry passed or it was deleted. Acquire a new sandbox."
-            )));
+            ))));
         }
         Err(GaveUp::Final(KubeError::NotOwned(_))) => {
-            return Ok(ResumeOutcome::Expired(format!(
+            return Ok(Err(ResumeOutcome::Expired(format!(
                 "{what} is not this installation's object (it was replaced, or the lease never named one of \
                  ours): the lease's sandbox is gone and another object holds its name. Acquire a new sandbox."
-            )));
+            ))));
         }
         Err(g) => return Err(g.into_error(&format!("get {what}"))),
     };
     let uid = object::uid(&workload).unwrap_or("").to_string();
     if !lease.workload_uid.is_empty() && uid != lease.workload_uid {
-        return Ok(ResumeOutcome::Expired(format!(
+        return Ok(Err(ResumeOutcome::Expired(format!(
             "{what} was replaced: the object under that name now has uid {uid}, the lease's had uid {}. Its disk \
              and processes are not this lease's; destroy this lease and acquire a new sandbox.",
             lease.workload_uid
-        )));
+        ))));
     }
+    Ok(Ok(Found { workload, uid, kind, what }))
+}
 
+/// Waits until a found Sandbox's or Job's pod is ready, from where its backend's `start` says
+/// (which reads the workload's state first: `Ok(Err(expired))` ends the check there), and
+/// returns the refreshed lease.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn wait_pod_workload<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    lease_ref: &LeaseRef,
+    id: &LeaseId,
+    resource: &ResourceType,
+    found: &Found,
+    wait: &ResumeWait,
+    start: impl FnOnce(&Target<'_>) -> Result<Result<Start, ResumeOutcome>, ProviderError>,
+) -> Result<ResumeOutcome, ProviderError> {
+    let lease = &lease_ref.lease;
+    let what = &found.what;
     let target = Target {
-        kind,
+        kind: found.kind,
         namespace: &id.namespace,
         name: &id.name,
-        resource: &resource,
-        uid: &uid,
+        resource,
+        uid: &found.uid,
         // The lease's Secret was made at acquire: if it is missing now, nobody will create it.
         secret: None,
-        job_retries: backoff_limit > 0,
+        job_retries: wait.job_retries,
     };
-    let mut start = Start::List(Some(workload.clone()));
-    match kind {
-        WorkloadKind::Sandbox => match sandbox_state(&workload) {
-            SandboxState::Deleting => {
-                return Ok(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox.")));
-            }
-            SandboxState::Failed(f) if f.ends_sandbox() => return Ok(ResumeOutcome::Expired(f.message)),
-            SandboxState::Failed(f) => return Err(f.into_error()),
-            SandboxState::Suspended if !lease.reusable => {
-                return Ok(ResumeOutcome::Expired(format!(
-                    "{what} is suspended and the lease is not reusable: its processes and scratch files are gone. \
-                     Acquire a new sandbox."
-                )));
-            }
-            SandboxState::Suspended => {
-                let Some(version) = version else {
-                    return Err(ProviderError::internal("a Sandbox lease without a Sandbox version"));
-                };
-                old_pod::wait_until_gone(kube, clock, log, &target, deadline, "retry resume-check")?;
-                let patched = match kube.patch(
-                    &resource,
-                    Some(&id.namespace),
-                    &id.name,
-                    PatchType::Merge,
-                    &sandbox_manifest::resume_patch(version),
-                    None,
-                ) {
-                    Ok(p) => p,
-                    Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => {
-                        return Ok(ResumeOutcome::Expired(format!("{what} was deleted while resuming it.")));
-                    }
-                    Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
-                };
-                log.info("resuming a suspended Sandbox", &[("sandbox", &what)]);
-                if let Some(rv) = object::resource_version(&patched) {
-                    start = Start::After(rv.to_string());
-                }
-            }
-            SandboxState::Ready | SandboxState::Starting(_) => {}
-        },
-        WorkloadKind::Job => match job_state(&workload) {
-            JobState::Deleting => {
-                return Ok(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox.")));
-            }
-            JobState::Failed(f) => return Ok(ResumeOutcome::Expired(f.message)),
-            JobState::Active => {}
-        },
-    }
-
-    let pod = match readiness::wait_ready(kube, clock, log, &target, start, deadline) {
+    let start = match start(&target)? {
+        Ok(start) => start,
+        Err(outcome) => return Ok(outcome),
+    };
+    let pod = match readiness::wait_ready(kube, clock, log, &target, start, wait.deadline) {
         Ok(pod) => pod,
         Err(WaitError::Failed(f)) if f.ends_sandbox() => return Ok(ResumeOutcome::Expired(f.message)),
         Err(WaitError::Failed(f)) => return Err(f.into_error()),
         Err(WaitError::Api(e)) => return Err(e),
         Err(WaitError::Timeout(why)) => {
             return Err(ProviderError::timeout(format!(
-                "could not tell whether {what} can be resumed: it was not ready within {wait_seconds} s ({why}). \
-                 Retry resume-check, or destroy the lease and acquire a new sandbox."
+                "could not tell whether {what} can be resumed: it was not ready within {} s ({why}). \
+                 Retry resume-check, or destroy the lease and acquire a new sandbox.",
+                wait.seconds
             )));
         }
     };
 
     let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
-    note_replaced_pod(log, &what, lease, &pod, &mut metadata);
+    note_replaced_pod(log, what, lease, &pod, &mut metadata);
     Ok(ResumeOutcome::Resumable(Lease {
         api_version: resource.api_version(),
-        workload_uid: uid,
+        workload_uid: found.uid.clone(),
         pod_name: Some(pod.name),
         pod_uid: Some(pod.uid).filter(|u| !u.is_empty()),
         pod_ip: pod.ip,
-        expires_at: expiry_of(&workload).or(lease.expires_at),
+        expires_at: expiry_of(&found.workload).or(lease.expires_at),
         metadata: metadata.to_json(),
         ..lease.clone()
     }))

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::config::Backend;
 use crate::fake_kube::{PodBehaviour, Verb};
 use crate::kube_api::KubeError;
 use crate::naming::LABEL_ACQUISITION_ID;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::acquire::EnvVar;
+use crate::backend::claim::container::DEFAULT_CONTAINER_ANNOTATION;
 use crate::fake_kube::Verb;
 use crate::lease::Lease;
 use crate::testkit::{Env, NS, SECRET_VALUE, claim_config, config, request, stored};

@@ -14,7 +14,7 @@ use contract::k8s::agent_sandbox::{LAUNCH_TYPE_LABEL, LAUNCH_WARM};
 use serde_json::Value;
 
 use crate::api_versions;
-use crate::claim::state::{ClaimState, claim_state, sandbox_name};
+use crate::backend::claim::state::{ClaimState, claim_state, sandbox_name};
 use crate::clock::{Clock, Deadline};
 use crate::errors::ProviderError;
 use crate::event_stream::{Change, EventStream};

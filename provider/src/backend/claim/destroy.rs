@@ -19,7 +19,7 @@ use contract::k8s::agent_sandbox::CLAIM_UID_LABEL;
 use serde_json::Value;
 
 use crate::api_versions::{self, ClaimVersion};
-use crate::claim::state::assigned_sandbox;
+use crate::backend::claim::state::assigned_sandbox;
 use crate::destroy::{self, Attempt, DestroyReport};
 use crate::errors::ProviderError;
 use crate::kube_api::{Kube, KubeError, ListOptions, ResourceType};

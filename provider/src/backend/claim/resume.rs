@@ -16,9 +16,9 @@ use contract::k8s::agent_sandbox::{READY, claim_reason};
 use serde_json::Value;
 
 use crate::api_versions;
-use crate::claim::readiness::{ClaimTarget, wait_claimed};
-use crate::claim::state::{ClaimState, claim_state, sandbox_name};
-use crate::clock::{Clock, Deadline};
+use crate::backend::claim::readiness::{ClaimTarget, wait_claimed};
+use crate::backend::claim::state::{ClaimState, claim_state, sandbox_name};
+use crate::clock::Clock;
 use crate::errors::ProviderError;
 use crate::kube_api::{Kube, KubeError};
 use crate::lease::{Lease, LeaseMetadata, LeaseRef};
@@ -26,7 +26,7 @@ use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object::{self, condition};
 use crate::readiness::WaitError;
-use crate::resume::{ResumeOutcome, note_replaced_pod};
+use crate::resume::{ResumeOutcome, ResumeWait, note_replaced_pod};
 use crate::retry::{GaveUp, retry};
 use crate::workload_state::expiry_of;
 
@@ -61,17 +61,16 @@ pub(crate) fn sandbox_lost(claim: &Value, what: &str, recorded: Option<&str>) ->
     }
 }
 
-/// Checks a claim lease (see the module docs); `deadline` bounds the wait, `wait_seconds` is
-/// the config's readiness timeout, for the message.
+/// Checks a claim lease (see the module docs), within `wait`.
 pub(crate) fn resume_check<K: Kube>(
     kube: &K,
     clock: &dyn Clock,
     log: &dyn Log,
     lease_ref: &LeaseRef,
     id: &LeaseId,
-    deadline: Deadline,
-    wait_seconds: u32,
+    wait: ResumeWait,
 ) -> Result<ResumeOutcome, ProviderError> {
+    let (deadline, wait_seconds) = (wait.deadline, wait.seconds);
     let lease = &lease_ref.lease;
     let what = format!("SandboxClaim {}", id.qualified());
     let Some(version) = api_versions::claim_for_existing(kube, &lease.api_version)? else {

@@ -19,19 +19,18 @@ use std::time::Duration;
 use contract::k8s::agent_sandbox::CLAIM_KIND;
 use serde_json::{Value, json};
 
-use crate::acquire::{self, AcquireRequest, Basics, Plan};
+use crate::acquire::{self, AcquireRequest, Basics, Plan, Planned};
 use crate::adoption::Workload;
 use crate::api_versions::{self, ClaimVersion};
-use crate::claim::manifest::{self, ClaimParams};
-use crate::claim::readiness::{ClaimTarget, wait_claimed};
+use crate::backend::claim::manifest::{self, ClaimParams};
+use crate::backend::claim::readiness::{ClaimTarget, wait_claimed};
 use crate::clock::{Clock, Deadline};
 use crate::config::Backend;
 use crate::errors::ProviderError;
-use crate::input_limits;
 use crate::kube_api::Kube;
 use crate::lease::Lease;
 use crate::log::Log;
-use crate::naming::{self, ANNOTATION_SPEC_HASH, LeaseId};
+use crate::naming::ANNOTATION_SPEC_HASH;
 use crate::readiness::WaitError;
 use crate::rfc3339;
 use crate::secret::{self, CLAIM_SECRET_PREFIX};
@@ -53,70 +52,49 @@ pub(crate) fn plan<K: Kube>(
     request: &AcquireRequest,
     basics: Basics,
 ) -> Result<Plan, ProviderError> {
-    let Basics { config, identity, name, expiry_ms } = basics;
     let version = api_versions::resolve_claim(kube)?;
+    let config = &basics.config;
+    let name = &basics.name;
     let source = manifest::source(version, &config.claim)?;
     if version == ClaimVersion::V1beta1 && config.claim.template.is_some() {
         log.info(
             "claim.template is not used: a SandboxClaim v1beta1 takes the template of its warm pool",
-            &[("name", &name)],
+            &[("name", name)],
         );
     }
     if request.reusable {
         log.info(
             "reusable lease not possible: a claimed Sandbox is not kept after release; the lease is ephemeral",
-            &[("name", &name)],
+            &[("name", name)],
         );
     }
     let env = secret::plan_claim_env(&config.env, &request.env)?;
-    let mut labels = identity.labels();
-    labels.extend(config.labels.clone());
-    let mut annotations = config.annotations.clone();
-    annotations.extend(identity.annotations());
     let spec_hash = acquire::fingerprint(&json!({
         "backend": Backend::Claim.as_str(),
         "claim": manifest::spec_material(source),
         "env": env_material(&env),
     }));
-    let mut claim_annotations = annotations.clone();
+    let mut claim_annotations = basics.annotations();
     claim_annotations.insert(ANNOTATION_SPEC_HASH.to_string(), spec_hash.clone());
     let workload = manifest::claim(&ClaimParams {
-        name: &name,
+        name,
         namespace: &config.namespace,
         source,
-        labels: &labels,
+        labels: &basics.labels(),
         annotations: &claim_annotations,
-        shutdown_time: &rfc3339::format_seconds(expiry_ms),
+        shutdown_time: &rfc3339::format_seconds(basics.expiry_ms),
     })?;
-    input_limits::check_object(&format!("{CLAIM_KIND} {}/{name}", config.namespace), &workload)?;
-    let secret = if env.is_empty() {
-        None
-    } else {
-        let secret_name = naming::secret_name(&name);
-        let manifest = secret::secret_manifest(&secret_name, &config.namespace, &labels, &annotations, &env)?;
-        input_limits::check_object(&format!("Secret {}/{secret_name}", config.namespace), &manifest)?;
-        Some((secret_name, manifest, env))
-    };
-    let lease_id = LeaseId {
-        backend: Backend::Claim,
-        namespace: config.namespace.clone(),
-        name: name.clone(),
-        workspace_pvc: false,
-    };
-    Ok(Plan {
-        config,
-        identity,
-        name,
-        lease_id,
+    let planned = Planned {
         resource: version.resource(),
         version: None,
         kind: CLAIM_KIND,
         workload,
-        secret,
         spec_hash,
-        expiry_ms,
+        secret_data: env,
+        workspace_pvc: false,
         reusable: false,
-    })
+    };
+    acquire::assemble(basics, planned)
 }
 
 /// Waits for the claim's Sandbox and returns the lease: the claim's uid and version, the pod,
