@@ -1,23 +1,25 @@
 //! Probe: can this config work against this cluster? API reachable, namespace present, which
 //! Sandbox versions are served (and, for backend claim, which SandboxClaim versions, and
 //! whether the config names what that version needs), and what the host's policy lets the
-//! provider read and watch. Every problem is a diagnostic; probe itself never fails.
+//! provider read and watch. Every problem is a diagnostic; probe itself never fails. What a
+//! backend needs (its versions, its resources) is its own `Steps::probe`.
 
 pub use contract::{Diagnostic, ProbeResult, Severity};
 
-use crate::api_versions::{self, ClaimVersion, SANDBOX_GROUP, SandboxVersion};
-use crate::backend::claim;
+use crate::api_versions::{self, SANDBOX_GROUP};
+use crate::backend;
 use crate::clock::Clock;
-use crate::config::{self, Backend, Config, SandboxApiVersion};
-use crate::errors::ProviderError;
+use crate::config;
 use crate::host_fit;
 use crate::kube_api::{Kube, KubeError, ResourceType, WatchOptions};
 use crate::log::Log;
 
-struct Findings(Vec<Diagnostic>);
+/// The diagnostics a probe collects; backends add theirs (`Steps::probe`).
+pub(crate) struct Findings(Vec<Diagnostic>);
 
 impl Findings {
-    fn add(&mut self, severity: Severity, code: &str, message: impl Into<String>) {
+    /// One diagnostic, under its stable `code`.
+    pub(crate) fn add(&mut self, severity: Severity, code: &str, message: impl Into<String>) {
         self.0.push(Diagnostic { severity, code: code.to_string(), message: message.into() });
     }
 
@@ -28,76 +30,6 @@ impl Findings {
             Some(first) => format!("{} problem(s); first: {}", errors.len(), first.message),
         };
         ProbeResult { ok: errors.is_empty(), summary, diagnostics: self.0 }
-    }
-}
-
-/// Backend claim: the SandboxClaim version acquire would use, whether the config names what it
-/// needs, and a Sandbox version to read the claimed Sandbox in.
-fn probe_claim<K: Kube>(
-    kube: &K,
-    config: &Config,
-    sandboxes: &[SandboxVersion],
-    found: &mut Findings,
-) -> Option<ClaimVersion> {
-    match sandboxes.first() {
-        None => found.add(
-            Severity::Error,
-            "sandbox-crd-absent",
-            "the cluster serves no agents.x-k8s.io Sandbox version, so a claim's Sandbox cannot be read: install \
-             agent-sandbox (v0.5 or later)",
-        ),
-        Some(read) => {
-            let names = sandboxes.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
-            found.add(
-                Severity::Info,
-                "sandbox-versions",
-                format!("Sandbox versions served: {names}; a claim's Sandbox is read in {}", read.as_str()),
-            );
-        }
-    }
-    let served = match api_versions::served_claim_versions(kube) {
-        Ok(served) => served,
-        Err(e) => {
-            found.add(
-                Severity::Error,
-                "claim-discovery-failed",
-                format!("could not discover SandboxClaim versions: {}", e.message()),
-            );
-            return None;
-        }
-    };
-    let Some(version) = served.first().copied() else {
-        found.add(
-            Severity::Error,
-            "claim-crd-absent",
-            "the cluster serves no SandboxClaim version (extensions.agents.x-k8s.io): install agent-sandbox's \
-             extensions (claims, templates, warm pools), or set backend to \"sandbox\" or \"job\"",
-        );
-        return None;
-    };
-    let names = served.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
-    found.add(
-        Severity::Info,
-        "claim-versions",
-        format!("SandboxClaim versions served: {names}; acquire uses {}", version.as_str()),
-    );
-    if version == ClaimVersion::V1alpha1 {
-        found.add(
-            Severity::Warning,
-            "claim-v1alpha1-only",
-            "SandboxClaim v1alpha1 (agent-sandbox v0.4) is superseded by v1beta1; upgrade agent-sandbox",
-        );
-    }
-    match claim::manifest::source(version, &config.claim) {
-        Ok(_) => Some(version),
-        Err(ProviderError::InvalidConfig(d)) => {
-            found.add(Severity::Error, "claim-config-version", format!("{}: {}", d.path, d.message));
-            None
-        }
-        Err(e) => {
-            found.add(Severity::Error, "claim-config-version", e.message().to_string());
-            None
-        }
     }
 }
 
@@ -145,60 +77,7 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
         }
     };
     found.add(Severity::Info, "api-reachable", "the API server answered discovery");
-    let names = served.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
-    let mut chosen: Option<SandboxVersion> = None;
-    let mut claims: Option<ClaimVersion> = None;
-    match config.backend {
-        Backend::Claim => {
-            claims = probe_claim(kube, &config, &served, &mut found);
-            chosen = served.first().copied();
-        }
-        Backend::Sandbox => {
-            let pinned = match config.sandbox_api_version {
-                SandboxApiVersion::Auto => None,
-                SandboxApiVersion::V1beta1 => Some(SandboxVersion::V1beta1),
-                SandboxApiVersion::V1alpha1 => Some(SandboxVersion::V1alpha1),
-            };
-            if served.is_empty() {
-                found.add(
-                    Severity::Error,
-                    "sandbox-crd-absent",
-                    "the cluster serves no agents.x-k8s.io Sandbox version: install agent-sandbox (v0.5 or later), \
-                     or set backend to \"job\"",
-                );
-            } else if let Some(p) = pinned.filter(|p| !served.contains(p)) {
-                found.add(
-                    Severity::Error,
-                    "sandbox-version-not-served",
-                    format!("sandboxApiVersion is pinned to {} but the cluster serves {names}", p.as_str()),
-                );
-            } else {
-                let version = pinned.or_else(|| served.first().copied());
-                chosen = version;
-                let used = version.map_or("", SandboxVersion::as_str);
-                found.add(
-                    Severity::Info,
-                    "sandbox-versions",
-                    format!("Sandbox versions served: {names}; acquire uses {used}"),
-                );
-                if version == Some(SandboxVersion::V1alpha1) {
-                    found.add(
-                        Severity::Warning,
-                        "sandbox-v1alpha1-only",
-                        "Sandbox v1alpha1 is deprecated and removed in agent-sandbox v1.0; upgrade agent-sandbox",
-                    );
-                }
-            }
-        }
-        Backend::Job => {
-            let shown = if names.is_empty() { "none".to_string() } else { names.clone() };
-            found.add(
-                Severity::Info,
-                "sandbox-versions",
-                format!("Sandbox versions served: {shown} (backend job does not need them)"),
-            );
-        }
-    }
+    let needs = backend::steps::<K>(config.backend).probe(kube, &config, &served, &mut found);
 
     match kube.get(&api_versions::namespaces(), None, ns) {
         Ok(_) => found.add(Severity::Info, "namespace-exists", format!("namespace {ns} exists")),
@@ -218,21 +97,11 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
     }
 
     let mut needed: Vec<(ResourceType, &str)> = vec![(api_versions::pods(), "get, list, watch")];
-    let mut watched = vec![api_versions::pods()];
-    match (config.backend, chosen) {
-        (Backend::Sandbox, Some(v)) => needed.push((v.resource(), "get, list, watch, create, patch, delete")),
-        (Backend::Sandbox | Backend::Claim, None) => {}
-        (Backend::Job, _) => needed.push((api_versions::jobs(), "get, list, watch, create, patch, delete")),
-        (Backend::Claim, Some(v)) => needed.push((v.resource(), "get, list, watch")),
-    }
-    if let Some(v) = claims {
-        needed.push((v.resource(), "get, list, watch, create, patch, delete"));
-        watched.push(v.resource());
-    }
+    needed.extend(needs.resources);
     needed.push((api_versions::secrets(), "get, create, patch, delete"));
-    if config.backend == Backend::Sandbox && config.sandbox.workspace_volume.is_some() {
-        needed.push((api_versions::pvcs(), "delete"));
-    }
+    needed.extend(needs.deleted.into_iter().map(|resource| (resource, "delete")));
+    let mut watched = vec![api_versions::pods()];
+    watched.extend(needs.watched);
     let mut readable = Vec::new();
     for (resource, verbs) in &needed {
         // A GET of a name no object has: 404 proves the provider may read the type, without
@@ -282,12 +151,7 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
         "writes-unchecked",
         "create, patch and delete cannot be checked without writing; acquire reports a refusal as a forbidden (cluster) or denied (host) error",
     );
-    let version = match (config.backend, claims) {
-        (Backend::Claim, Some(v)) => format!(", SandboxClaim {}", v.as_str()),
-        (Backend::Claim, None) => String::new(),
-        _ => chosen.map(|v| format!(", Sandbox {}", v.as_str())).unwrap_or_default(),
-    };
-    found.finish(format!("ready: namespace {ns}, backend {}{version}", config.backend.as_str()))
+    found.finish(format!("ready: namespace {ns}, backend {}{}", config.backend.as_str(), needs.uses))
 }
 
 /// The name probe reads to check access; no provider object is ever named like this.

@@ -12,9 +12,10 @@ use serde_json::Value;
 
 use crate::acquire::{self, AcquireRequest, Basics, Plan, Planned};
 use crate::adoption::Workload;
-use crate::api_versions;
-use crate::backend::{Ended, Existing, Steps};
+use crate::api_versions::{self, SandboxVersion};
+use crate::backend::{Ended, Existing, Needs, Steps};
 use crate::clock::{Clock, Deadline};
+use crate::config::Config;
 use crate::destroy::{self, DestroyReport};
 use crate::errors::ProviderError;
 use crate::execute;
@@ -24,6 +25,7 @@ use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
+use crate::probe::{Findings, Severity};
 use crate::readiness::{Start, Target};
 use crate::resume::{self, ResumeOutcome, ResumeWait};
 use crate::rfc3339;
@@ -36,6 +38,22 @@ pub(crate) struct JobSteps;
 impl<K: Kube> Steps<K> for JobSteps {
     fn kind(&self) -> &'static str {
         WorkloadKind::Job.as_str()
+    }
+
+    fn probe(&self, _kube: &K, _config: &Config, sandboxes: &[SandboxVersion], found: &mut Findings) -> Needs {
+        let names = sandboxes.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
+        let shown = if names.is_empty() { "none" } else { names.as_str() };
+        found.add(
+            Severity::Info,
+            "sandbox-versions",
+            format!("Sandbox versions served: {shown} (backend job does not need them)"),
+        );
+        Needs {
+            resources: vec![(api_versions::jobs(), "get, list, watch, create, patch, delete")],
+            watched: Vec::new(),
+            deleted: Vec::new(),
+            uses: String::new(),
+        }
     }
 
     fn plan(&self, _kube: &K, log: &dyn Log, request: &AcquireRequest, basics: Basics) -> Result<Plan, ProviderError> {

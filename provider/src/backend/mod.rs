@@ -2,7 +2,7 @@
 //! workload is an agent-sandbox `Sandbox` ([`sandbox`]), a `batch/v1` Job ([`job`]), or a
 //! `SandboxClaim` on a warm pool ([`claim`]).
 //!
-//! The lifecycle modules (`acquire`, `resume`, `renew`, `release`, `destroy`, `execute`) hold
+//! The lifecycle modules (`probe`, `acquire`, `resume`, `renew`, `release`, `destroy`, `execute`) hold
 //! what every backend does the same way (checks, writes, clean-up, the report) and ask
 //! [`steps`] for the rest. Calls go one way: a backend module calls the shared steps, the shared
 //! modules call a backend only through [`Steps`], and no backend calls another. The Sandbox and
@@ -20,14 +20,16 @@ use serde_json::Value;
 
 use crate::acquire::{AcquireRequest, Basics, Plan};
 use crate::adoption::Workload;
+use crate::api_versions::SandboxVersion;
 use crate::clock::{Clock, Deadline};
-use crate::config::Backend;
+use crate::config::{Backend, Config};
 use crate::destroy::DestroyReport;
 use crate::errors::ProviderError;
 use crate::kube_api::{Kube, ResourceType};
 use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
+use crate::probe::Findings;
 use crate::resume::{ResumeOutcome, ResumeWait};
 use crate::secret::LeaseEnv;
 
@@ -48,10 +50,27 @@ pub(crate) enum Ended {
     Reason(String),
 }
 
+/// What a backend needs of the cluster, as its probe found it: the resources whose access probe
+/// checks besides pods (every backend reads and watches those) and the lease's Secret.
+pub(crate) struct Needs {
+    /// Resources its calls read or write, with the verbs, checked after pods.
+    pub(crate) resources: Vec<(ResourceType, &'static str)>,
+    /// Resources it also watches.
+    pub(crate) watched: Vec<ResourceType>,
+    /// Resources it only deletes (a Sandbox's workspace claim), checked after the Secret.
+    pub(crate) deleted: Vec<ResourceType>,
+    /// The API version acquire would use, for the summary (", Sandbox v1beta1"); may be empty.
+    pub(crate) uses: String,
+}
+
 /// Each lifecycle step where the backends differ. `K` is the cluster access of the call.
 pub(crate) trait Steps<K: Kube> {
     /// The workload's kind, for messages and reports ("Sandbox", "Job", "SandboxClaim").
     fn kind(&self) -> &'static str;
+
+    /// Probe: whether the cluster serves what the backend needs, as diagnostics in `found`;
+    /// `sandboxes` are the Sandbox versions the cluster serves.
+    fn probe(&self, kube: &K, config: &Config, sandboxes: &[SandboxVersion], found: &mut Findings) -> Needs;
 
     /// Acquire: decides the workload, its Secret and the lease id, before anything is written.
     fn plan(&self, kube: &K, log: &dyn Log, request: &AcquireRequest, basics: Basics) -> Result<Plan, ProviderError>;
@@ -120,13 +139,14 @@ pub(crate) fn steps<'k, K: Kube + 'k>(backend: Backend) -> &'k (dyn Steps<K> + '
 #[cfg(test)]
 mod tests {
     /// The lifecycle modules, which hold what every backend shares.
-    const SHARED: [(&str, &str); 6] = [
+    const SHARED: [(&str, &str); 7] = [
         ("acquire.rs", include_str!("../acquire.rs")),
         ("resume.rs", include_str!("../resume.rs")),
         ("renew.rs", include_str!("../renew.rs")),
         ("release.rs", include_str!("../release.rs")),
         ("destroy.rs", include_str!("../destroy.rs")),
         ("execute.rs", include_str!("../execute.rs")),
+        ("probe.rs", include_str!("../probe.rs")),
     ];
 
     /// Calls go one way: a lifecycle module branches on no backend and calls none by name,

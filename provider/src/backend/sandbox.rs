@@ -15,8 +15,9 @@ use serde_json::Value;
 use crate::acquire::{self, AcquireRequest, Basics, Plan, Planned};
 use crate::adoption::{Origin, Workload};
 use crate::api_versions::{self, SandboxVersion};
-use crate::backend::{Ended, Existing, Steps};
+use crate::backend::{Ended, Existing, Needs, Steps};
 use crate::clock::{Clock, Deadline};
+use crate::config::{Config, SandboxApiVersion};
 use crate::destroy::{self, DestroyReport};
 use crate::errors::{FromKube, ProviderError};
 use crate::execute;
@@ -26,6 +27,7 @@ use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::object;
 use crate::old_pod;
+use crate::probe::{Findings, Severity};
 use crate::readiness::{Start, Target};
 use crate::resume::{self, ResumeOutcome, ResumeWait};
 use crate::rfc3339;
@@ -42,6 +44,52 @@ pub(crate) struct SandboxSteps;
 impl<K: Kube> Steps<K> for SandboxSteps {
     fn kind(&self) -> &'static str {
         WorkloadKind::Sandbox.as_str()
+    }
+
+    fn probe(&self, _kube: &K, config: &Config, sandboxes: &[SandboxVersion], found: &mut Findings) -> Needs {
+        let mut needs = Needs { resources: Vec::new(), watched: Vec::new(), deleted: Vec::new(), uses: String::new() };
+        if config.sandbox.workspace_volume.is_some() {
+            needs.deleted.push(api_versions::pvcs());
+        }
+        let names = sandboxes.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ");
+        let pinned = match config.sandbox_api_version {
+            SandboxApiVersion::Auto => None,
+            SandboxApiVersion::V1beta1 => Some(SandboxVersion::V1beta1),
+            SandboxApiVersion::V1alpha1 => Some(SandboxVersion::V1alpha1),
+        };
+        let Some(&preferred) = sandboxes.first() else {
+            found.add(
+                Severity::Error,
+                "sandbox-crd-absent",
+                "the cluster serves no agents.x-k8s.io Sandbox version: install agent-sandbox (v0.5 or later), or set \
+                 backend to \"job\"",
+            );
+            return needs;
+        };
+        if let Some(p) = pinned.filter(|p| !sandboxes.contains(p)) {
+            found.add(
+                Severity::Error,
+                "sandbox-version-not-served",
+                format!("sandboxApiVersion is pinned to {} but the cluster serves {names}", p.as_str()),
+            );
+            return needs;
+        }
+        let version = pinned.unwrap_or(preferred);
+        found.add(
+            Severity::Info,
+            "sandbox-versions",
+            format!("Sandbox versions served: {names}; acquire uses {}", version.as_str()),
+        );
+        if version == SandboxVersion::V1alpha1 {
+            found.add(
+                Severity::Warning,
+                "sandbox-v1alpha1-only",
+                "Sandbox v1alpha1 is deprecated and removed in agent-sandbox v1.0; upgrade agent-sandbox",
+            );
+        }
+        needs.resources.push((version.resource(), "get, list, watch, create, patch, delete"));
+        needs.uses = format!(", Sandbox {}", version.as_str());
+        needs
     }
 
     fn plan(&self, kube: &K, log: &dyn Log, request: &AcquireRequest, basics: Basics) -> Result<Plan, ProviderError> {

@@ -10,6 +10,7 @@ pub(crate) mod acquire;
 pub(crate) mod container;
 pub(crate) mod destroy;
 pub mod manifest;
+mod probe;
 pub mod readiness;
 pub(crate) mod resume;
 pub mod state;
@@ -21,15 +22,17 @@ use serde_json::Value;
 
 use crate::acquire::{AcquireRequest, Basics, Plan};
 use crate::adoption::Workload;
-use crate::api_versions;
-use crate::backend::{Ended, Existing, Steps};
+use crate::api_versions::{self, SandboxVersion};
+use crate::backend::{Ended, Existing, Needs, Steps};
 use crate::clock::{Clock, Deadline};
+use crate::config::Config;
 use crate::destroy::DestroyReport;
 use crate::errors::ProviderError;
 use crate::kube_api::Kube;
 use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
+use crate::probe::Findings;
 use crate::resume::{ResumeOutcome, ResumeWait};
 use crate::rfc3339;
 use crate::secret::{self, LeaseEnv};
@@ -44,6 +47,10 @@ pub(crate) struct ClaimSteps;
 impl<K: Kube> Steps<K> for ClaimSteps {
     fn kind(&self) -> &'static str {
         CLAIM_KIND
+    }
+
+    fn probe(&self, kube: &K, config: &Config, sandboxes: &[SandboxVersion], found: &mut Findings) -> Needs {
+        probe::probe(kube, config, sandboxes, found)
     }
 
     fn plan(&self, kube: &K, log: &dyn Log, request: &AcquireRequest, basics: Basics) -> Result<Plan, ProviderError> {
