@@ -488,10 +488,12 @@ fn acquire_unredacted<K: Kube>(
         Err(error) if touched.is_empty() => Err(error),
         Err(error) => {
             let lease_id = plan.lease_id.to_string();
+            let steps = backend::steps::<K>(plan.config.backend);
+            let leak_guard = |what: &str, expires_at: i64| steps.leak_guard(what, expires_at, &plan.config);
             let scope = Scope {
                 namespace: &plan.config.namespace,
                 identity: &plan.identity,
-                job_ttl_seconds: plan.config.job.ttl_seconds_after_finished,
+                leak_guard: &leak_guard,
                 lease_id: &lease_id,
             };
             let cleaned = compensation::compensate(kube, clock, log, &scope, &touched);

@@ -17,7 +17,6 @@ use crate::acquire::Plan;
 use crate::api_versions;
 use crate::clock::{Clock, Deadline};
 use crate::compensation::{Role, Touched, Undo};
-use crate::config::Backend;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, PatchType, ResourceType};
 use crate::naming::{self, ANNOTATION_ACQUISITION_ID, ANNOTATION_SPEC_HASH, Identity, LABEL_ACQUISITION_ID};
@@ -138,9 +137,8 @@ pub fn put_workload<K: Kube>(
     touched: &mut Vec<Touched>,
 ) -> Result<Workload, ProviderError> {
     let ns = plan.config.namespace.as_str();
-    let backend = plan.config.backend;
     let record = |uid: Option<String>, expires_at: i64, undo: Undo| Touched {
-        role: Role::Workload { backend, expires_at },
+        role: Role::Workload { kind: plan.kind, expires_at },
         resource: plan.resource.clone(),
         name: plan.name.clone(),
         uid,
@@ -206,7 +204,8 @@ pub fn put_workload<K: Kube>(
         .ok_or_else(|| ProviderError::internal(format!("the API server returned {} without a uid", plan.describe())))?
         .to_string();
     let suspended = match plan.version {
-        Some(version) if backend == Backend::Sandbox && sandbox_spec_suspended(&existing) => Some(version),
+        // Only a Sandbox plan has a version, and only a Sandbox is suspended.
+        Some(version) if sandbox_spec_suspended(&existing) => Some(version),
         _ => None,
     };
     // A suspended Sandbox holds the user's workspace: clean-up suspends it again, never deletes it.

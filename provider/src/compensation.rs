@@ -16,7 +16,6 @@ use std::time::Duration;
 use crate::adoption::proves_acquisition;
 use crate::api_versions::SandboxVersion;
 use crate::clock::{Clock, Deadline};
-use crate::config::Backend;
 use crate::destroy;
 use crate::host_fit;
 use crate::kube_api::{Kube, KubeError, PatchType, ResourceType};
@@ -33,9 +32,9 @@ pub const COMPENSATION_BUDGET: Duration = Duration::from_secs(5);
 /// What an object is to the lease; it decides what the cluster does with it if clean-up cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// The Sandbox, Job or SandboxClaim, which the cluster removes by itself at `expires_at`
-    /// (epoch millis).
-    Workload { backend: Backend, expires_at: i64 },
+    /// The Sandbox, Job or SandboxClaim (`kind`), which the cluster removes by itself at
+    /// `expires_at` (epoch millis).
+    Workload { kind: &'static str, expires_at: i64 },
     /// The per-lease Secret, owned by the workload.
     Secret,
 }
@@ -43,9 +42,7 @@ pub enum Role {
 impl Role {
     fn kind(self) -> &'static str {
         match self {
-            Self::Workload { backend: Backend::Sandbox, .. } => "Sandbox",
-            Self::Workload { backend: Backend::Job, .. } => "Job",
-            Self::Workload { backend: Backend::Claim, .. } => "SandboxClaim",
+            Self::Workload { kind, .. } => kind,
             Self::Secret => "Secret",
         }
     }
@@ -81,8 +78,9 @@ pub struct Scope<'a> {
     pub namespace: &'a str,
     /// Proves that an object whose create answer was lost is this acquisition's.
     pub identity: &'a Identity,
-    /// The Job's `ttlSecondsAfterFinished`, for the message.
-    pub job_ttl_seconds: i32,
+    /// What the cluster does by itself with the workload named by the first argument, whose
+    /// leak guard fires at the second (epoch millis): its backend's `Steps::leak_guard`.
+    pub leak_guard: &'a dyn Fn(&str, i64) -> String,
     /// The lease id a host can destroy.
     pub lease_id: &'a str,
 }
@@ -235,21 +233,7 @@ fn expiry(role: Role) -> String {
 fn fate(scope: &Scope<'_>, t: &Touched, workload: Option<&Touched>, workload_deleted: bool) -> String {
     let what = format!("{} {}/{}", t.role.kind(), scope.namespace, t.name);
     match t.role {
-        Role::Workload { backend: Backend::Sandbox, expires_at } => format!(
-            "the cluster deletes {what} at its shutdownTime {} (shutdownPolicy Delete), with its pod",
-            rfc3339::format_seconds(expires_at)
-        ),
-        Role::Workload { backend: Backend::Claim, expires_at } => format!(
-            "the claim controller deletes {what} at its lifecycle.shutdownTime {} (shutdownPolicy Delete), and \
-             garbage collection its Sandbox and pod",
-            rfc3339::format_seconds(expires_at)
-        ),
-        Role::Workload { backend: Backend::Job, expires_at } => format!(
-            "the cluster terminates {what} at its activeDeadlineSeconds ({}) and deletes it \
-             ttlSecondsAfterFinished ({} s) later, with its pod",
-            rfc3339::format_seconds(expires_at),
-            scope.job_ttl_seconds
-        ),
+        Role::Workload { expires_at, .. } => (scope.leak_guard)(&what, expires_at),
         Role::Secret => {
             let owner = workload.map_or_else(
                 || "its owner".to_string(),

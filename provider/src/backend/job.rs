@@ -143,6 +143,15 @@ impl<K: Kube> Steps<K> for JobSteps {
         (job_manifest::deadline_patch(seconds), start.saturating_add(seconds * 1000))
     }
 
+    fn leak_guard(&self, what: &str, expires_at: i64, config: &Config) -> String {
+        format!(
+            "the cluster terminates {what} at its activeDeadlineSeconds ({}) and deletes it ttlSecondsAfterFinished \
+             ({} s) later, with its pod",
+            rfc3339::format_seconds(expires_at),
+            config.job.ttl_seconds_after_finished
+        )
+    }
+
     fn destroy(&self, kube: &K, log: &dyn Log, id: &LeaseId, lease: &Lease) -> Result<DestroyReport, ProviderError> {
         destroy::pod_workload(kube, log, self, id, lease, |uid| {
             destroy::delete(kube, &api_versions::jobs(), &id.namespace, &id.name, uid)

@@ -2,8 +2,9 @@
 //! workload is an agent-sandbox `Sandbox` ([`sandbox`]), a `batch/v1` Job ([`job`]), or a
 //! `SandboxClaim` on a warm pool ([`claim`]).
 //!
-//! The lifecycle modules (`probe`, `acquire`, `resume`, `renew`, `release`, `destroy`, `execute`) hold
-//! what every backend does the same way (checks, writes, clean-up, the report) and ask
+//! The lifecycle modules (`probe`, `acquire` with `adoption` and `compensation`, `resume`,
+//! `renew`, `release`, `destroy`, `execute`) hold what every backend does the same way (checks,
+//! writes, clean-up, the report) and ask
 //! [`steps`] for the rest. Calls go one way: a backend module calls the shared steps, the shared
 //! modules call a backend only through [`Steps`], and no backend calls another. The Sandbox and
 //! the Job run a pod this provider specifies, so they share the pod steps (`readiness`, the pod
@@ -111,6 +112,10 @@ pub(crate) trait Steps<K: Kube> {
     /// it really gives (epoch millis; `now` for a guard counted from the workload's start).
     fn renew_patch(&self, workload: &Value, expiry: i64, now: i64) -> (Value, i64);
 
+    /// Clean-up after a failed acquire: what the cluster does by itself with the workload `what`
+    /// that clean-up could not delete (its leak guard fires at `expires_at`, epoch millis).
+    fn leak_guard(&self, what: &str, expires_at: i64, config: &Config) -> String;
+
     /// Release: ends the run. Destroys the lease unless the backend keeps something for later.
     fn release(&self, kube: &K, log: &dyn Log, lease_ref: &LeaseRef, id: &LeaseId) -> Result<(), ProviderError> {
         self.destroy(kube, log, id, &lease_ref.lease).map(|_| ())
@@ -139,7 +144,7 @@ pub(crate) fn steps<'k, K: Kube + 'k>(backend: Backend) -> &'k (dyn Steps<K> + '
 #[cfg(test)]
 mod tests {
     /// The lifecycle modules, which hold what every backend shares.
-    const SHARED: [(&str, &str); 7] = [
+    const SHARED: [(&str, &str); 9] = [
         ("acquire.rs", include_str!("../acquire.rs")),
         ("resume.rs", include_str!("../resume.rs")),
         ("renew.rs", include_str!("../renew.rs")),
@@ -147,6 +152,8 @@ mod tests {
         ("destroy.rs", include_str!("../destroy.rs")),
         ("execute.rs", include_str!("../execute.rs")),
         ("probe.rs", include_str!("../probe.rs")),
+        ("adoption.rs", include_str!("../adoption.rs")),
+        ("compensation.rs", include_str!("../compensation.rs")),
     ];
 
     /// Calls go one way: a lifecycle module branches on no backend and calls none by name,

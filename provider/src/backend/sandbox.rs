@@ -219,6 +219,13 @@ impl<K: Kube> Steps<K> for SandboxSteps {
         (sandbox_manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry)
     }
 
+    fn leak_guard(&self, what: &str, expires_at: i64, _config: &Config) -> String {
+        format!(
+            "the cluster deletes {what} at its shutdownTime {} (shutdownPolicy Delete), with its pod",
+            rfc3339::format_seconds(expires_at)
+        )
+    }
+
     fn release(&self, kube: &K, log: &dyn Log, lease_ref: &LeaseRef, id: &LeaseId) -> Result<(), ProviderError> {
         if lease_ref.lease.reusable {
             suspend(kube, log, &lease_ref.lease, id)

@@ -105,6 +105,14 @@ impl<K: Kube> Steps<K> for ClaimSteps {
         (manifest::shutdown_patch(&rfc3339::format_seconds(expiry)), expiry)
     }
 
+    fn leak_guard(&self, what: &str, expires_at: i64, _config: &Config) -> String {
+        format!(
+            "the claim controller deletes {what} at its lifecycle.shutdownTime {} (shutdownPolicy Delete), and \
+             garbage collection its Sandbox and pod",
+            rfc3339::format_seconds(expires_at)
+        )
+    }
+
     fn destroy(&self, kube: &K, log: &dyn Log, id: &LeaseId, lease: &Lease) -> Result<DestroyReport, ProviderError> {
         destroy::destroy(kube, log, id, lease)
     }
