@@ -4,11 +4,11 @@
 //!
 //! The lifecycle modules (`probe`, `acquire` with `adoption` and `compensation`, `resume`,
 //! `renew`, `release`, `destroy`, `execute`) hold what every backend does the same way (checks,
-//! writes, clean-up, the report) and ask
-//! [`steps`] for the rest. Calls go one way: a backend module calls the shared steps, the shared
-//! modules call a backend only through [`Steps`], and no backend calls another. The Sandbox and
-//! the Job run a pod this provider specifies, so they share the pod steps (`readiness`, the pod
-//! half of `acquire::plan_pod`, `destroy::pod_workload`, `resume::pod_workload`); a claim's pod
+//! writes, clean-up, the report) and ask [`steps`] for the rest. Calls go one way: a backend
+//! module calls the shared steps, the shared modules call a backend only through [`Steps`], and
+//! no backend calls another. The Sandbox and the Job run a pod this provider specifies, so they
+//! share the pod steps (`readiness`, `acquire::plan_pod` and `wait_pod`,
+//! `resume::read_pod_workload` and `wait_pod_workload`, `destroy::pod_workload`); a claim's pod
 //! comes from its warm pool's template and has steps of its own.
 
 pub(crate) mod claim;
