@@ -45,6 +45,9 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, in the order a provider lists them.
+    pub const ALL: [Self; 3] = [Self::Sandbox, Self::Job, Self::Claim];
+
     /// The WIT case name, which configs and lease ids also use.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -52,6 +55,11 @@ impl Backend {
             Self::Job => "job",
             Self::Claim => "claim",
         }
+    }
+
+    /// The backend of a WIT case name; `None` for any other text.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.as_str() == name)
     }
 }
 
@@ -548,6 +556,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// One spelling per backend: its name, its JSON form and what parses back to it agree.
+    #[test]
+    fn a_backend_name_parses_back_and_is_its_json_form() {
+        for backend in Backend::ALL {
+            assert_eq!(Backend::parse(backend.as_str()), Some(backend));
+            assert_eq!(serde_json::to_value(backend).unwrap(), json!(backend.as_str()));
+        }
+        assert_eq!(Backend::parse("Sandbox"), None);
+        assert_eq!(Backend::parse(""), None);
+    }
 
     fn lease() -> Lease {
         Lease {

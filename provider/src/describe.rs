@@ -47,7 +47,7 @@ pub fn describe() -> ProviderInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         config_schema: config::SCHEMA.to_string(),
         reusable_leases: true,
-        backends: vec![Backend::Sandbox, Backend::Job, Backend::Claim],
+        backends: Backend::ALL.to_vec(),
         access: access(),
     }
 }

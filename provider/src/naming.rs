@@ -193,12 +193,7 @@ impl LeaseId {
             ["k8s", backend, namespace, name, flag] => (*backend, *namespace, *name, Some(*flag)),
             _ => return Err(bad()),
         };
-        let backend = match backend {
-            "sandbox" => Backend::Sandbox,
-            "job" => Backend::Job,
-            "claim" => Backend::Claim,
-            _ => return Err(bad()),
-        };
+        let backend = Backend::parse(backend).ok_or_else(bad)?;
         let workspace_pvc = match flag {
             None => false,
             Some("pvc") if backend == Backend::Sandbox => true,

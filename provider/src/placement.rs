@@ -122,12 +122,7 @@ pub fn placement(lease: &NeutralLease) -> Option<Placement> {
     let metadata: Value = serde_json::from_str(&lease.metadata).ok()?;
     let p = metadata.get(KEY)?;
     let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
-    let backend = match p.get("backend").and_then(Value::as_str)? {
-        "sandbox" => Backend::Sandbox,
-        "job" => Backend::Job,
-        "claim" => Backend::Claim,
-        _ => return None,
-    };
+    let backend = Backend::parse(p.get("backend").and_then(Value::as_str)?)?;
     let sandbox = match backend {
         Backend::Claim => LeaseMetadata::parse_lenient(&lease.metadata).sandbox,
         Backend::Sandbox | Backend::Job => None,

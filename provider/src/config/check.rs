@@ -92,12 +92,10 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
         }
         None => {}
     }
-    if let Some(b) = c.one_of(top, "", "backend", &["sandbox", "job", "claim"]) {
-        config.backend = match b.as_str() {
-            "job" => Backend::Job,
-            "claim" => Backend::Claim,
-            _ => Backend::Sandbox,
-        };
+    if let Some(backend) =
+        c.one_of(top, "", "backend", &Backend::ALL.map(Backend::as_str)).and_then(|b| Backend::parse(&b))
+    {
+        config.backend = backend;
     }
     if let Some(v) = c.one_of(top, "", "sandboxApiVersion", &["auto", "v1beta1", "v1alpha1"]) {
         config.sandbox_api_version = match v.as_str() {
