@@ -1,6 +1,6 @@
 //! The end-to-end scenarios, in one binary: a module per subject (lifecycle, reuse, claims,
 //! execute, failures, policy, ownership, pod security, bad input, the contract suite);
-//! `cargo test -p provider-e2e --test all reuse::` runs one of them.
+//! `cargo test -p tests --test all reuse::` runs one of them.
 
 mod bad_input;
 mod claim;

@@ -169,7 +169,7 @@ mod tests {
     }
 
     /// The published schema is the one the limits make; `UPDATE_SCHEMA=1 cargo test -p
-    /// kubernetes-provider schema` rewrites it after a limit or a description changed.
+    /// provider schema` rewrites it after a limit or a description changed.
     #[test]
     fn schema_json_is_what_the_limits_make() {
         let want = generated();
