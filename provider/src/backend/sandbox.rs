@@ -29,7 +29,7 @@ use crate::object;
 use crate::old_pod;
 use crate::probe::{Findings, Severity};
 use crate::readiness::{Start, Target};
-use crate::resume::{self, ResumeOutcome, ResumeWait};
+use crate::resume::{self, Found, ResumeOutcome, ResumeWait};
 use crate::rfc3339;
 use crate::sandbox_manifest::{self, SandboxParams};
 use crate::secret::LeaseEnv;
@@ -162,9 +162,8 @@ impl<K: Kube> Steps<K> for SandboxSteps {
                 Ok(found) => found,
                 Err(outcome) => return Ok(outcome),
             };
-        let what = found.what.clone();
+        let (what, workload) = (&found.what, &found.workload);
         let start = |target: &Target<'_>| -> Result<Result<Start, ResumeOutcome>, ProviderError> {
-            let workload = &found.workload;
             match sandbox_state(workload) {
                 SandboxState::Deleting => {
                     Ok(Err(ResumeOutcome::Expired(format!("{what} is being deleted; acquire a new sandbox."))))
@@ -175,25 +174,7 @@ impl<K: Kube> Steps<K> for SandboxSteps {
                     "{what} is suspended and the lease is not reusable: its processes and scratch files are gone. \
                      Acquire a new sandbox."
                 )))),
-                SandboxState::Suspended => {
-                    old_pod::wait_until_gone(kube, clock, log, target, wait.deadline, "retry resume-check")?;
-                    let patch = sandbox_manifest::resume_patch(version);
-                    let patched =
-                        match kube.patch(&resource, Some(&id.namespace), &id.name, PatchType::Merge, &patch, None) {
-                            Ok(p) => p,
-                            Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => {
-                                return Ok(Err(ResumeOutcome::Expired(format!(
-                                    "{what} was deleted while resuming it."
-                                ))));
-                            }
-                            Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
-                        };
-                    log.info("resuming a suspended Sandbox", &[("sandbox", &what)]);
-                    Ok(Ok(match object::resource_version(&patched) {
-                        Some(rv) => Start::After(rv.to_string()),
-                        None => Start::List(Some(workload.clone())),
-                    }))
-                }
+                SandboxState::Suspended => resume_suspended(kube, clock, log, target, version, &found, wait.deadline),
                 SandboxState::Ready | SandboxState::Starting(_) => Ok(Ok(Start::List(Some(workload.clone())))),
             }
         };
@@ -245,6 +226,35 @@ impl<K: Kube> Steps<K> for SandboxSteps {
     fn exec_env(&self, _what: &str, secret: &Value) -> Result<LeaseEnv, ProviderError> {
         Ok(execute::redact_only(secret))
     }
+}
+
+/// Resumes the suspended Sandbox of a reusable lease (resume-check) once its old pod is gone
+/// (`old_pod`): where the wait for its new pod starts, or `expired` when it was deleted meanwhile.
+fn resume_suspended<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    target: &Target<'_>,
+    version: SandboxVersion,
+    found: &Found,
+    deadline: Deadline,
+) -> Result<Result<Start, ResumeOutcome>, ProviderError> {
+    let what = &found.what;
+    old_pod::wait_until_gone(kube, clock, log, target, deadline, "retry resume-check")?;
+    let patch = sandbox_manifest::resume_patch(version);
+    let patched = match kube.patch(target.resource, Some(target.namespace), target.name, PatchType::Merge, &patch, None)
+    {
+        Ok(p) => p,
+        Err(KubeError::NotFound(_) | KubeError::NotOwned(_)) => {
+            return Ok(Err(ResumeOutcome::Expired(format!("{what} was deleted while resuming it."))));
+        }
+        Err(e) => return Err(ProviderError::from_kube(&e, &format!("resume {what}"))),
+    };
+    log.info("resuming a suspended Sandbox", &[("sandbox", what)]);
+    Ok(Ok(match object::resource_version(&patched) {
+        Some(rv) => Start::After(rv.to_string()),
+        None => Start::List(Some(found.workload.clone())),
+    }))
 }
 
 /// Resumes the adopted suspended Sandbox once its old pod is gone (`old_pod`; its Secret is
