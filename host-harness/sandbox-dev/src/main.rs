@@ -17,7 +17,7 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
 use sandbox_host::component_args::ComponentArgs;
-use sandbox_host::{HostCommand, exit_code, log_filter};
+use sandbox_host::{HostCommand, cli_io, exit_code, log_filter};
 
 /// The reference provider `make component` builds beside the Kubernetes one.
 const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_provider.wasm";
@@ -130,13 +130,17 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
+    if !matches!(&cli.command, Command::Host(command) if command.is_serve()) {
+        cli_io::end_quietly_on_closed_pipe();
+    }
     // The contract suite provokes failures by the hundred and reports each one in its table.
     let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { "warn" };
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
     log_filter::init(default_filter);
-    let runtime = tokio::runtime::Runtime::new()?;
-    let code = exit_code(runtime.block_on(run(cli)))?;
-    std::process::exit(code)
+    let result = tokio::runtime::Runtime::new()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| exit_code(runtime.block_on(run(cli))));
+    std::process::exit(cli_io::exit_code_of(result))
 }

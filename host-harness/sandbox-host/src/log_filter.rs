@@ -46,14 +46,16 @@ pub fn env_filter(rust_log: Option<&str>, default: &str) -> EnvFilter {
     rust_log.and_then(|directives| EnvFilter::try_new(directives).ok()).unwrap_or_else(|| EnvFilter::new(default))
 }
 
-/// Installs the process's logger: human-readable lines on stderr, filtered by `RUST_LOG` (or
-/// `default`) and capped by [`wire_cap`].
+/// Installs the process's logger: human-readable lines on stderr (coloured only on a terminal),
+/// filtered by `RUST_LOG` (or `default`) and capped by [`wire_cap`].
 pub fn init(default: &str) {
     let rust_log = std::env::var(EnvFilter::DEFAULT_ENV).ok();
     tracing_subscriber::registry()
         .with(env_filter(rust_log.as_deref(), default))
         .with(wire_cap())
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(crate::cli_io::colour_on_stderr()),
+        )
         .init();
 }
 

@@ -1,7 +1,7 @@
 //! `sandbox-host`: the provider host an operator or a plugin runs (see the library's docs).
 
 use clap::Parser;
-use sandbox_host::{Command, exit_code, log_filter};
+use sandbox_host::{Command, cli_io, exit_code, log_filter};
 
 #[derive(Parser)]
 #[command(name = "sandbox-host", version, about = "Runs sandbox-provider components against a Kubernetes cluster")]
@@ -10,11 +10,15 @@ struct Cli {
     command: Command,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
+    if !cli.command.is_serve() {
+        cli_io::end_quietly_on_closed_pipe();
+    }
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
     log_filter::init(cli.command.default_log_filter());
-    let runtime = tokio::runtime::Runtime::new()?;
-    let code = exit_code(runtime.block_on(cli.command.run()))?;
-    std::process::exit(code)
+    let result = tokio::runtime::Runtime::new()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| exit_code(runtime.block_on(cli.command.run())));
+    std::process::exit(cli_io::exit_code_of(result))
 }

@@ -6,6 +6,7 @@ mod no_test_bed;
 mod reference_provider_cli;
 mod secrets;
 mod serve;
+mod shell;
 
 /// The test bed's binary, `sandbox-dev`, built beside `sandbox-host` by `cargo test --workspace`
 /// (`make test`): a test that needs a cluster in another process (at its own log level) runs

@@ -1,0 +1,58 @@
+//! The binary in a shell, as kubectl behaves there: quiet when its reader goes away (`| head`),
+//! one line per failure whatever `RUST_BACKTRACE` says, no colour codes when stderr is not a
+//! terminal. These need no cluster.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
+
+/// The signal a write into a pipe nobody reads raises.
+const SIGPIPE: i32 = 13;
+
+/// `sandbox-host` with a compile cache of its own under the temp directory.
+fn host(tag: &str) -> Command {
+    let cache = std::env::temp_dir().join(format!("sandbox-host-shell-{tag}-{}", std::process::id()));
+    let mut command = Command::new(BIN);
+    command.env("XDG_CACHE_HOME", &cache).env_remove("NO_COLOR").env_remove("RUST_LOG");
+    command
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_the_command_quietly() {
+    let mut child =
+        host("pipe").arg("rbac").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run sandbox-host rbac");
+    // The reader goes away before the command writes, as `| head -0` would.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "ended by the closed pipe as kubectl is: {:?}", out.status);
+}
+
+#[test]
+fn a_failure_is_one_line_without_a_backtrace() {
+    let missing = std::env::temp_dir().join("sandbox-host-shell-no-such-policy.json");
+    let out = host("backtrace")
+        .args(["policy", "show", "--policy"])
+        .arg(&missing)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run sandbox-host policy show");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("backtrace") && !stderr.contains("Caused by"), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Error: ")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("no-such-policy.json"), "the one line says what failed: {stderr}");
+}
+
+#[test]
+fn log_lines_carry_no_colour_when_stderr_is_not_a_terminal() {
+    // With no ownership key the host warns; stderr here is a pipe.
+    let out = host("colour").arg("rbac").output().expect("run sandbox-host rbac");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("WARN") && stderr.contains("ownership key"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "colour codes on a pipe: {stderr:?}");
+}
