@@ -140,6 +140,10 @@ async fn concurrent_leases_live_their_whole_life_through_one_serve_process() {
     }
     let replies = served.replies(5).await;
     assert_eq!(replies["\"hello\""]["result"]["contract-version"], "0.4.0", "{replies:?}");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README");
+    let example = readme.lines().find(|l| l.starts_with(r#"<- {"id":"h","result":"#)).expect("README's hello example");
+    let shown = format!(r#""contract-version":{}"#, replies["\"hello\""]["result"]["contract-version"]);
+    assert!(example.contains(&shown), "the README's hello example says what hello answers ({shown}): {example}");
     assert_eq!(replies["\"hello\""]["result"]["exec-timeout-ms"], 600_000, "what a client waits for a command");
     let leases: Vec<Value> = (0..4).map(|n| replies[&n.to_string()]["result"].clone()).collect();
     for (n, lease) in leases.iter().enumerate() {
