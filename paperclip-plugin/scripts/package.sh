@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Assembles the installable plugin package: the built worker, its production dependencies, the
-# provider component and the `sandbox-host` binary of this machine's platform, in one directory
+# license, the provider component and the `sandbox-host` binary of this machine's platform, in one directory
 # that `paperclipai plugin install <dir> --local` takes as it is, or `npm pack` turns into a
 # publishable tarball. Run by `make paperclip-plugin`, which builds the Rust parts first.
 #
@@ -18,6 +18,7 @@ npm run --silent build
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/component" "$out/dist"
 cp package.json package-lock.json README.md "$out/"
+cp ../LICENSE "$out/"
 cp -r dist/src "$out/dist/src"
 cp "$binary" "$out/bin/sandbox-host"
 cp "$component" "$out/component/provider.wasm"

@@ -1,5 +1,6 @@
 //! The end-to-end scenarios, in one binary: a module per subject (lifecycle, reuse, claims,
-//! execute, failures, policy, ownership, pod security, bad input, the contract suite);
+//! execute, failures, policy, ownership, pod security, bad input, the contract suite, what the
+//! repository ships);
 //! `cargo test -p tests --test all reuse::` runs one of them.
 
 mod bad_input;
@@ -11,4 +12,5 @@ mod lifecycle;
 mod ownership;
 mod pod_security;
 mod policy;
+mod repository;
 mod reuse;
