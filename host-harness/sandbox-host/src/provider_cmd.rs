@@ -42,8 +42,9 @@ pub struct HostArgs {
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Run with no cluster at all, not even an inferred one: every `kube` call the provider
-    /// makes is `unavailable`. For calls that need none (`describe`, `validate-config`), so that
-    /// a host checking a config never uses ambient credentials.
+    /// makes is `unavailable`. For calls that need none (`describe`, `validate-config`, which
+    /// also run without a cluster when none is found), so that a host checking a config never
+    /// uses ambient credentials.
     #[arg(long, conflicts_with = "kubeconfig")]
     pub no_cluster: bool,
     /// The kubeconfig comes from someone trusted less than the operator (a Paperclip
@@ -91,10 +92,25 @@ pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Connects to the cluster, reads the operator's policy and loads the component. A component
-/// that declares no `kube` access (such as the reference provider) needs no cluster: when none
-/// is named and none can be inferred, it runs without one.
+/// Whether a command may run without a cluster when none is named and none can be found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offline {
+    /// Only if the component declares no `kube` access (such as the reference provider).
+    IfNoAccess,
+    /// Always: the command makes no cluster call (`describe`, `validate-config`), so a config
+    /// can be checked where no cluster is, as in a CI job that lints configs.
+    Allowed,
+}
+
+/// Connects to the cluster, reads the operator's policy and loads the component; a component
+/// that declares no `kube` access needs no cluster (see [`session_with`]).
 pub async fn session(target: &HostArgs) -> anyhow::Result<ProviderHost> {
+    session_with(target, Offline::IfNoAccess).await
+}
+
+/// [`session`], running without a cluster as `offline` allows when none is named and none can
+/// be inferred.
+pub async fn session_with(target: &HostArgs, offline: Offline) -> anyhow::Result<ProviderHost> {
     let source = target.component.source()?;
     let options = HostOptions {
         policy: target.policy.policy()?,
@@ -128,7 +144,7 @@ pub async fn session(target: &HostArgs) -> anyhow::Result<ProviderHost> {
             Ok(config) => config,
             Err(no_cluster) => {
                 let host = ProviderHost::load_without_cluster(source, options).await?;
-                if host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
+                if offline == Offline::Allowed || host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
                     return Ok(host);
                 }
                 return Err(anyhow::Error::new(no_cluster));
@@ -196,7 +212,7 @@ pub fn print_lease(lease: &Lease) {
 
 /// `describe`
 pub async fn describe(target: Target) -> anyhow::Result<i32> {
-    let host = session(&target.host).await?;
+    let host = session_with(&target.host, Offline::Allowed).await?;
     let info = match host.describe().await {
         Ok(i) => i,
         Err(e) => return Ok(report_error(&e)),
@@ -214,7 +230,7 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
 /// `validate-config`
 pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_json(config, "config")?;
-    let host = session(&target.host).await?;
+    let host = session_with(&target.host, Offline::Allowed).await?;
     let v = match host.validate_config(&config).await {
         Ok(v) => v,
         Err(e) => return Ok(report_error(&e)),

@@ -406,3 +406,43 @@ async fn contract_on_a_kubeconfig_names_the_pool_it_leaves_and_cleans_it_up() {
     assert!(left.is_none(), "the pool is gone: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `describe` and `validate-config` make no cluster call, so where no cluster is found (no
+/// kubeconfig, no in-cluster ServiceAccount) they run without one, as a CI job linting configs
+/// needs; a command that needs the cluster still says there is none.
+#[test]
+fn describe_and_validate_config_need_no_cluster() {
+    let dir = temp_dir("offline");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let config = dir.join("config.json");
+    std::fs::write(&config, json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}).to_string())
+        .expect("config");
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .env("HOME", &home)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT")
+            .output()
+            .expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let config_arg = config.to_string_lossy().to_string();
+    let (code, stdout, stderr) = run(&["validate-config", "--config", &config_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("config is valid"), "{stdout}");
+    let (code, stdout, stderr) = run(&["describe"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("backends:"), "{stdout}");
+    let (code, _, stderr) = run(&["probe", "--config", &config_arg]);
+    assert_ne!(code, Some(0), "probe needs the cluster: {stderr}");
+    assert!(stderr.contains("kubeconfig"), "and says how to name one: {stderr}");
+}
