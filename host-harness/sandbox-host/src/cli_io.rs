@@ -29,13 +29,48 @@ pub fn colour_on_stderr() -> bool {
 }
 
 /// The process's exit code for a command's result: its own code, or 1 after printing the
-/// failure on stderr as one line, `Error: what failed: why`.
+/// failure on stderr as one line, `Error: what failed: why` (see [`one_line`]).
 pub fn exit_code_of(result: anyhow::Result<i32>) -> i32 {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("Error: {error:#}");
+            eprintln!("Error: {}", one_line(&error));
             1
         }
+    }
+}
+
+/// An error and its causes on one line, outermost first, leaving out a cause whose text the
+/// line already holds (many errors repeat their source's message in their own).
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_the_line_already_says_is_left_out() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let error = anyhow::Error::new(io)
+            .context("failed to read kubeconfig: No such file or directory")
+            .context("no cluster: pass --kubeconfig");
+        assert_eq!(
+            one_line(&error),
+            "no cluster: pass --kubeconfig: failed to read kubeconfig: No such file or directory"
+        );
+        assert_eq!(one_line(&anyhow::anyhow!("alone")), "alone");
     }
 }
