@@ -14,7 +14,7 @@ use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, warm_pool};
 use provider_host::runner::{HostOptions, ProviderHost};
 
 use crate::component_args::ComponentArgs;
-use crate::provider_cmd::read_json;
+use crate::provider_cmd::read_document;
 
 /// Options of `contract`.
 #[derive(Args)]
@@ -60,7 +60,7 @@ impl ContractArgs {
         if self.configs.is_empty() {
             return Ok(contract_suite::default_configs(&self.driver().await?, &self.namespace));
         }
-        self.configs.iter().map(|p| read_json(p, "config")).collect()
+        self.configs.iter().map(|p| read_document(p, "config")).collect()
     }
 
     /// What the suite runs with `configs`.

@@ -67,6 +67,7 @@ pub enum HostCommand {
     ValidateConfig {
         #[command(flatten)]
         target: provider_cmd::Target,
+        /// Provider config (JSON or YAML; `-` reads standard input).
         #[arg(long)]
         config: std::path::PathBuf,
     },
@@ -74,6 +75,7 @@ pub enum HostCommand {
     Probe {
         #[command(flatten)]
         target: provider_cmd::Target,
+        /// Provider config (JSON or YAML; `-` reads standard input).
         #[arg(long)]
         config: std::path::PathBuf,
     },

@@ -16,7 +16,7 @@ use provider_host::runner::{HostOptions, ProviderHost};
 use provider_host::{network_policy, owner_signature, rbac};
 
 use crate::component_args::ComponentArgs;
-use crate::provider_cmd::read_json;
+use crate::provider_cmd::read_document;
 
 /// The namespace a policy allows when the operator names none.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -58,7 +58,7 @@ impl PolicyArgs {
     /// The operator's policy these options describe.
     pub fn policy(&self) -> anyhow::Result<Policy> {
         let mut policy = match &self.policy {
-            Some(path) => serde_json::from_str::<Policy>(&read_json(path, "policy")?)
+            Some(path) => serde_json::from_str::<Policy>(&read_document(path, "policy")?)
                 .context("the policy file does not match the policy schema")?,
             None => Policy::kubernetes_default([DEFAULT_NAMESPACE]),
         };

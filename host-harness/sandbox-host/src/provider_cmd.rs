@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use provider_host::Limits;
 use provider_host::error::HostError;
@@ -69,7 +69,7 @@ impl HostArgs {
     /// The limits file's settings, or the defaults.
     fn limits(&self) -> anyhow::Result<Limits> {
         let Some(path) = &self.limits else { return Ok(Limits::default()) };
-        serde_json::from_str(&read_json(path, "limits")?)
+        serde_json::from_str(&read_document(path, "limits")?)
             .with_context(|| format!("the limits file {} does not match the limits schema", path.display()))
     }
 }
@@ -84,13 +84,39 @@ pub struct Target {
     pub json: bool,
 }
 
-/// Reads a JSON file as text, checking that it parses.
-pub fn read_json(path: &Path, what: &str) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("read the {what} file {}", path.display()))?;
-    serde_json::from_str::<serde_json::Value>(&text)
-        .with_context(|| format!("the {what} file {} is not JSON", path.display()))?;
-    Ok(text)
+/// Reads a document the command line names (a config, a lease, a policy, limits) as JSON text:
+/// the file in JSON, or in YAML (a mapping, as kubectl takes either), or with `-` standard
+/// input. JSON is passed on as written; YAML as the JSON it stands for.
+pub fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
+    let (text, shown) = if path == Path::new("-") {
+        if STDIN_READ.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            bail!("the {what} cannot come from standard input too: only one file can be `-`");
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .with_context(|| format!("read the {what} from standard input"))?;
+        (text, "from standard input".to_string())
+    } else {
+        let text = std::fs::read_to_string(path).with_context(|| format!("read the {what} file {}", path.display()))?;
+        (text, format!("file {}", path.display()))
+    };
+    let json_error = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(_) => return Ok(text),
+        Err(e) => e,
+    };
+    match serde_yaml_ng::from_str::<serde_json::Value>(&text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value.to_string()),
+        // Text that starts like JSON is meant as JSON: its error says more than YAML's.
+        _ if text.trim_start().starts_with(['{', '[']) => {
+            Err(anyhow::Error::new(json_error).context(format!("the {what} {shown} is not JSON")))
+        }
+        Ok(_) => bail!("the {what} {shown} is neither a JSON object nor a YAML mapping"),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("the {what} {shown} is neither JSON nor YAML"))),
+    }
 }
+
+/// Whether standard input was read already (by a `-` argument).
+static STDIN_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether a command may run without a cluster when none is named and none can be found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,7 +255,7 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
 
 /// `validate-config`
 pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
-    let config = read_json(config, "config")?;
+    let config = read_document(config, "config")?;
     let host = session_with(&target.host, Offline::Allowed).await?;
     let v = match host.validate_config(&config).await {
         Ok(v) => v,
@@ -251,7 +277,7 @@ pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i3
 
 /// `probe`
 pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
-    let config = read_json(config, "config")?;
+    let config = read_document(config, "config")?;
     let host = session(&target.host).await?;
     let p = match host.probe(&config).await {
         Ok(p) => p,
@@ -271,7 +297,7 @@ pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
 /// Options of `acquire`.
 #[derive(Args)]
 pub struct AcquireArgs {
-    /// Provider config (JSON).
+    /// Provider config (JSON or YAML; `-` reads standard input).
     #[arg(long)]
     pub config: PathBuf,
     #[arg(long)]
@@ -308,7 +334,7 @@ fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
 
 /// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
-    let config = read_json(&args.config, "config")?;
+    let config = read_document(&args.config, "config")?;
     let env = args.env.parse()?;
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
     let host = session(&target.host).await?;
@@ -339,18 +365,19 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
 
 /// Reads a stored lease and the config it was made with.
 pub fn lease_ref(lease: &Path, config: &Path) -> anyhow::Result<LeaseRef> {
-    let lease: Lease = serde_json::from_str(&read_json(lease, "lease")?)
+    let lease: Lease = serde_json::from_str(&read_document(lease, "lease")?)
         .context("the lease file is not a lease (as printed by `acquire --json`)")?;
-    Ok(LeaseRef { lease, config: read_json(config, "config")? })
+    Ok(LeaseRef { lease, config: read_document(config, "config")? })
 }
 
 /// Options of the commands that take a stored lease.
 #[derive(Args)]
 pub struct LeaseArgs {
-    /// The lease (JSON, as written by `acquire --out` or printed by `acquire --json`).
+    /// The lease (JSON, as written by `acquire --out` or printed by `acquire --json`; `-` reads
+    /// standard input).
     #[arg(long)]
     pub lease: PathBuf,
-    /// The provider config the lease was made with.
+    /// The provider config the lease was made with (JSON or YAML; `-` reads standard input).
     #[arg(long)]
     pub config: PathBuf,
 }

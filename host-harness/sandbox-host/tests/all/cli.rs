@@ -446,3 +446,56 @@ fn describe_and_validate_config_need_no_cluster() {
     assert_ne!(code, Some(0), "probe needs the cluster: {stderr}");
     assert!(stderr.contains("kubeconfig"), "and says how to name one: {stderr}");
 }
+
+/// A config may be YAML, as kubectl takes either, or come on standard input (`--config -`);
+/// text that is neither says so, and standard input serves one file only.
+#[test]
+fn a_config_may_be_yaml_or_standard_input() {
+    let dir = temp_dir("documents");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let validate = |config: &str, stdin: &str, extra: &[&str]| {
+        let mut child = Command::new(BIN)
+            .args(["validate-config", "--json", "--config", config])
+            .args(extra)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .env("HOME", &home)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), stdin.as_bytes()).expect("write stdin");
+        let out = child.wait_with_output().expect("wait");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let yaml = "namespace: default\nbackend: job\nimage: busybox:1.36\n";
+    let file = dir.join("config.yaml");
+    std::fs::write(&file, yaml).expect("config");
+    let file_arg = file.to_string_lossy().to_string();
+    for (config, stdin) in
+        [(file_arg.as_str(), ""), ("-", yaml), ("-", r#"{"namespace":"default","image":"busybox:1.36"}"#)]
+    {
+        let (code, stdout, stderr) = validate(config, stdin, &[]);
+        assert_eq!(code, Some(0), "{config}: {stderr}");
+        let validation: serde_json::Value = serde_json::from_str(&stdout).expect("validate-config --json");
+        assert_eq!(validation["ok"], true, "{config}: {stdout}");
+    }
+
+    let (code, _, stderr) = validate("-", "just some words", &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("from standard input is neither a JSON object nor a YAML mapping"), "{stderr}");
+    let (code, _, stderr) = validate("-", "{\"namespace\": ", &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("is not JSON"), "text that starts like JSON gets JSON's error: {stderr}");
+    let (code, _, stderr) = validate("-", yaml, &["--limits", "-"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("only one file can be `-`"), "{stderr}");
+}
