@@ -188,7 +188,7 @@ pub(crate) fn pod_env(basics: &Basics, request: &AcquireRequest) -> Result<secre
 pub(crate) fn reusable(log: &dyn Log, request: &AcquireRequest, name: &str, workspace: bool) -> bool {
     let reusable = request.reusable && workspace;
     if request.reusable && !reusable {
-        log.info(
+        log.warn(
             "reusable lease not possible: it needs backend sandbox with sandbox.workspaceVolume; the lease is ephemeral",
             &[("name", name)],
         );
@@ -238,7 +238,14 @@ pub(crate) fn plan<K: Kube>(
     log: &dyn Log,
     request: &AcquireRequest,
 ) -> Result<Plan, ProviderError> {
-    let config = config::parse(&request.config)?;
+    let (config, warnings) = config::parse_with_warnings(&request.config)?;
+    // What validate-config would warn of: a misspelt key is otherwise silently a default.
+    for warning in &warnings {
+        log.warn(
+            "the config has a problem acquire goes on without",
+            &[("path", &warning.path), ("problem", &warning.message)],
+        );
+    }
     if let Some(problem) = host_fit::problems(&config.namespace, config.readiness_timeout_seconds, kube, clock).pop() {
         return Err(ProviderError::invalid_config(problem.path, problem.message));
     }

@@ -303,7 +303,7 @@ fn reusable_leases_need_a_workspace_volume() {
     req.reusable = true;
     let lease = env.provider().acquire(req.clone()).unwrap();
     assert!(!lease.reusable);
-    assert!(env.log_text().contains("reusable lease not possible"));
+    assert!(env.log_text().contains("Warn reusable lease not possible"), "a warning: {}", env.log_text());
 
     let with_volume = config_with("sandbox", json!({"sandbox": {"workspaceVolume": {"size": "5Gi"}}}));
     let lease = env
@@ -405,4 +405,17 @@ fn a_create_answered_503_is_asked_again_within_the_deadline() {
     let lease = env.provider().acquire(request(&config("sandbox"), "retried-create")).expect("retried, then ready");
     assert_eq!((env.kube.count(Verb::Create, "sandboxes"), env.kube.count(Verb::Create, "secrets")), (2, 2));
     assert!(lease.pod_ip.is_some());
+}
+
+/// A key validate-config warns of (a misspelt one is otherwise silently a default) is a
+/// warning at acquire too, which goes on with the config's valid keys.
+#[test]
+fn acquire_warns_of_what_validate_config_warns_of() {
+    let env = Env::new();
+    let typo = json!({"namespace": NS, "image": "ghcr.io/acme/agent:1", "backend": "job", "leaseTtlSecond": 60});
+    let typo = typo.to_string();
+    let lease = env.provider().acquire(request(&typo, "acq-typo")).unwrap();
+    assert_eq!(lease.expires_at, Some(NOW + 3_600_000), "the default TTL: the misspelt key is not read");
+    let log = env.log_text();
+    assert!(log.contains("Warn the config has a problem") && log.contains("path=/leaseTtlSecond"), "{log}");
 }

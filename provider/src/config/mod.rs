@@ -313,8 +313,14 @@ fn normalized(config: &Config) -> Option<String> {
 
 /// Parses a config for a lifecycle call; the first problem is the error.
 pub fn parse(text: &str) -> Result<Config, ProviderError> {
+    parse_with_warnings(text).map(|(config, _)| config)
+}
+
+/// [`parse`], with the warnings `validate` gives (unknown keys, keys the backend ignores), for
+/// a call that goes on but should say what it ignored.
+pub fn parse_with_warnings(text: &str) -> Result<(Config, Vec<ConfigProblem>), ProviderError> {
     match check::check(text) {
-        (Some(config), _) => Ok(config),
+        (Some(config), checker) => Ok((config, checker.into_problems().1)),
         (None, checker) => Err(match checker.into_problems().0.into_iter().next() {
             Some(p) => ProviderError::invalid_config(
                 p.path,

@@ -499,3 +499,22 @@ fn a_config_may_be_yaml_or_standard_input() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("only one file can be `-`"), "{stderr}");
 }
+
+/// What acquire goes on without is said on stderr at the default log level: a reusable lease
+/// it cannot give, and a key validate-config warns of (a misspelt one is otherwise silently
+/// its default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_warns_of_what_it_goes_on_without() {
+    let cli = ProviderCli::start("warnings").await;
+    let typo = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36", "leaseTtlSecond": 60});
+    std::fs::write(&cli.config, typo.to_string()).expect("config");
+    let out = cli
+        .run(&["acquire", "--acquisition-id", "cli-w", "--run-id", "run-1", "--reusable"])
+        .env_remove("RUST_LOG")
+        .output_blocking()
+        .expect("acquire");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("reusable lease not possible"), "{stderr}");
+    assert!(stderr.contains("/leaseTtlSecond") && stderr.contains("unknown key"), "{stderr}");
+}

@@ -57,13 +57,13 @@ pub(crate) fn plan<K: Kube>(
     let name = &basics.name;
     let source = manifest::source(version, &config.claim)?;
     if version == ClaimVersion::V1beta1 && config.claim.template.is_some() {
-        log.info(
+        log.warn(
             "claim.template is not used: a SandboxClaim v1beta1 takes the template of its warm pool",
             &[("name", name)],
         );
     }
     if request.reusable {
-        log.info(
+        log.warn(
             "reusable lease not possible: a claimed Sandbox is not kept after release; the lease is ephemeral",
             &[("name", name)],
         );
