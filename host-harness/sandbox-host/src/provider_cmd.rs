@@ -332,6 +332,22 @@ fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
     )
 }
 
+/// Says on stderr when the lease ends earlier than `--expires-in` asked (by more than the
+/// rounding to a whole second): the provider caps a lease at the config's `leaseTtlSeconds`
+/// from now, and a person who asked for more should not find out when the sandbox is gone.
+fn note_capped(requested: Option<i64>, lease: &Lease) {
+    if let (Some(requested), Some(granted)) = (requested, lease.expires_at)
+        && granted < requested - 1000
+    {
+        eprintln!(
+            "note: the lease expires at {}, earlier than --expires-in asked ({}): a lease lasts at most the config's \
+             leaseTtlSeconds from now. Renew it before then, or raise leaseTtlSeconds.",
+            millis_to_rfc3339(granted),
+            millis_to_rfc3339(requested)
+        );
+    }
+}
+
 /// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_document(&args.config, "config")?;
@@ -351,6 +367,7 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
         Ok(l) => l,
         Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };
+    note_capped(requested_expires_at, &lease);
     if let Some(out) = &args.out {
         std::fs::write(out, serde_json::to_string_pretty(&lease)?)
             .with_context(|| format!("write {}", out.display()))?;
@@ -424,6 +441,9 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
+    if let ResumeOutcome::Resumable(lease) = &outcome {
+        note_capped(Some(at), lease);
+    }
     print_outcome(&outcome, target.json)
 }
 

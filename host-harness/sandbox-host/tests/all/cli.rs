@@ -518,3 +518,39 @@ async fn acquire_warns_of_what_it_goes_on_without() {
     assert!(stderr.contains("reusable lease not possible"), "{stderr}");
     assert!(stderr.contains("/leaseTtlSecond") && stderr.contains("unknown key"), "{stderr}");
 }
+
+/// `--expires-in` beyond the config's lease TTL is capped, and acquire and renew say so; a
+/// shorter one is granted as asked, without a note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_capped_by_the_lease_ttl_is_noted() {
+    let cli = ProviderCli::start("capped").await;
+    let lease = cli.dir.join("lease.json");
+    let lease_arg = lease.to_string_lossy().to_string();
+    let acquire = |id: &str, expires_in: &str| {
+        cli.run(&[
+            "acquire",
+            "--acquisition-id",
+            id,
+            "--run-id",
+            "run-1",
+            "--expires-in",
+            expires_in,
+            "--out",
+            &lease_arg,
+        ])
+        .output_blocking()
+        .expect("acquire")
+    };
+    let out = acquire("cli-c", "7200");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("note: the lease expires at") && stderr.contains("leaseTtlSeconds"), "{stderr}");
+    let out = cli.run(&["renew", "--lease", &lease_arg, "--expires-in", "7200"]).output_blocking().expect("renew");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("note: the lease expires at"), "renew notes it too: {stderr}");
+    let out = acquire("cli-d", "600");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("note:"), "granted as asked: {stderr}");
+}
