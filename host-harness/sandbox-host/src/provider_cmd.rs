@@ -59,18 +59,31 @@ pub struct HostArgs {
     pub given_kubeconfig: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Per-call limits (JSON, see `provider_host::limits::Limits`: memory-bytes,
-    /// call-timeout-ms, max-concurrent-calls, ...); unset fields keep their defaults.
+    /// Per-call limits: a JSON or YAML object with any of memory-bytes, call-timeout-ms,
+    /// kube-request-timeout-ms, max-open-watches, max-concurrent-calls, max-input-bytes,
+    /// max-body-bytes, exec-timeout-ms, max-executes-per-lease, max-exec-output-bytes and pooling
+    /// (the README's host limits say what each bounds); unset keys keep their defaults.
     #[arg(long, value_name = "FILE")]
     pub limits: Option<PathBuf>,
+    /// The deadline of one provider call, in milliseconds, over the limits file's
+    /// call-timeout-ms: a config's readinessTimeoutSeconds must fit inside it, with room to
+    /// clean up after a failure.
+    #[arg(long, value_name = "MS")]
+    pub call_timeout_ms: Option<u64>,
 }
 
 impl HostArgs {
     /// The limits file's settings, or the defaults.
     fn limits(&self) -> anyhow::Result<Limits> {
-        let Some(path) = &self.limits else { return Ok(Limits::default()) };
-        serde_json::from_str(&read_document(path, "limits")?)
-            .with_context(|| format!("the limits file {} does not match the limits schema", path.display()))
+        let mut limits = match &self.limits {
+            None => Limits::default(),
+            Some(path) => serde_json::from_str(&read_document(path, "limits")?)
+                .with_context(|| format!("the limits file {} does not match the limits schema", path.display()))?,
+        };
+        if let Some(ms) = self.call_timeout_ms {
+            limits.call_timeout_ms = ms;
+        }
+        Ok(limits)
     }
 }
 

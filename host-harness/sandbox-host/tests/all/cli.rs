@@ -554,3 +554,44 @@ async fn an_expiry_capped_by_the_lease_ttl_is_noted() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("note:"), "granted as asked: {stderr}");
 }
+
+/// Every host limit is named where an operator looks for it: `--help` and the README.
+#[test]
+fn every_host_limit_is_named_in_the_help_and_the_readme() {
+    let help = Command::new(BIN).args(["acquire", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README");
+    let limits = serde_json::to_value(provider_host::limits::Limits::default()).expect("limits");
+    for key in limits.as_object().expect("an object").keys() {
+        assert!(help.contains(key.as_str()), "--help names {key}: {help}");
+        assert!(readme.contains(&format!("`{key}`")), "the README names {key}");
+    }
+    assert!(help.contains("--call-timeout-ms"), "{help}");
+}
+
+/// A readinessTimeoutSeconds the call deadline cannot hold names the flag that raises it, and
+/// the flag does.
+#[test]
+fn the_call_deadline_a_config_needs_is_one_flag_away() {
+    let dir = temp_dir("call-timeout");
+    let config = dir.join("config.json");
+    let wants =
+        json!({"namespace": "default", "backend": "job", "image": "busybox:1.36", "readinessTimeoutSeconds": 25});
+    std::fs::write(&config, wants.to_string()).expect("config");
+    let validate = |extra: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["validate-config", "--no-cluster", "--config"])
+            .arg(&config)
+            .args(extra)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .output()
+            .expect("run");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, stdout) = validate(&[]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("/readinessTimeoutSeconds") && stdout.contains("call-timeout-ms"), "{stdout}");
+    let (code, stdout) = validate(&["--call-timeout-ms", "60000"]);
+    assert_eq!(code, Some(0), "{stdout}");
+}
