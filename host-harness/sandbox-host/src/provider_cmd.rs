@@ -313,10 +313,15 @@ pub struct AcquireArgs {
     /// Provider config (JSON or YAML; `-` reads standard input).
     #[arg(long)]
     pub config: PathBuf,
+    /// The idempotency key: acquire again with the same id and you get the same sandbox. It
+    /// names the workload (the config's namePrefix and the id: a DNS label). Generated and
+    /// printed when omitted.
     #[arg(long)]
-    pub acquisition_id: String,
+    pub acquisition_id: Option<String>,
+    /// The run the sandbox is for, recorded on its objects. Generated when omitted.
     #[arg(long)]
-    pub run_id: String,
+    pub run_id: Option<String>,
+    /// The agent the sandbox is for, recorded on its objects.
     #[arg(long)]
     pub agent_id: Option<String>,
     /// Bound the sandbox's life to this many seconds from now.
@@ -361,16 +366,31 @@ fn note_capped(requested: Option<i64>, lease: &Lease) {
     }
 }
 
+/// An id for an acquire run by hand that names none: the clock's nanoseconds mixed with the
+/// process id, so two at once on one machine differ; lowercase hex, so it stays a DNS label.
+fn generated_id(prefix: &str) -> String {
+    let nanos = jiff::Timestamp::now().as_nanosecond().unsigned_abs();
+    let mixed = nanos ^ (u128::from(std::process::id()) << 40);
+    format!("{prefix}{:08x}", (mixed ^ (mixed >> 32)) as u32)
+}
+
 /// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_document(&args.config, "config")?;
     let env = args.env.parse()?;
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
     let host = session(&target.host).await?;
+    let acquisition_id = args.acquisition_id.unwrap_or_else(|| {
+        let id = generated_id("cli-");
+        eprintln!(
+            "note: no --acquisition-id given; using {id} (acquire again with --acquisition-id {id} to get this sandbox)"
+        );
+        id
+    });
     let request = AcquireRequest {
         config,
-        run_id: args.run_id,
-        acquisition_id: args.acquisition_id,
+        run_id: args.run_id.unwrap_or_else(|| generated_id("cli-run-")),
+        acquisition_id,
         agent_id: args.agent_id,
         requested_expires_at,
         env: env.vars.clone(),

@@ -595,3 +595,18 @@ fn the_call_deadline_a_config_needs_is_one_flag_away() {
     let (code, stdout) = validate(&["--call-timeout-ms", "60000"]);
     assert_eq!(code, Some(0), "{stdout}");
 }
+
+/// An acquire run by hand may leave out its ids: the acquisition id is generated and printed
+/// with the way to get the same sandbox again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_without_ids_generates_and_prints_them() {
+    let cli = ProviderCli::start("ids").await;
+    let out = cli.run(&["acquire", "--json"]).output_blocking().expect("acquire");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let note = stderr.lines().find(|l| l.starts_with("note: no --acquisition-id given")).expect("a note");
+    let id = note.split_whitespace().find(|w| w.starts_with("cli-")).expect("the id").to_string();
+    let lease: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the lease");
+    assert_eq!(lease["provider-lease-id"], format!("k8s:job:default:pc-{id}"), "{note}");
+    assert!(note.contains(&format!("--acquisition-id {id}")), "{note}");
+}
