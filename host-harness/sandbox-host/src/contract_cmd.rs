@@ -179,7 +179,7 @@ pub async fn suite_pool_left(cluster: &Cluster<'_>, args: &ContractArgs) -> anyh
     } else {
         eprintln!(
             "left in place for the next run: {shown} ({} member Sandboxes); remove them with --clean-up, or \
-             `sandbox-host pool --kubeconfig KUBECONFIG --namespace {} --name {pool} delete --template {}`",
+             `sandbox-host pool delete {pool} --kubeconfig KUBECONFIG -n {} --template {}`",
             status.members, args.namespace, status.template
         );
     }

@@ -610,3 +610,48 @@ async fn an_acquire_without_ids_generates_and_prints_them() {
     assert_eq!(lease["provider-lease-id"], format!("k8s:job:default:pc-{id}"), "{note}");
     assert!(note.contains(&format!("--acquisition-id {id}")), "{note}");
 }
+
+/// `pool` reads like kubectl: the name after the verb, `-n` and `--kubeconfig` anywhere; the
+/// older `pool --name NAME VERB`, and `--name` after the verb, still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_commands_take_the_name_after_the_verb() {
+    let cli = ProviderCli::start("pool").await;
+    let kubeconfig = cli.kubeconfig.to_string_lossy().to_string();
+    let pool = |args: &[&str]| {
+        let out = Command::new(BIN).arg("pool").args(args).output_blocking().expect("pool");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = pool(&[
+        "create",
+        "py-a",
+        "--replicas",
+        "1",
+        "--wait-seconds",
+        "60",
+        "-n",
+        "default",
+        "--kubeconfig",
+        &kubeconfig,
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("SandboxWarmPool default/py-a applied") && stdout.contains("1/1 Ready"), "{stdout}");
+    let (code, stdout, stderr) = pool(&["--kubeconfig", &kubeconfig, "--name", "py-a", "status"]);
+    assert_eq!(code, Some(0), "the older form: {stderr}");
+    assert!(stdout.contains("pool py-a: 1/1 Ready"), "{stdout}");
+    let (code, stdout, stderr) =
+        pool(&["create", "--name", "py-b", "--replicas", "1", "--wait-seconds", "0", "--kubeconfig", &kubeconfig]);
+    assert_eq!(code, Some(0), "--name after the verb: {stderr}");
+    assert!(stdout.contains("SandboxWarmPool default/py-b applied"), "{stdout}");
+    let (code, _, stderr) = pool(&["status", "--kubeconfig", &kubeconfig]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("name the pool: sandbox-host pool status NAME"), "{stderr}");
+    for name in ["py-a", "py-b"] {
+        let (code, stdout, stderr) = pool(&["delete", name, "--template", name, "--kubeconfig", &kubeconfig]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains(&format!("SandboxWarmPool default/{name} deleted")), "{stdout}");
+    }
+}
