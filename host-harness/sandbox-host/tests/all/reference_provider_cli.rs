@@ -154,7 +154,10 @@ fn limits_come_from_the_limits_file() {
 #[test]
 fn a_provider_that_needs_a_cluster_still_asks_for_one() {
     let scratch = Scratch::new("needs-cluster");
-    let out = scratch.run(&built("provider.wasm"), &["describe"]);
+    // Not `describe` or `validate-config`: they make no cluster call and run without one.
+    let config =
+        scratch.write("config.json", &json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}));
+    let out = scratch.run(&built("provider.wasm"), &["probe", "--config", &config]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no cluster: pass --kubeconfig, set KUBECONFIG"), "{}", text(&out));
 }
