@@ -219,7 +219,7 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
         FaultCommand::List => call(&args.target, http::Method::GET, "faults", None).await?,
         FaultCommand::Clear => call(&args.target, http::Method::DELETE, "faults", None).await?,
     };
-    println!("{}", serde_json::to_string_pretty(&answer)?);
+    sandbox_host::outln!("{}", serde_json::to_string_pretty(&answer)?);
     Ok(())
 }
 
@@ -227,17 +227,23 @@ pub async fn fault(args: FaultArgs) -> anyhow::Result<()> {
 pub async fn requests(args: RequestsArgs) -> anyhow::Result<()> {
     let answer = call(&args.target, http::Method::GET, &format!("requests?since={}", args.since), None).await?;
     if args.counts {
-        println!("{}", serde_json::to_string_pretty(&answer["counts"])?);
+        sandbox_host::outln!("{}", serde_json::to_string_pretty(&answer["counts"])?);
         return Ok(());
     }
     let entries: Vec<Entry> =
         serde_json::from_value(answer["entries"].clone()).context("read the request log's entries")?;
-    println!(
+    sandbox_host::outln!(
         "{:>6}  {:<5} {:<10} {:<44} {:<16} {:<24} {:>8}  user",
-        "seq", "code", "verb", "what", "namespace", "name", "µs"
+        "seq",
+        "code",
+        "verb",
+        "what",
+        "namespace",
+        "name",
+        "µs"
     );
     for e in entries {
-        println!(
+        sandbox_host::outln!(
             "{:>6}  {:<5} {:<10} {:<44} {:<16} {:<24} {:>8}  {}",
             e.seq,
             e.code,
@@ -272,6 +278,6 @@ fn what(e: &Entry) -> String {
 pub async fn advance(args: AdvanceArgs) -> anyhow::Result<()> {
     let answer =
         call(&args.target, http::Method::POST, "clock/advance", Some(json!({"seconds": args.seconds}))).await?;
-    println!("cluster time is now {}", answer["now"].as_str().unwrap_or_default());
+    sandbox_host::outln!("cluster time is now {}", answer["now"].as_str().unwrap_or_default());
     Ok(())
 }

@@ -70,7 +70,7 @@ impl Demo<'_> {
             }
             Err(e) => (false, format!("error: {e}"), None),
         };
-        println!(
+        sandbox_host::outln!(
             "  {:<10} {:<22} {:>9.1} ms {:>6}  {}{}",
             backend,
             step,
@@ -119,8 +119,10 @@ pub async fn run(
         (None, None) => bail!("no cluster"),
     };
     match &cluster {
-        Some(c) => println!("embedded cluster at {} (sandbox versions: {versions:?})", c.url()),
-        None => println!("cluster from kubeconfig: Kubernetes {}", admin.apiserver_version().await?.git_version),
+        Some(c) => sandbox_host::outln!("embedded cluster at {} (sandbox versions: {versions:?})", c.url()),
+        None => {
+            sandbox_host::outln!("cluster from kubeconfig: Kubernetes {}", admin.apiserver_version().await?.git_version)
+        }
     }
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     if namespaces.get_opt(NAMESPACE).await?.is_none() {
@@ -139,8 +141,12 @@ pub async fn run(
     };
     let loaded = Instant::now();
     let host = ProviderHost::load(source, client, options).await?;
-    println!("provider loaded in {:.1} ms ({:?})", loaded.elapsed().as_secs_f64() * 1000.0, host.cache_outcome());
-    println!("\n  {:<10} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
+    sandbox_host::outln!(
+        "provider loaded in {:.1} ms ({:?})",
+        loaded.elapsed().as_secs_f64() * 1000.0,
+        host.cache_outcome()
+    );
+    sandbox_host::outln!("\n  {:<10} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
     let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
     for backend in ["sandbox", "job"] {
         lifecycle(&mut demo, backend, json!({"backend": backend, "image": "busybox:1.36"})).await;
@@ -152,7 +158,7 @@ pub async fn run(
     }
     let acquire = |label: &str| demo.rows.iter().find(|r| r.backend == label && r.step == "acquire" && r.ok);
     if let (Some(cold), Some(warm)) = (acquire("claim/cold"), acquire("claim/warm")) {
-        println!(
+        sandbox_host::outln!(
             "\n  a claim on a warm pool was ready in {:.1} ms, a cold one in {:.1} ms ({:.0}x faster)",
             warm.wall.as_secs_f64() * 1000.0,
             cold.wall.as_secs_f64() * 1000.0,
@@ -162,17 +168,19 @@ pub async fn run(
     if reference.exists() {
         let options = HostOptions { cache_dir: component.cache_dir(), ..Default::default() };
         let other = ProviderHost::load_without_cluster(ComponentSource::File(reference.to_path_buf()), options).await?;
-        println!("\n  the reference provider, in the same host with no cluster (it declares no kube access):");
+        sandbox_host::outln!(
+            "\n  the reference provider, in the same host with no cluster (it declares no kube access):"
+        );
         let mut swapped = Demo { host: &other, cluster: None, rows: Vec::new() };
         reference_lifecycle(&mut swapped).await;
         demo.rows.append(&mut swapped.rows);
     } else {
-        println!("\n  no reference provider at {} (make component builds it)", reference.display());
+        sandbox_host::outln!("\n  no reference provider at {} (make component builds it)", reference.display());
     }
     let failed: Vec<String> = demo.rows.iter().filter(|r| !r.ok).map(|r| format!("{} {}", r.backend, r.step)).collect();
     let total: Duration = demo.rows.iter().map(|r| r.wall).sum();
     let calls: usize = demo.rows.iter().filter_map(|r| r.calls).sum();
-    println!(
+    sandbox_host::outln!(
         "\n  {} steps in {:.1} ms; {} API calls by the provider",
         demo.rows.len(),
         total.as_secs_f64() * 1000.0,
@@ -199,9 +207,10 @@ async fn pools(admin: &kube::Client) -> anyhow::Result<()> {
         warm_pool::apply(admin, &spec).await?;
     }
     let status = warm_pool::wait_ready(admin, NAMESPACE, WARM_POOL, WARM_MEMBERS, Duration::from_secs(120)).await?;
-    println!(
+    sandbox_host::outln!(
         "\n  warm pool {WARM_POOL}: {}/{} Ready; pool {EMPTY_POOL}: none (its claims start cold)",
-        status.ready, status.desired
+        status.ready,
+        status.desired
     );
     Ok(())
 }

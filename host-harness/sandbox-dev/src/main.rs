@@ -132,9 +132,6 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
 
 fn main() {
     let cli = Cli::parse();
-    if !matches!(&cli.command, Command::Host(command) if command.is_serve()) {
-        cli_io::end_quietly_on_closed_pipe();
-    }
     // The contract suite provokes failures by the hundred and reports each one in its table.
     let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { "warn" };
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.

@@ -4,21 +4,47 @@
 //! a backtrace whatever `RUST_BACKTRACE` says (a backtrace describes this program, not the
 //! user's mistake).
 //!
-//! Rust ignores SIGPIPE, so a write to a closed pipe is an error, and `println!` panics on it.
-//! Restoring the default action makes the write end the process as it ends `kubectl`, `cat` or
-//! any C program (the libc crate: the standard library has no stable way to ask for it). Serve
-//! keeps the error instead: its stdout is the plugin's pipe, and when the plugin goes away serve
-//! still winds down in order (see `provider_host::serve`).
+//! `println!` panics when its reader went away. Restoring SIGPIPE's default action would end
+//! the process instead, but also on a write to any socket whose peer went away (a Kubernetes
+//! connection, an exec stream), so the commands print through [`outln!`] and [`out!`], which
+//! end the process on a closed stdout alone, with the status a shell gives a command a closed
+//! pipe ended (141).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
-/// Lets a write to a closed pipe end the process quietly, as the default SIGPIPE action does.
-pub fn end_quietly_on_closed_pipe() {
-    #[cfg(unix)]
-    // SAFETY: called once at the start of `main`, before any thread starts; SIG_DFL is a valid
-    // disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+/// The exit status of a command whose stdout was closed under it: what a shell reports for a
+/// process SIGPIPE ended (128 + 13), as for `kubectl get pods | head -1`.
+pub const EXIT_CLOSED_PIPE: i32 = 141;
+
+/// `println!` for a command's output (see the module docs).
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::cli_io::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli_io::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for a command's output (see the module docs).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli_io::write_out(format_args!($($arg)*))
+    };
+}
+
+/// Writes to stdout; a reader that went away ends the process with [`EXIT_CLOSED_PIPE`], and any
+/// other failure to write with 1 and the reason on stderr.
+pub fn write_out(text: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(text) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(EXIT_CLOSED_PIPE);
+        }
+        eprintln!("Error: could not write the output: {e}");
+        std::process::exit(1);
     }
 }
 

@@ -79,7 +79,7 @@ impl ContractArgs {
     pub fn listed(&self) -> bool {
         if self.list {
             for name in contract_suite::scenario_names() {
-                println!("{name}");
+                crate::outln!("{name}");
             }
         }
         self.list
@@ -102,7 +102,7 @@ pub async fn run(args: ContractArgs) -> anyhow::Result<i32> {
     suite_pool_left(&cluster, &args).await?;
     print(&report, &Report::default(), &[], args.json);
     if !args.json {
-        println!("\nthe fault matrix needs the embedded cluster's fault injection: `sandbox-dev contract`");
+        crate::outln!("\nthe fault matrix needs the embedded cluster's fault injection: `sandbox-dev contract`");
     }
     Ok(if report.passed() { 0 } else { 1 })
 }
@@ -149,17 +149,17 @@ impl Progress {
 /// fault matrix's), then the fault `cells` that did not pass.
 pub fn print(scenarios: &Report, cells: &Report, tables: &[String], json: bool) {
     if json {
-        print!("{}", scenarios.to_json_lines());
-        print!("{}", cells.to_json_lines());
+        crate::out!("{}", scenarios.to_json_lines());
+        crate::out!("{}", cells.to_json_lines());
         return;
     }
-    println!("{scenarios}");
+    crate::outln!("{scenarios}");
     for table in tables {
-        println!("\n{table}");
+        crate::outln!("\n{table}");
     }
     let failed: Vec<Record> = cells.records.iter().filter(|r| r.verdict != Verdict::Pass).cloned().collect();
     if !failed.is_empty() {
-        println!("\n{}", Report { records: failed });
+        crate::outln!("\n{}", Report { records: failed });
     }
 }
 

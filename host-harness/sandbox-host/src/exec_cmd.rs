@@ -64,7 +64,7 @@ pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
         Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };
     if target.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&result)?);
     } else {
         std::io::stdout().write_all(result.stdout.as_bytes())?;
         std::io::stderr().write_all(result.stderr.as_bytes())?;

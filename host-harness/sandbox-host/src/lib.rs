@@ -33,11 +33,6 @@ pub enum Command {
 }
 
 impl Command {
-    /// Whether the command is `serve` (see [`cli_io`]).
-    pub fn is_serve(&self) -> bool {
-        matches!(self, Self::Host(command) if command.is_serve())
-    }
-
     /// The log filter when `RUST_LOG` names none: the contract suite provokes failures by the
     /// hundred and reports each one in its table, so the host's and the provider's log lines
     /// about them would only bury it.
@@ -188,11 +183,6 @@ impl HostCommand {
             Self::Serve(args) => Some(&mut args.host),
             Self::Pool(_) | Self::Policy { .. } | Self::Rbac { .. } | Self::NetworkPolicy { .. } => None,
         }
-    }
-
-    /// Whether the command is `serve`, whose stdout is a plugin's pipe (see [`cli_io`]).
-    pub fn is_serve(&self) -> bool {
-        matches!(self, Self::Serve(_))
     }
 
     /// Runs the command; its exit code.

@@ -12,9 +12,6 @@ struct Cli {
 
 fn main() {
     let cli = Cli::parse();
-    if !cli.command.is_serve() {
-        cli_io::end_quietly_on_closed_pipe();
-    }
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
     log_filter::init(cli.command.default_log_filter());
     let result = tokio::runtime::Runtime::new()

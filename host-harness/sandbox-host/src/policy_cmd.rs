@@ -110,10 +110,10 @@ pub async fn show(args: InspectArgs, json: bool) -> anyhow::Result<()> {
                 None => serde_json::json!({"signed": false, "warning": owner_signature::UNSIGNED_MEANS}),
             },
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        println!("component {} (contract {})", args.component.shown(), host.contract_version());
-        print!("{grants}");
+        crate::outln!("component {} (contract {})", args.component.shown(), host.contract_version());
+        crate::out!("{grants}");
     }
     Ok(())
 }
@@ -125,7 +125,7 @@ pub async fn rbac(args: InspectArgs, service_account: &str) -> anyhow::Result<()
     let effective = &host.grants().effective;
     let home = effective.namespaces.first().context("the policy allows no namespace")?;
     for object in rbac::manifests(effective, home, service_account)? {
-        print!("---\n{}", serde_yaml_ng::to_string(&object)?);
+        crate::out!("---\n{}", serde_yaml_ng::to_string(&object)?);
     }
     Ok(())
 }
@@ -140,7 +140,7 @@ pub fn network_policy(args: &PolicyArgs, name: &str) -> anyhow::Result<()> {
             "a NetworkPolicy lives in one namespace and the policy names none (or \"*\"); name each with --namespace"
         );
     }
-    print!(
+    crate::out!(
         "# Isolates the sandboxes' pods (label {label}): no ingress;\n\
          # egress to the cluster DNS and the policy's `egress` only. Enforced only by a network plugin\n\
          # that implements NetworkPolicy. The owner id is not on pods: this covers the sandboxes of\n\
@@ -151,7 +151,7 @@ pub fn network_policy(args: &PolicyArgs, name: &str) -> anyhow::Result<()> {
         label = network_policy::SANDBOX_POD_LABEL
     );
     for namespace in &policy.namespaces {
-        print!("---\n{}", serde_yaml_ng::to_string(&network_policy::manifest(&policy, namespace, name))?);
+        crate::out!("---\n{}", serde_yaml_ng::to_string(&network_policy::manifest(&policy, namespace, name))?);
     }
     Ok(())
 }

@@ -99,21 +99,24 @@ pub async fn run(args: PoolArgs) -> anyhow::Result<()> {
                 image,
             };
             warm_pool::apply(&client, &spec).await?;
-            println!("SandboxTemplate {namespace}/{} and SandboxWarmPool {namespace}/{name} applied", spec.template);
+            crate::outln!(
+                "SandboxTemplate {namespace}/{} and SandboxWarmPool {namespace}/{name} applied",
+                spec.template
+            );
             if wait_seconds > 0 {
                 let status =
                     warm_pool::wait_ready(&client, namespace, name, replicas, Duration::from_secs(wait_seconds))
                         .await?;
-                println!("{}", line(name, &status));
+                crate::outln!("{}", line(name, &status));
             }
         }
         PoolCommand::Status { .. } => match warm_pool::status(&client, namespace, name).await? {
-            Some(status) => println!("{}", line(name, &status)),
+            Some(status) => crate::outln!("{}", line(name, &status)),
             None => anyhow::bail!("no SandboxWarmPool {namespace}/{name}"),
         },
         PoolCommand::Delete { template, .. } => {
             warm_pool::delete(&client, namespace, name, template.as_deref()).await?;
-            println!("SandboxWarmPool {namespace}/{name} deleted");
+            crate::outln!("SandboxWarmPool {namespace}/{name} deleted");
         }
     }
     Ok(())

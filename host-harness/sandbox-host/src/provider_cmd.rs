@@ -225,7 +225,7 @@ pub fn report_error_hiding(err: &HostError, hide: impl Fn(&str) -> String) -> i3
 }
 
 fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    crate::outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -235,18 +235,18 @@ fn millis_to_rfc3339(ms: i64) -> String {
 
 /// Prints a lease for a person.
 pub fn print_lease(lease: &Lease) {
-    println!("lease      {}", lease.provider_lease_id);
-    println!("backend    {:?} ({})", lease.backend, lease.api_version);
-    println!("namespace  {}", lease.namespace);
-    println!("workload   uid {}", lease.workload_uid);
-    println!(
+    crate::outln!("lease      {}", lease.provider_lease_id);
+    crate::outln!("backend    {:?} ({})", lease.backend, lease.api_version);
+    crate::outln!("namespace  {}", lease.namespace);
+    crate::outln!("workload   uid {}", lease.workload_uid);
+    crate::outln!(
         "pod        {} (uid {}, ip {})",
         lease.pod_name.as_deref().unwrap_or("-"),
         lease.pod_uid.as_deref().unwrap_or("-"),
         lease.pod_ip.as_deref().unwrap_or("-")
     );
-    println!("expires    {}", lease.expires_at.map(millis_to_rfc3339).unwrap_or_else(|| "never".into()));
-    println!("reusable   {}", lease.reusable);
+    crate::outln!("expires    {}", lease.expires_at.map(millis_to_rfc3339).unwrap_or_else(|| "never".into()));
+    crate::outln!("reusable   {}", lease.reusable);
 }
 
 /// `describe`
@@ -259,9 +259,9 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
     if target.json {
         print_json(&info)?;
     } else {
-        println!("{} ({}) {}", info.display_name, info.driver_key, info.version);
-        println!("backends: {:?}; reusable leases: {}", info.backends, info.reusable_leases);
-        println!("config schema: {} bytes of JSON Schema (use --json to see it)", info.config_schema.len());
+        crate::outln!("{} ({}) {}", info.display_name, info.driver_key, info.version);
+        crate::outln!("backends: {:?}; reusable leases: {}", info.backends, info.reusable_leases);
+        crate::outln!("config schema: {} bytes of JSON Schema (use --json to see it)", info.config_schema.len());
     }
     Ok(0)
 }
@@ -278,12 +278,12 @@ pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i3
         print_json(&v)?;
     } else {
         for w in &v.warnings {
-            println!("warning {}: {}", w.path, w.message);
+            crate::outln!("warning {}: {}", w.path, w.message);
         }
         for e in &v.errors {
-            println!("error   {}: {}", e.path, e.message);
+            crate::outln!("error   {}: {}", e.path, e.message);
         }
-        println!("{}", if v.ok { "config is valid" } else { "config is invalid" });
+        crate::outln!("{}", if v.ok { "config is valid" } else { "config is invalid" });
     }
     Ok(if v.ok { 0 } else { EXIT_FAILED })
 }
@@ -299,9 +299,9 @@ pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
     if target.json {
         print_json(&p)?;
     } else {
-        println!("{}", p.summary);
+        crate::outln!("{}", p.summary);
         for d in &p.diagnostics {
-            println!("  {:<8} {:<28} {}", format!("{:?}", d.severity).to_lowercase(), d.code, d.message);
+            crate::outln!("  {:<8} {:<28} {}", format!("{:?}", d.severity).to_lowercase(), d.code, d.message);
         }
     }
     Ok(if p.ok { 0 } else { EXIT_FAILED })
@@ -451,14 +451,14 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
     Ok(match outcome {
         ResumeOutcome::Resumable(lease) => {
             if !json {
-                println!("resumable");
+                crate::outln!("resumable");
                 print_lease(lease);
             }
             0
         }
         ResumeOutcome::Expired(reason) => {
             if !json {
-                println!("expired: {reason}");
+                crate::outln!("expired: {reason}");
             }
             EXIT_EXPIRED
         }
@@ -487,9 +487,9 @@ pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     match host.release(r).await {
         Ok(()) => {
             if target.json {
-                println!("null");
+                crate::outln!("null");
             } else {
-                println!("released");
+                crate::outln!("released");
             }
             Ok(0)
         }
@@ -507,7 +507,7 @@ pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
                 print_json(&report)?;
             } else {
                 for o in &report.objects {
-                    println!("{:<10} {:<40} {:?}", o.kind, o.name, o.outcome);
+                    crate::outln!("{:<10} {:<40} {:?}", o.kind, o.name, o.outcome);
                 }
             }
             Ok(0)
