@@ -188,7 +188,10 @@ fn report(scope: &Scope<'_>, results: &[(&Touched, Outcome)]) -> String {
     for (t, outcome) in results.iter().rev() {
         match (t.undo, outcome) {
             (Undo::Delete, Outcome::Failed(error)) => {
-                left.push(format!("{} ({error})", what(t)));
+                // A create whose answer never came may never have reached the cluster (a refused
+                // connection): the object is then not there to delete, and the message says so.
+                let unsure = if t.uid.is_none() { ", if its create reached the cluster" } else { "" };
+                left.push(format!("{}{unsure} ({error})", what(t)));
                 fates.push(fate(scope, t, workload.map(|(w, _)| *w), workload_deleted));
             }
             (Undo::Suspend(_), Outcome::Failed(error)) => sentences.push(format!(
@@ -355,5 +358,18 @@ mod tests {
         let err = env.provider().acquire(request(&config("sandbox"), "acq-29")).unwrap_err();
         assert!(err.message().contains("Everything this acquire created was deleted"), "{err}");
         assert_nothing_left(&env);
+    }
+
+    /// An API server that cannot be reached fails the create and every clean-up call alike: the
+    /// workload may never have been created, and the message does not say it was.
+    #[test]
+    fn an_object_whose_create_may_not_have_reached_the_cluster_is_named_as_such() {
+        let env = Env::new();
+        let refused = KubeError::Transport("tcp connect error: Connection refused".into());
+        for verb in [Verb::Create, Verb::Get, Verb::Delete, Verb::List] {
+            env.kube.fail_always(verb, "jobs", refused.clone());
+        }
+        let err = env.provider().acquire(request(&config("job"), "acq-30")).unwrap_err();
+        assert!(err.message().contains("Job sandboxes/pc-acq-30, if its create reached the cluster"), "{err}");
     }
 }

@@ -133,7 +133,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
 fn main() {
     let cli = Cli::parse();
     // The contract suite provokes failures by the hundred and reports each one in its table.
-    let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { "warn" };
+    let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { log_filter::DEFAULT };
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
     log_filter::init(default_filter);
     let result = tokio::runtime::Runtime::new()

@@ -37,7 +37,7 @@ impl Command {
     /// hundred and reports each one in its table, so the host's and the provider's log lines
     /// about them would only bury it.
     pub fn default_log_filter(&self) -> &'static str {
-        if matches!(self, Self::Contract(_)) { "off" } else { "warn" }
+        if matches!(self, Self::Contract(_)) { "off" } else { log_filter::DEFAULT }
     }
 
     /// Runs the command; its exit code.

@@ -32,6 +32,11 @@ pub const WIRE_TARGETS: &[&str] = &[
     "tower_http",
 ];
 
+/// A command's directives when `RUST_LOG` names none: warnings and errors, but none of kube-rs's
+/// client, which logs each failed request at ERROR (a refused connection a dozen times over one
+/// acquire) while the host reports the failure once, typed, through the provider.
+pub const DEFAULT: &str = "warn,kube_client=off";
+
 /// The most any of [`WIRE_TARGETS`] may log.
 pub const WIRE_CAP: LevelFilter = LevelFilter::DEBUG;
 

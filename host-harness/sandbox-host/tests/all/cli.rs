@@ -655,3 +655,38 @@ async fn pool_commands_take_the_name_after_the_verb() {
         assert!(stdout.contains(&format!("SandboxWarmPool default/{name} deleted")), "{stdout}");
     }
 }
+
+/// An API server nobody answers at: the failure is said with its cause, and without a line per
+/// failed request from the Kubernetes client; the Job whose create never got an answer is not
+/// said to exist.
+#[test]
+fn an_unreachable_server_is_one_clear_error() {
+    let dir = temp_dir("unreachable");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+         users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n\
+         current-context: x\n",
+    )
+    .expect("kubeconfig");
+    let config = dir.join("config.json");
+    std::fs::write(&config, json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}).to_string())
+        .expect("config");
+    let out = Command::new(BIN)
+        .args(["acquire", "--acquisition-id", "cli-u", "--run-id", "run-1", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--config")
+        .arg(&config)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("acquire");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("kube_client"), "no line per failed request: {stderr}");
+    let error = stderr.lines().find(|l| l.starts_with("error (")).expect("the error");
+    assert!(error.contains("Connection refused"), "with its cause: {stderr}");
+    assert!(error.contains("Job default/pc-cli-u, if its create reached the cluster"), "{stderr}");
+}
