@@ -445,7 +445,9 @@ pub fn acquire<K: Kube>(
     let elapsed = (clock.monotonic().saturating_sub(started)).as_millis().to_string();
     match &result {
         Ok(lease) => log.info("sandbox ready", &[("lease", &lease.provider_lease_id), ("elapsed_ms", &elapsed)]),
-        Err(e) => log.warn("acquire failed", &[("error", &e.to_string()), ("elapsed_ms", &elapsed)]),
+        // The caller gets the error and reports it (serve logs failed calls): a warning here
+        // would say it twice.
+        Err(e) => log.info("acquire failed", &[("error", &e.to_string()), ("elapsed_ms", &elapsed)]),
     }
     result.map_err(|e| redactor.scrub_error(e))
 }

@@ -32,7 +32,8 @@
 //!   `input-too-large`, `instantiate`, `cancelled`, `busy`, ...) or `protocol` (`parse-error`,
 //!   `invalid-request`, `invalid-params`, `unknown-method`, `duplicate-id`, `line-too-long`,
 //!   `not-utf8`: nothing was called). A line whose id cannot be read is answered with
-//!   `"id": null`.
+//!   `"id": null`. Each failed call is also logged once, at WARN (`call failed`, with its id,
+//!   method, kind and message), for the operator: the client's reply does not reach their log.
 //! - Calls run concurrently under the host's limits (each on a fresh instance, at most
 //!   `max-concurrent-calls` at once, each within `call-timeout-ms`, an execute longer); at most
 //!   [`ServeOptions::max_in_flight`] requests other than `execute` are taken at a time, after
@@ -333,7 +334,13 @@ impl Calls {
         let task = self.tasks.spawn(async move {
             let reply = match dispatch::run(&host, &request.method, request.params, max_line_bytes).await {
                 Ok(value) => Reply::result(request.id.clone(), value),
-                Err(error) => Reply::error(Some(request.id.clone()), error),
+                Err(error) => {
+                    // The operator's record of what failed: the client gets the reply, the
+                    // provider logs its own steps, and neither reaches the operator's log.
+                    tracing::warn!(target: "provider_host::serve", id = %request.id, method = %request.method,
+                        kind = %error.kind, retryable = error.retryable, "call failed: {}", error.message);
+                    Reply::error(Some(request.id.clone()), error)
+                }
             };
             lock(&ids).remove(&request.id);
             let _ = replies.send(reply.to_line()).await;

@@ -656,9 +656,27 @@ async fn pool_commands_take_the_name_after_the_verb() {
     }
 }
 
-/// An API server nobody answers at: the failure is said with its cause, and without a line per
-/// failed request from the Kubernetes client; the Job whose create never got an answer is not
-/// said to exist.
+/// A failed acquire is said once, by the command: the provider's own record of the failure is
+/// not a second warning beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_acquire_is_reported_once() {
+    let cli = ProviderCli::start("once").await;
+    let elsewhere = json!({"namespace": "kube-system", "backend": "job", "image": "busybox:1.36"});
+    std::fs::write(&cli.config, elsewhere.to_string()).expect("config");
+    let out = cli
+        .run(&["acquire", "--acquisition-id", "cli-o", "--run-id", "run-1"])
+        .env_remove("RUST_LOG")
+        .output_blocking()
+        .expect("acquire");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let told = stderr.lines().filter(|l| l.contains("does not allow namespace")).count();
+    assert_eq!(told, 1, "once: {stderr}");
+}
+
+/// An API server nobody answers at: the failure is said once, with its cause, and without a
+/// line per failed request from the Kubernetes client; the Job whose create never got an
+/// answer is not said to exist.
 #[test]
 fn an_unreachable_server_is_one_clear_error() {
     let dir = temp_dir("unreachable");
@@ -686,7 +704,7 @@ fn an_unreachable_server_is_one_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("kube_client"), "no line per failed request: {stderr}");
-    let error = stderr.lines().find(|l| l.starts_with("error (")).expect("the error");
-    assert!(error.contains("Connection refused"), "with its cause: {stderr}");
-    assert!(error.contains("Job default/pc-cli-u, if its create reached the cluster"), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("Connection refused")).collect();
+    assert_eq!(errors.len(), 1, "said once, with its cause: {stderr}");
+    assert!(errors[0].contains("Job default/pc-cli-u, if its create reached the cluster"), "{stderr}");
 }

@@ -251,8 +251,15 @@ async fn no_cluster_validates_a_config_and_never_reaches_a_cluster() {
     assert_eq!(validation["warnings"][0]["path"], json!("/imagee"), "{validation}");
     let probe = &replies["2"]["result"];
     assert_eq!(probe["ok"], json!(false), "no cluster, nothing reachable: {probe}");
-    let (code, _) = serve.exit().await;
+    let acquire = json!({"config": config, "run-id": "r-1", "acquisition-id": "nc-1"});
+    serve.send(json!({"id": 3, "method": "acquire", "params": acquire})).await;
+    let failed = serve.reply().await;
+    let kind = failed["error"]["kind"].as_str().expect("acquire fails without a cluster").to_string();
+    let (code, stderr) = serve.exit().await;
     assert_eq!(code, Some(0));
+    let logged: Vec<&str> = stderr.lines().filter(|l| l.contains("call failed")).collect();
+    assert_eq!(logged.len(), 1, "the operator's log has the failed call, once: {stderr}");
+    assert!(logged[0].contains("method=acquire") && logged[0].contains(&format!("kind={kind}")), "{stderr}");
 }
 
 /// A kubeconfig that cannot be used ends `serve` at once with its own exit code (4), which a
