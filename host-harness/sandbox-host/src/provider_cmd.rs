@@ -229,6 +229,23 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A value's word in the JSON output (`job`, `already-gone`, `failed: why`), so a person reads
+/// the words a script reads: the serde form of a unit variant, or of a one-field one.
+fn word<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(word)) => word,
+        Ok(serde_json::Value::Object(map)) if map.len() == 1 => {
+            let (key, detail) = map.into_iter().next().unwrap_or_default();
+            match detail {
+                serde_json::Value::String(text) => format!("{key}: {text}"),
+                other => format!("{key}: {other}"),
+            }
+        }
+        Ok(other) => other.to_string(),
+        Err(e) => format!("(unprintable: {e})"),
+    }
+}
+
 fn millis_to_rfc3339(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms).map(|t| t.to_string()).unwrap_or_else(|_| ms.to_string())
 }
@@ -236,7 +253,7 @@ fn millis_to_rfc3339(ms: i64) -> String {
 /// Prints a lease for a person.
 pub fn print_lease(lease: &Lease) {
     crate::outln!("lease      {}", lease.provider_lease_id);
-    crate::outln!("backend    {:?} ({})", lease.backend, lease.api_version);
+    crate::outln!("backend    {} ({})", word(&lease.backend), lease.api_version);
     crate::outln!("namespace  {}", lease.namespace);
     crate::outln!("workload   uid {}", lease.workload_uid);
     crate::outln!(
@@ -260,7 +277,8 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
         print_json(&info)?;
     } else {
         crate::outln!("{} ({}) {}", info.display_name, info.driver_key, info.version);
-        crate::outln!("backends: {:?}; reusable leases: {}", info.backends, info.reusable_leases);
+        let backends: Vec<String> = info.backends.iter().map(word).collect();
+        crate::outln!("backends: {}; reusable leases: {}", backends.join(", "), info.reusable_leases);
         crate::outln!("config schema: {} bytes of JSON Schema (use --json to see it)", info.config_schema.len());
     }
     Ok(0)
@@ -301,7 +319,7 @@ pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
     } else {
         crate::outln!("{}", p.summary);
         for d in &p.diagnostics {
-            crate::outln!("  {:<8} {:<28} {}", format!("{:?}", d.severity).to_lowercase(), d.code, d.message);
+            crate::outln!("  {:<8} {:<28} {}", word(&d.severity), d.code, d.message);
         }
     }
     Ok(if p.ok { 0 } else { EXIT_FAILED })
@@ -507,7 +525,7 @@ pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
                 print_json(&report)?;
             } else {
                 for o in &report.objects {
-                    crate::outln!("{:<10} {:<40} {:?}", o.kind, o.name, o.outcome);
+                    crate::outln!("{:<10} {:<40} {}", o.kind, o.name, word(&o.outcome));
                 }
             }
             Ok(0)

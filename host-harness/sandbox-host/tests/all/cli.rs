@@ -708,3 +708,27 @@ fn an_unreachable_server_is_one_clear_error() {
     assert_eq!(errors.len(), 1, "said once, with its cause: {stderr}");
     assert!(errors[0].contains("Job default/pc-cli-u, if its create reached the cluster"), "{stderr}");
 }
+
+/// What a person reads uses the words a script reads in `--json`: `job`, `deleted`,
+/// `already-gone`, not Rust's names for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn human_output_speaks_the_json_words() {
+    let cli = ProviderCli::start("words").await;
+    let lease = cli.dir.join("lease.json");
+    let lease_arg = lease.to_string_lossy().to_string();
+    let stdout = |args: &[&str]| {
+        let out = cli.run(args).output_blocking().expect("run");
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let acquired = stdout(&["acquire", "--acquisition-id", "cli-words", "--run-id", "run-1", "--out", &lease_arg]);
+    assert!(acquired.contains("backend    job (batch/v1)"), "{acquired}");
+    let destroyed = stdout(&["destroy", "--lease", &lease_arg]);
+    assert!(destroyed.contains(" deleted") && !destroyed.contains("Deleted"), "{destroyed}");
+    let again = stdout(&["destroy", "--lease", &lease_arg]);
+    assert!(again.contains(" already-gone") && !again.contains("AlreadyGone"), "{again}");
+    let described =
+        Command::new(BIN).args(["describe", "--no-cluster", "--cache-dir"]).arg(&cli.cache).output_blocking();
+    let described = String::from_utf8_lossy(&described.expect("describe").stdout).into_owned();
+    assert!(described.contains("backends: sandbox, job, claim;"), "{described}");
+}
