@@ -33,6 +33,9 @@ struct Cli {
     /// long as the command runs.
     #[arg(long, global = true)]
     embedded: bool,
+    /// How log lines are written on stderr: `text` for a person, `json` for a log collector.
+    #[arg(long, global = true, value_enum, default_value_t)]
+    log_format: log_filter::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -135,7 +138,7 @@ fn main() {
     // The contract suite provokes failures by the hundred and reports each one in its table.
     let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { log_filter::DEFAULT };
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
-    log_filter::init(default_filter);
+    log_filter::init(default_filter, cli.log_format);
     let result = tokio::runtime::Runtime::new()
         .map_err(anyhow::Error::from)
         .and_then(|runtime| exit_code(runtime.block_on(run(cli))));

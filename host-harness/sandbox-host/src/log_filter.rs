@@ -51,16 +51,30 @@ pub fn env_filter(rust_log: Option<&str>, default: &str) -> EnvFilter {
     rust_log.and_then(|directives| EnvFilter::try_new(directives).ok()).unwrap_or_else(|| EnvFilter::new(default))
 }
 
-/// Installs the process's logger: human-readable lines on stderr (coloured only on a terminal),
-/// filtered by `RUST_LOG` (or `default`) and capped by [`wire_cap`].
-pub fn init(default: &str) {
+/// How log lines are written on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for a person.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `target`, `fields`), for a log collector.
+    Json,
+}
+
+/// Installs the process's logger on stderr: human-readable lines (coloured only on a terminal)
+/// or JSON objects, filtered by `RUST_LOG` (or `default`) and capped by [`wire_cap`].
+pub fn init(default: &str, format: LogFormat) {
     let rust_log = std::env::var(EnvFilter::DEFAULT_ENV).ok();
+    let text = (format == LogFormat::Text).then(|| {
+        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(crate::cli_io::colour_on_stderr())
+    });
+    let json =
+        (format == LogFormat::Json).then(|| tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr));
     tracing_subscriber::registry()
         .with(env_filter(rust_log.as_deref(), default))
         .with(wire_cap())
-        .with(
-            tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(crate::cli_io::colour_on_stderr()),
-        )
+        .with(text)
+        .with(json)
         .init();
 }
 

@@ -55,3 +55,31 @@ fn log_lines_carry_no_colour_when_stderr_is_not_a_terminal() {
     assert!(stderr.contains("WARN") && stderr.contains("ownership key"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "colour codes on a pipe: {stderr:?}");
 }
+
+#[test]
+fn log_format_json_writes_one_object_per_line() {
+    let out = host("json").args(["rbac", "--log-format", "json"]).output().expect("run sandbox-host rbac");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<serde_json::Value> =
+        stderr.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    let warning = lines.iter().find(|l| l["level"] == "WARN").expect("the ownership warning");
+    assert!(warning["fields"]["message"].as_str().is_some_and(|m| m.contains("ownership key")), "{warning}");
+}
+
+/// What a shell and `man` need come from the binary: a completion script that knows the
+/// commands, and a man page.
+#[test]
+fn completions_and_the_man_page_come_from_the_binary() {
+    let run = |args: &[&str]| {
+        let out = host("completions").args(args).output().expect("run sandbox-host");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let bash = run(&["completions", "bash"]);
+    assert!(bash.contains("-o default sandbox-host") && bash.contains("resume-check"), "{bash}");
+    let zsh = run(&["completions", "zsh"]);
+    assert!(zsh.contains("#compdef sandbox-host"), "{zsh}");
+    let man = run(&["man"]);
+    assert!(man.contains(".TH sandbox-host") && man.contains("acquire"), "{man}");
+}
