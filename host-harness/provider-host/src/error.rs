@@ -3,7 +3,26 @@
 //! A provider's own answer (`provider-error`) stays typed inside [`HostError::Provider`], so a
 //! caller can tell "the provider said no" from "the sandbox around the provider failed".
 
+use std::error::Error as StdError;
+
 use crate::records::ProviderError;
+
+/// An error's message and its causes', outermost first, each said once: a cause whose text the
+/// message so far already holds is left out (many errors repeat their source's message in
+/// their own), and one whose error does not say why (hyper's "client error (Connect)") gets
+/// its innermost cause's reason ("Connection refused"). For messages on one line.
+pub fn with_causes(err: &(dyn StdError + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut current = err.source();
+    while let Some(cause) = current {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text = format!("{text}: {said}");
+        }
+        current = cause.source();
+    }
+    text
+}
 
 /// Why a host operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -103,5 +122,38 @@ impl HostError {
             | Self::MemoryLimit { .. }
             | Self::InputTooLarge { .. } => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that says `text` and has `cause` as its source, as hyper's do.
+    #[derive(Debug)]
+    struct Wrapped {
+        text: &'static str,
+        cause: std::io::Error,
+    }
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.text)
+        }
+    }
+
+    impl StdError for Wrapped {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.cause)
+        }
+    }
+
+    #[test]
+    fn a_transport_failure_says_its_innermost_cause_once() {
+        let refused = || std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        let connect = Wrapped { text: "client error (Connect)", cause: refused() };
+        assert_eq!(with_causes(&connect), "client error (Connect): Connection refused");
+        let said = Wrapped { text: "connect failed: Connection refused", cause: refused() };
+        assert_eq!(with_causes(&said), "connect failed: Connection refused", "a cause already said is not repeated");
     }
 }

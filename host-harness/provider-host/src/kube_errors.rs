@@ -77,23 +77,10 @@ pub(crate) fn from_client_error(err: &kube::Error) -> KubeError {
         }
         kube::Error::Auth(e) => KubeError::Unauthorized(format!("the host could not authenticate to the cluster: {e}")),
         other if chain_has_timeout(other) => KubeError::Timeout(format!("the cluster did not answer in time: {other}")),
-        other => KubeError::Transport(format!("the request to the cluster failed: {}", with_causes(other))),
-    }
-}
-
-/// An error's message and its causes', each once: the client's own message ("client error
-/// (Connect)") does not say why, its innermost cause does ("Connection refused").
-fn with_causes(err: &(dyn StdError + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut current = err.source();
-    while let Some(cause) = current {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            text = format!("{text}: {said}");
+        other => {
+            KubeError::Transport(format!("the request to the cluster failed: {}", crate::error::with_causes(other)))
         }
-        current = cause.source();
     }
-    text
 }
 
 /// The host's own per-request deadline ran out.
@@ -161,34 +148,6 @@ mod tests {
         serde_json::to_vec(&json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
             "reason": reason, "message": format!("m{code}")}))
         .expect("json")
-    }
-
-    /// An error that says `text` and has `cause` as its source, as hyper's do.
-    #[derive(Debug)]
-    struct Wrapped {
-        text: &'static str,
-        cause: std::io::Error,
-    }
-
-    impl std::fmt::Display for Wrapped {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(self.text)
-        }
-    }
-
-    impl StdError for Wrapped {
-        fn source(&self) -> Option<&(dyn StdError + 'static)> {
-            Some(&self.cause)
-        }
-    }
-
-    #[test]
-    fn a_transport_failure_says_its_innermost_cause_once() {
-        let refused = || std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
-        let connect = Wrapped { text: "client error (Connect)", cause: refused() };
-        assert_eq!(with_causes(&connect), "client error (Connect): Connection refused");
-        let said = Wrapped { text: "connect failed: Connection refused", cause: refused() };
-        assert_eq!(with_causes(&said), "connect failed: Connection refused", "a cause already said is not repeated");
     }
 
     #[test]

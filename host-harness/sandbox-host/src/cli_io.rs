@@ -66,21 +66,9 @@ pub fn exit_code_of(result: anyhow::Result<i32>) -> i32 {
     }
 }
 
-/// An error and its causes on one line, outermost first, leaving out a cause whose text the
-/// line already holds (many errors repeat their source's message in their own).
+/// An error and its causes on one line, each said once ([`provider_host::error::with_causes`]).
 pub fn one_line(error: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    provider_host::error::with_causes(error.as_ref())
 }
 
 #[cfg(test)]
