@@ -251,7 +251,9 @@ async fn no_cluster_validates_a_config_and_never_reaches_a_cluster() {
     assert_eq!(validation["warnings"][0]["path"], json!("/imagee"), "{validation}");
     let probe = &replies["2"]["result"];
     assert_eq!(probe["ok"], json!(false), "no cluster, nothing reachable: {probe}");
-    let acquire = json!({"config": config, "run-id": "r-1", "acquisition-id": "nc-1"});
+    // A namespace the policy does not allow fails at once, before any cluster call.
+    let elsewhere = json!({"namespace": "kube-system", "backend": "job", "image": "busybox:1.36"});
+    let acquire = json!({"config": elsewhere, "run-id": "r-1", "acquisition-id": "nc-1"});
     serve.send(json!({"id": 3, "method": "acquire", "params": acquire})).await;
     let failed = serve.reply().await;
     let kind = failed["error"]["kind"].as_str().expect("acquire fails without a cluster").to_string();
