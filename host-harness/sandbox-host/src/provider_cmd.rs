@@ -373,7 +373,7 @@ fn expiry_from_now(option: &str, seconds: u64) -> anyhow::Result<i64> {
 /// from now, and a person who asked for more should not find out when the sandbox is gone.
 fn note_capped(requested: Option<i64>, lease: &Lease) {
     if let (Some(requested), Some(granted)) = (requested, lease.expires_at)
-        && granted < requested - 1000
+        && granted < requested.saturating_sub(1000)
     {
         eprintln!(
             "note: the lease expires at {}, earlier than --expires-in asked ({}): a lease lasts at most the config's \
