@@ -40,10 +40,11 @@ fn main() {
         }
         Top::Man => {
             let mut page = Vec::new();
-            let rendered = clap_mangen::Man::new(Cli::command()).render(&mut page);
-            let code = cli_io::exit_code_of(rendered.map(|()| 0).map_err(anyhow::Error::from));
+            if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut page) {
+                std::process::exit(cli_io::exit_code_of(Err(e.into())));
+            }
             sandbox_host::out!("{}", String::from_utf8_lossy(&page));
-            std::process::exit(code)
+            return;
         }
     };
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.
