@@ -22,6 +22,7 @@ pub mod exec;
 pub mod k8s;
 pub mod kube_error;
 pub mod labels;
+pub mod lease_id;
 pub mod quote;
 
 pub use exec::{ExecRequest, ExecResult};

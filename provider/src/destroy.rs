@@ -21,7 +21,7 @@ use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{DeleteOptions, Kube, KubeError, Propagation, ResourceType};
 use crate::lease::{Lease, LeaseRef};
 use crate::log::Log;
-use crate::naming::{LeaseId, workspace_pvc_name};
+use crate::naming::{LeaseId, secret_name, workspace_pvc_name};
 use crate::object;
 
 /// Deletes one object: `Ok(true)` deleted, `Ok(false)` already gone. An object under the name
@@ -90,7 +90,7 @@ pub(crate) fn pod_workload<K: Kube>(
     lease: &Lease,
     delete_workload: impl FnOnce(Option<&str>) -> Result<bool, KubeError>,
 ) -> Result<DestroyReport, ProviderError> {
-    let secret = id.secret_name();
+    let secret = secret_name(&id.name);
     let pvc = id.workspace_pvc.then(|| workspace_pvc_name(&id.name));
     let workload_kind = steps.kind();
     // A lease that knows its workload's uid deletes only that workload, and its Secret and claim

@@ -45,7 +45,7 @@ use crate::input_limits::{env_entry, env_entry_len, env_fault, word_len};
 use crate::kube_api::{ExecOptions, Kube, KubeError};
 use crate::lease::{LeaseMetadata, LeaseRef};
 use crate::log::{Level, Log};
-use crate::naming::{CONTAINER_NAME, LeaseId};
+use crate::naming::{CONTAINER_NAME, LeaseId, secret_name};
 use crate::redact::Redactor;
 use crate::resume::{ResumeOutcome, resume_check};
 use crate::secret::{self, LeaseEnv};
@@ -269,7 +269,7 @@ pub(crate) fn redact_only(secret: &Value) -> LeaseEnv {
 /// cluster no longer has, and any other failure, stop the call: the pod's env may still hold
 /// the values, and the output could not be scrubbed (nor a claim lease's env passed on).
 fn lease_env<K: Kube>(kube: &K, steps: &dyn Steps<K>, id: &LeaseId, recorded: bool) -> Result<LeaseEnv, ProviderError> {
-    let name = id.secret_name();
+    let name = secret_name(&id.name);
     let secret = match kube.get(&api_versions::secrets(), Some(&id.namespace), &name) {
         Ok(secret) => secret,
         Err(KubeError::NotFound(_)) if !recorded => {

@@ -189,7 +189,7 @@ pub const HOST_ID: Limit = Limit {
 /// The longest provider lease id this provider writes: `k8s:sandbox:<namespace>:<name>:pvc`
 /// with both parts DNS-1123 labels.
 pub const LEASE_ID: Limit = Limit {
-    max: "k8s:sandbox::".len() + 2 * DNS1123_LABEL_MAX_LEN + ":pvc".len(),
+    max: contract::lease_id::MAX_LEN,
     unit: Unit::Bytes,
     source: "the longest id this provider writes",
     fix: "Pass the lease as acquire returned it.",

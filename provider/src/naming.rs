@@ -6,14 +6,12 @@
 //! the raw ids go into annotations, which accept any text.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use contract::k8s::names;
 use contract::quote;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::config::Backend;
-use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID, LEASE_ID};
+use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID};
 
 /// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
 /// every object the provider creates, and proves ownership by it; the provider never sets it.
@@ -157,74 +155,9 @@ pub fn check_host_id(what: &str, id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The provider lease id: `k8s:<backend>:<namespace>:<name>`, with `:pvc` appended when a
-/// Sandbox lease owns a persistent workspace claim. The name is the workload's: the Sandbox,
-/// the Job, or (`k8s:claim:...`) the SandboxClaim. Namespaces and names are DNS labels, so `:`
-/// never occurs inside a part. Destroy needs nothing else.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseId {
-    pub backend: Backend,
-    pub namespace: String,
-    pub name: String,
-    /// The lease owns the PVC `workspace-<name>` (Sandbox backend only).
-    pub workspace_pvc: bool,
-}
-
-/// Why a lease id is not one of this provider's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "provider lease id {} was not made by the Kubernetes provider (expected k8s:<sandbox|job|claim>:<namespace>:<name>[:pvc]); \
-     the lease belongs to another provider or was corrupted",
-    quote(.0)
-)]
-pub struct BadLeaseId(pub String);
-
-impl LeaseId {
-    /// Parses a lease id strictly: every part must be what acquire would have written, so
-    /// nothing longer than [`LEASE_ID`] is split at all.
-    pub fn parse(text: &str) -> Result<Self, BadLeaseId> {
-        let bad = || BadLeaseId(text.to_string());
-        if text.len() > LEASE_ID.max {
-            return Err(bad());
-        }
-        let parts: Vec<&str> = text.split(':').collect();
-        let (backend, namespace, name, flag) = match parts.as_slice() {
-            ["k8s", backend, namespace, name] => (*backend, *namespace, *name, None),
-            ["k8s", backend, namespace, name, flag] => (*backend, *namespace, *name, Some(*flag)),
-            _ => return Err(bad()),
-        };
-        let backend = Backend::parse(backend).ok_or_else(bad)?;
-        let workspace_pvc = match flag {
-            None => false,
-            Some("pvc") if backend == Backend::Sandbox => true,
-            Some(_) => return Err(bad()),
-        };
-        if !is_dns1123_label(namespace) || !is_dns1123_label(name) {
-            return Err(bad());
-        }
-        Ok(Self { backend, namespace: namespace.to_string(), name: name.to_string(), workspace_pvc })
-    }
-
-    /// The per-lease Secret's name.
-    pub fn secret_name(&self) -> String {
-        secret_name(&self.name)
-    }
-
-    /// `namespace/name`, for messages.
-    pub fn qualified(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-}
-
-impl fmt::Display for LeaseId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "k8s:{}:{}:{}", self.backend.as_str(), self.namespace, self.name)?;
-        if self.workspace_pvc {
-            f.write_str(":pvc")?;
-        }
-        Ok(())
-    }
-}
+/// The provider lease id (`k8s:<backend>:<namespace>:<name>[:pvc]`), which alone names
+/// everything a lease owns; written once, in the contract, for the host to read it too.
+pub use contract::lease_id::{BadLeaseId, LeaseId};
 
 /// The metadata every object a lease owns starts from: its name, namespace, labels and
 /// annotations (workload, Secret); one place so the three manifests cannot drift apart.
@@ -246,6 +179,7 @@ pub fn object_meta(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Backend;
 
     #[test]
     fn names_derive_from_the_id_unchanged() {
@@ -350,7 +284,7 @@ mod tests {
         ] {
             assert_eq!(LeaseId::parse(&id.to_string()).unwrap(), id);
         }
-        assert_eq!(LeaseId::parse("k8s:job:ns:pc-2").unwrap().secret_name(), "pc-2-env");
+        assert_eq!(secret_name(&LeaseId::parse("k8s:job:ns:pc-2").unwrap().name), "pc-2-env");
         assert_eq!(LeaseId::parse("k8s:claim:ns:pc-3").unwrap().to_string(), "k8s:claim:ns:pc-3");
     }
 

@@ -25,7 +25,7 @@ use crate::errors::ProviderError;
 use crate::kube_api::{Kube, KubeError, ListOptions, ResourceType};
 use crate::lease::{Lease, LeaseMetadata};
 use crate::log::Log;
-use crate::naming::LeaseId;
+use crate::naming::{LeaseId, secret_name};
 use crate::object;
 
 /// What holds the lease's claim name.
@@ -181,7 +181,7 @@ pub(crate) fn destroy<K: Kube>(
     id: &LeaseId,
     lease: &Lease,
 ) -> Result<DestroyReport, ProviderError> {
-    let secret = id.secret_name();
+    let secret = secret_name(&id.name);
     let recorded = LeaseMetadata::parse_lenient(&lease.metadata).sandbox.map(|s| s.name);
     let sandbox_name = recorded.unwrap_or_else(|| id.name.clone());
     let mut attempts: Vec<Attempt<'_>> = Vec::new();
