@@ -337,7 +337,7 @@ export class ServeClient {
   private args(kubeconfigFile: string | undefined): string[] {
     const s = this.settings;
     const args = ["serve", `--component=${s.component}`, `--cache-dir=${s.cacheDir}`];
-    for (const ns of s.namespaces) args.push(`--namespace=${ns}`);
+    for (const ns of s.namespaces) args.push(`--allow-namespace=${ns}`);
     for (const pool of s.warmPools) args.push(`--warm-pool=${pool}`);
     for (const template of s.claimTemplates) args.push(`--claim-template=${template}`);
     if (s.policyFile) args.push(`--policy=${s.policyFile}`);

@@ -90,7 +90,7 @@ pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) ->
         ]);
     }
     let serve_args: Vec<String> =
-        describe[1..].iter().chain(&["--namespace", NAMESPACE]).map(|a| a.to_string()).collect();
+        describe[1..].iter().chain(&["--allow-namespace", NAMESPACE]).map(|a| a.to_string()).collect();
     let requests = [
         ("sandbox-host serve: describe (one line each way)", serde_json::json!({"method": "describe"})),
         (

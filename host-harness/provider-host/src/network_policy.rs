@@ -172,7 +172,7 @@ pub(crate) async fn probe_finding(
     if !policy.allows_namespace(namespace) || config.get("backend").and_then(Value::as_str) == Some("claim") {
         return None;
     }
-    let apply = format!("sandbox-host network-policy --namespace {namespace} | kubectl apply -f -");
+    let apply = format!("sandbox-host network-policy -n {namespace} | kubectl apply -f -");
     let warning = |code: &str, message: String| Diagnostic { severity: Severity::Warning, code: code.into(), message };
     let api: kube::Api<NetworkPolicy> = kube::Api::namespaced(client, namespace);
     let listed = match tokio::time::timeout(timeout, api.list(&kube::api::ListParams::default())).await {

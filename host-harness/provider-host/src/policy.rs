@@ -94,6 +94,11 @@ pub struct Policy {
     /// The keys the host signs and verifies ownership with; never serialized.
     #[serde(skip)]
     pub ownership_keys: Option<OwnershipKeys>,
+    /// How the operator allows another namespace where `namespaces` came from elsewhere than a
+    /// policy file's field (a command-line option, a default), so a denial names the setting
+    /// to change; `None`: the policy's `namespaces`. Never serialized.
+    #[serde(skip)]
+    pub namespaces_from: Option<String>,
 }
 
 fn default_owner_id() -> String {
@@ -178,6 +183,7 @@ impl Policy {
             pod_security: PodSecurityCeiling::default(),
             ownership_key_file: None,
             ownership_keys: None,
+            namespaces_from: None,
         }
     }
 
@@ -263,9 +269,10 @@ impl Policy {
         } else {
             ""
         };
+        let setting = self.namespaces_from.as_deref().unwrap_or("the policy's `namespaces`");
         Err(Denial(format!(
             "the host's policy does not allow namespace {} (allowed: {allowed}){system}; use an allowed namespace, \
-             or ask the operator to add it to the policy's `namespaces`",
+             or ask the operator to add it to {setting}",
             quoted(namespace)
         )))
     }

@@ -30,7 +30,7 @@ pub struct ContractArgs {
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// The namespace the suite works in; created when missing; configs must name it.
-    #[arg(long, default_value = "contract")]
+    #[arg(short = 'n', long, default_value = "contract")]
     pub namespace: String,
     /// Only these scenarios (repeatable); `--list` shows their names.
     #[arg(long = "scenario")]

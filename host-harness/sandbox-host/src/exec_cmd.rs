@@ -58,8 +58,9 @@ pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
         stdin,
         timeout_ms: args.timeout_ms,
     };
-    let host = session(&target.host).await?;
-    let result = match with_progress("running the command", host.execute(lease, request)).await {
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let lease = session.lease(lease)?;
+    let result = match with_progress("running the command", session.host.execute(lease, request)).await {
         Ok(result) => result,
         Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };

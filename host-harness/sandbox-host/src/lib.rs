@@ -14,6 +14,7 @@ pub mod contract_cmd;
 pub mod env_args;
 pub mod exec_cmd;
 pub mod log_filter;
+pub mod namespace_args;
 pub mod policy_cmd;
 pub mod pool_cmd;
 pub mod provider_cmd;
@@ -136,8 +137,8 @@ pub enum HostCommand {
     Rbac {
         #[command(flatten)]
         inspect: policy_cmd::InspectArgs,
-        /// Name of the ServiceAccount (and of the Roles and RoleBindings); it lives in the first
-        /// allowed namespace.
+        /// Name of the ServiceAccount (and of the Roles and RoleBindings); it lives in -n's
+        /// namespace, else in the first allowed one.
         #[arg(long, default_value = "sandbox-host")]
         service_account: String,
     },
@@ -146,6 +147,8 @@ pub enum HostCommand {
     NetworkPolicy {
         #[command(flatten)]
         policy: policy_cmd::PolicyArgs,
+        #[command(flatten)]
+        namespace: namespace_args::NamespaceArg,
         /// Name of the NetworkPolicy.
         #[arg(long, default_value = provider_host::network_policy::DEFAULT_NAME)]
         name: String,
@@ -204,7 +207,9 @@ impl HostCommand {
                 done(policy_cmd::show(inspect, json).await)
             }
             Self::Rbac { inspect, service_account } => done(policy_cmd::rbac(inspect, &service_account).await),
-            Self::NetworkPolicy { policy, name } => done(policy_cmd::network_policy(&policy, &name)),
+            Self::NetworkPolicy { policy, namespace, name } => {
+                done(policy_cmd::network_policy(&policy, &namespace, &name))
+            }
         }
     }
 }

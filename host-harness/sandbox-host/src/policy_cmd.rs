@@ -3,9 +3,10 @@
 //! `network-policy` (the sandboxes' isolation).
 //!
 //! Where the policy comes from: `--policy FILE` (JSON, see `provider_host::policy::Policy`),
-//! with `--namespace`, `--owner-id` and `--ownership-key-file` overriding its fields. Without a file the default rules
-//! apply, in the namespaces `--namespace` names, or in the single default namespace `default`
-//! when none is named. A provider config never widens it.
+//! with `--allow-namespace`, `--owner-id` and `--ownership-key-file` overriding its fields.
+//! Without a file the default rules apply, in the namespaces `--allow-namespace` names, or in
+//! the target namespace alone when none is named ([`crate::namespace_args`]). A provider config
+//! never widens it.
 
 use std::path::PathBuf;
 
@@ -16,6 +17,7 @@ use provider_host::runner::{HostOptions, ProviderHost};
 use provider_host::{network_policy, owner_signature, rbac};
 
 use crate::component_args::ComponentArgs;
+use crate::namespace_args::{self, NamespaceArg, TargetNamespace};
 use crate::provider_cmd::read_document;
 
 /// The namespace a policy allows when the operator names none.
@@ -27,10 +29,11 @@ pub struct PolicyArgs {
     /// Host policy file (JSON): namespaces, resource rules, owner id, sandbox egress.
     #[arg(long)]
     pub policy: Option<PathBuf>,
-    /// A namespace the provider may use (repeatable); replaces the policy file's list.
-    /// Default: the policy file's, else `default` alone.
-    #[arg(long = "namespace", value_name = "NS", env = "SANDBOX_HOST_NAMESPACES", value_delimiter = ',')]
-    pub namespaces: Vec<String>,
+    /// A namespace the provider may use (repeatable, or comma-separated; `*`: any but the
+    /// system namespaces); replaces the policy file's list. Default: the policy file's, else
+    /// the target namespace (-n, else the kubeconfig context's) alone.
+    #[arg(long = "allow-namespace", value_name = "NS", env = "SANDBOX_HOST_NAMESPACES", value_delimiter = ',')]
+    pub allowed_namespaces: Vec<String>,
     /// The installation's owner id, stamped on everything the provider creates; every replica
     /// of one deployment must share it, and no other installation on the cluster may use it.
     #[arg(long, env = "SANDBOX_HOST_OWNER_ID")]
@@ -55,15 +58,24 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
-    /// The operator's policy these options describe.
-    pub fn policy(&self) -> anyhow::Result<Policy> {
+    /// The operator's policy these options describe, for a command working in `target`
+    /// (which is the allow-list when neither `--allow-namespace` nor a policy file gives one).
+    pub fn policy(&self, target: Option<&TargetNamespace>) -> anyhow::Result<Policy> {
         let mut policy = match &self.policy {
-            Some(path) => serde_json::from_str::<Policy>(&read_document(path, "policy")?)
-                .context("the policy file does not match the policy schema")?,
-            None => Policy::kubernetes_default([DEFAULT_NAMESPACE]),
+            Some(path) => {
+                let mut policy = serde_json::from_str::<Policy>(&read_document(path, "policy")?)
+                    .context("the policy file does not match the policy schema")?;
+                policy.namespaces_from = Some(format!("`namespaces` in the policy file {}", path.display()));
+                policy
+            }
+            None => {
+                let (namespace, widened_by) = namespace_args::default_allowed(target);
+                Policy { namespaces_from: Some(widened_by), ..Policy::kubernetes_default([namespace]) }
+            }
         };
-        if !self.namespaces.is_empty() {
-            policy.namespaces = self.namespaces.clone();
+        if !self.allowed_namespaces.is_empty() {
+            policy.namespaces = self.allowed_namespaces.clone();
+            policy.namespaces_from = Some("--allow-namespace (or SANDBOX_HOST_NAMESPACES)".to_string());
         }
         if let Some(owner) = &self.owner_id {
             policy.owner_id = owner.clone();
@@ -85,12 +97,20 @@ pub struct InspectArgs {
     pub component: ComponentArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub namespace: NamespaceArg,
+}
+
+/// The namespace `-n` names, as these commands' target: they reach no cluster, so no
+/// kubeconfig's context is read.
+fn flag_target(namespace: &NamespaceArg) -> anyhow::Result<Option<TargetNamespace>> {
+    Ok(TargetNamespace::resolve(namespace.given()?, None))
 }
 
 async fn load(args: &InspectArgs) -> anyhow::Result<ProviderHost> {
     let source = args.component.source()?;
-    let options =
-        HostOptions { policy: args.policy.policy()?, cache_dir: args.component.cache_dir(), ..Default::default() };
+    let policy = args.policy.policy(flag_target(&args.namespace)?.as_ref())?;
+    let options = HostOptions { policy, cache_dir: args.component.cache_dir(), ..Default::default() };
     Ok(ProviderHost::load_without_cluster(source, options).await?)
 }
 
@@ -119,25 +139,35 @@ pub async fn show(args: InspectArgs, json: bool) -> anyhow::Result<()> {
 }
 
 /// `rbac`: the ServiceAccount, Roles and RoleBindings for exactly the effective policy, as
-/// YAML documents for `kubectl apply -f -`.
+/// YAML documents for `kubectl apply -f -`; the ServiceAccount lives in `-n`'s namespace, else
+/// in the first allowed one.
 pub async fn rbac(args: InspectArgs, service_account: &str) -> anyhow::Result<()> {
     let host = load(&args).await?;
     let effective = &host.grants().effective;
-    let home = effective.namespaces.first().context("the policy allows no namespace")?;
+    let home = match args.namespace.given()? {
+        Some(namespace) => namespace,
+        None => effective.namespaces.first().context("the policy allows no namespace")?,
+    };
     for object in rbac::manifests(effective, home, service_account)? {
         crate::out!("---\n{}", serde_yaml_ng::to_string(&object)?);
     }
     Ok(())
 }
 
-/// `network-policy`: the NetworkPolicy of the sandboxes in each namespace the policy names, as
-/// YAML for `kubectl apply -f -`, after comments on what it cannot cover.
-pub fn network_policy(args: &PolicyArgs, name: &str) -> anyhow::Result<()> {
-    let policy = args.policy()?;
+/// `network-policy`: the NetworkPolicy of the sandboxes in `-n`'s namespace, else in each
+/// namespace the policy names, as YAML for `kubectl apply -f -`, after comments on what it
+/// cannot cover.
+pub fn network_policy(args: &PolicyArgs, namespace: &NamespaceArg, name: &str) -> anyhow::Result<()> {
+    let policy = args.policy(flag_target(namespace)?.as_ref())?;
     policy.validate()?;
-    if policy.namespaces.is_empty() || policy.namespaces.iter().any(|n| n == provider_host::policy::ANY_NAMESPACE) {
+    let namespaces = match namespace.given()? {
+        Some(namespace) => vec![namespace.to_string()],
+        None => policy.namespaces.clone(),
+    };
+    if namespaces.is_empty() || namespaces.iter().any(|n| n == provider_host::policy::ANY_NAMESPACE) {
         anyhow::bail!(
-            "a NetworkPolicy lives in one namespace and the policy names none (or \"*\"); name each with --namespace"
+            "a NetworkPolicy lives in one namespace and the policy names none (or \"*\"); name one with -n, or each \
+             with --allow-namespace"
         );
     }
     crate::out!(
@@ -150,7 +180,7 @@ pub fn network_policy(args: &PolicyArgs, name: &str) -> anyhow::Result<()> {
          # (agent-sandbox's spec.networkPolicy) or write one that selects the template's pod labels.\n",
         label = network_policy::SANDBOX_POD_LABEL
     );
-    for namespace in &policy.namespaces {
+    for namespace in &namespaces {
         crate::out!("---\n{}", serde_yaml_ng::to_string(&network_policy::manifest(&policy, namespace, name))?);
     }
     Ok(())

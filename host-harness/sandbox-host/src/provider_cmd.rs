@@ -16,6 +16,7 @@ use provider_host::runner::{HostOptions, ProviderHost};
 
 use crate::component_args::ComponentArgs;
 use crate::env_args::EnvArgs;
+use crate::namespace_args::{self, NamespaceArg, TargetNamespace};
 use crate::policy_cmd::PolicyArgs;
 use crate::untrusted_kubeconfig;
 
@@ -92,6 +93,8 @@ impl HostArgs {
 pub struct Target {
     #[command(flatten)]
     pub host: HostArgs,
+    #[command(flatten)]
+    pub namespace: NamespaceArg,
     /// Print the result as JSON mirroring the WIT records.
     #[arg(long)]
     pub json: bool,
@@ -141,58 +144,117 @@ pub enum Offline {
     Allowed,
 }
 
+/// A loaded component, and the namespace the command works in.
+pub struct Session {
+    /// The host with the component loaded.
+    pub host: ProviderHost,
+    /// `-n`'s namespace, else the kubeconfig context's; `None` without either.
+    pub namespace: Option<TargetNamespace>,
+}
+
+impl Session {
+    /// A config read from the command line, with the target namespace where it names none.
+    pub fn config(&self, config: String) -> anyhow::Result<String> {
+        match &self.namespace {
+            Some(target) => target.fill_config(config),
+            None => Ok(config),
+        }
+    }
+
+    /// A stored lease and its config, checked against `-n`; the config takes the lease's
+    /// namespace where it names none.
+    pub fn lease(&self, mut lease: LeaseRef) -> anyhow::Result<LeaseRef> {
+        if let Some(target) = &self.namespace {
+            target.check_lease(&lease.lease.namespace)?;
+        }
+        if !lease.lease.namespace.is_empty() {
+            lease.config = namespace_args::with_namespace(lease.config, &lease.lease.namespace);
+        }
+        Ok(lease)
+    }
+}
+
 /// Connects to the cluster, reads the operator's policy and loads the component; a component
-/// that declares no `kube` access needs no cluster (see [`session_with`]).
-pub async fn session(target: &HostArgs) -> anyhow::Result<ProviderHost> {
-    session_with(target, Offline::IfNoAccess).await
+/// that declares no `kube` access needs no cluster (see [`session_with`]). `namespace`: what
+/// `-n` names.
+pub async fn session(args: &HostArgs, namespace: Option<&str>) -> anyhow::Result<Session> {
+    session_with(args, namespace, Offline::IfNoAccess).await
+}
+
+/// The cluster a command reaches: its configuration and whether the operator wrote it.
+enum Cluster {
+    /// Found; `trusted` unless `--untrusted-kubeconfig`.
+    Found(Box<kube::Config>, bool),
+    /// `--no-cluster`.
+    Refused,
+    /// None named and none found.
+    Missing(provider_host::kubeconfig::KubeconfigError),
+}
+
+/// The cluster `args` name, or as kubectl finds one.
+async fn cluster(args: &HostArgs) -> anyhow::Result<Cluster> {
+    if args.no_cluster {
+        return Ok(Cluster::Refused);
+    }
+    if let Some(yaml) = &args.given_kubeconfig {
+        return Ok(Cluster::Found(Box::new(provider_host::kubeconfig::config(yaml).await?), true));
+    }
+    let Some(path) = &args.kubeconfig else {
+        return Ok(match provider_host::kubeconfig::find(None).await {
+            Ok(config) => Cluster::Found(Box::new(config), true),
+            Err(missing) => Cluster::Missing(missing),
+        });
+    };
+    let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    if !args.untrusted_kubeconfig {
+        let config = provider_host::kubeconfig::config(&yaml).await.map_err(|e| {
+            UnusableKubeconfig(format!("the kubeconfig {}: {:#}", path.display(), anyhow::Error::new(e)))
+        })?;
+        return Ok(Cluster::Found(Box::new(config), true));
+    }
+    untrusted_kubeconfig::check(&yaml).map_err(|refused| UnusableKubeconfig(refused.to_string()))?;
+    // What kube-rs says about a kubeconfig it cannot load may quote it: say only that.
+    let config = provider_host::kubeconfig::config(&yaml).await.map_err(|_| {
+        UnusableKubeconfig(
+            "the kubeconfig could not be loaded (a context, cluster or user it names is missing, or inline data is \
+             not base64); its contents are not shown: they may hold credentials"
+                .to_string(),
+        )
+    })?;
+    Ok(Cluster::Found(Box::new(config), false))
 }
 
 /// [`session`], running without a cluster as `offline` allows when none is named and none can
 /// be inferred.
-pub async fn session_with(target: &HostArgs, offline: Offline) -> anyhow::Result<ProviderHost> {
-    let source = target.component.source()?;
+pub async fn session_with(args: &HostArgs, namespace: Option<&str>, offline: Offline) -> anyhow::Result<Session> {
+    let source = args.component.source()?;
+    let cluster = cluster(args).await?;
+    let context = match &cluster {
+        Cluster::Found(config, trusted) => Some((config.default_namespace.as_str(), *trusted)),
+        Cluster::Refused | Cluster::Missing(_) => None,
+    };
+    let target = TargetNamespace::resolve(namespace, context);
     let options = HostOptions {
-        policy: target.policy.policy()?,
-        limits: target.limits()?,
-        cache_dir: target.component.cache_dir(),
+        policy: args.policy.policy(target.as_ref())?,
+        limits: args.limits()?,
+        cache_dir: args.component.cache_dir(),
     };
-    if target.no_cluster {
-        return Ok(ProviderHost::load_without_cluster(source, options).await?);
-    }
-    let config = if let Some(yaml) = &target.given_kubeconfig {
-        provider_host::kubeconfig::config(yaml).await?
-    } else if let Some(path) = &target.kubeconfig {
-        let yaml = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-        if target.untrusted_kubeconfig {
-            untrusted_kubeconfig::check(&yaml).map_err(|refused| UnusableKubeconfig(refused.to_string()))?;
-            // What kube-rs says about a kubeconfig it cannot load may quote it: say only that.
-            provider_host::kubeconfig::config(&yaml).await.map_err(|_| {
-                UnusableKubeconfig(
-                    "the kubeconfig could not be loaded (a context, cluster or user it names is missing, or inline \
-                     data is not base64); its contents are not shown: they may hold credentials"
-                        .to_string(),
-                )
-            })?
-        } else {
-            provider_host::kubeconfig::config(&yaml).await.map_err(|e| {
-                UnusableKubeconfig(format!("the kubeconfig {}: {:#}", path.display(), anyhow::Error::new(e)))
-            })?
+    let host = match cluster {
+        Cluster::Found(config, _) => {
+            // The host's own client: no transparent retries, so the provider sees every answer.
+            let client = provider_host::client_from_config(*config)?;
+            ProviderHost::load(source, client, options).await?
         }
-    } else {
-        match provider_host::kubeconfig::find(None).await {
-            Ok(config) => config,
-            Err(no_cluster) => {
-                let host = ProviderHost::load_without_cluster(source, options).await?;
-                if offline == Offline::Allowed || host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
-                    return Ok(host);
-                }
-                return Err(anyhow::Error::new(no_cluster));
+        Cluster::Refused => ProviderHost::load_without_cluster(source, options).await?,
+        Cluster::Missing(missing) => {
+            let host = ProviderHost::load_without_cluster(source, options).await?;
+            if offline != Offline::Allowed && !host.grants().declared.as_ref().is_some_and(Vec::is_empty) {
+                return Err(anyhow::Error::new(missing));
             }
+            host
         }
     };
-    // The host's own client: no transparent retries, so the provider sees every answer.
-    let client = provider_host::client_from_config(config)?;
-    Ok(ProviderHost::load(source, client, options).await?)
+    Ok(Session { host, namespace: target })
 }
 
 /// Shows a spinner on stderr while `fut` runs, only when stderr is a terminal.
@@ -268,7 +330,7 @@ pub fn print_lease(lease: &Lease) {
 
 /// `describe`
 pub async fn describe(target: Target) -> anyhow::Result<i32> {
-    let host = session_with(&target.host, Offline::Allowed).await?;
+    let host = session_with(&target.host, target.namespace.given()?, Offline::Allowed).await?.host;
     let info = match host.describe().await {
         Ok(i) => i,
         Err(e) => return Ok(report_error(&e)),
@@ -287,8 +349,9 @@ pub async fn describe(target: Target) -> anyhow::Result<i32> {
 /// `validate-config`
 pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_document(config, "config")?;
-    let host = session_with(&target.host, Offline::Allowed).await?;
-    let v = match host.validate_config(&config).await {
+    let session = session_with(&target.host, target.namespace.given()?, Offline::Allowed).await?;
+    let config = session.config(config)?;
+    let v = match session.host.validate_config(&config).await {
         Ok(v) => v,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -309,8 +372,9 @@ pub async fn validate_config(target: Target, config: &Path) -> anyhow::Result<i3
 /// `probe`
 pub async fn probe(target: Target, config: &Path) -> anyhow::Result<i32> {
     let config = read_document(config, "config")?;
-    let host = session(&target.host).await?;
-    let p = match host.probe(&config).await {
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let config = session.config(config)?;
+    let p = match session.host.probe(&config).await {
         Ok(p) => p,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -397,7 +461,9 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_document(&args.config, "config")?;
     let env = args.env.parse()?;
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
-    let host = session(&target.host).await?;
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let config = session.config(config)?;
+    let host = session.host;
     let acquisition_id = args.acquisition_id.unwrap_or_else(|| {
         let id = generated_id("cli-");
         eprintln!(
@@ -453,8 +519,9 @@ pub struct LeaseArgs {
 /// `resume-check`
 pub async fn resume_check(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let host = session(&target.host).await?;
-    let outcome = match with_progress("checking the lease", host.resume_check(r)).await {
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let r = session.lease(r)?;
+    let outcome = match with_progress("checking the lease", session.host.resume_check(r)).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -487,8 +554,9 @@ fn print_outcome(outcome: &ResumeOutcome, json: bool) -> anyhow::Result<i32> {
 pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
     let at = expiry_from_now("--expires-in", expires_in)?;
-    let host = session(&target.host).await?;
-    let outcome = match host.renew(r, at).await {
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let r = session.lease(r)?;
+    let outcome = match session.host.renew(r, at).await {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
@@ -501,8 +569,9 @@ pub async fn renew(target: Target, args: LeaseArgs, expires_in: u64) -> anyhow::
 /// `release`
 pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let host = session(&target.host).await?;
-    match host.release(r).await {
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let r = session.lease(r)?;
+    match session.host.release(r).await {
         Ok(()) => {
             if target.json {
                 crate::outln!("null");
@@ -518,8 +587,9 @@ pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
 /// `destroy`
 pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     let r = lease_ref(&args.lease, &args.config)?;
-    let host = session(&target.host).await?;
-    match host.destroy(r).await {
+    let session = session(&target.host, target.namespace.given()?).await?;
+    let r = session.lease(r)?;
+    match session.host.destroy(r).await {
         Ok(report) => {
             if target.json {
                 print_json(&report)?;

@@ -28,7 +28,7 @@ pub struct ServeArgs {
 
 /// Serves until end of input or a stop signal; the exit code is 0 unless reading stdin failed.
 pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
-    let host = Arc::new(session(&args.host).await?);
+    let host = Arc::new(session(&args.host, None).await?.host);
     let mut options = ServeOptions::for_host(&host);
     if let Some(ms) = args.shutdown_grace_ms {
         options.shutdown_grace = Some(Duration::from_millis(ms));

@@ -3,7 +3,6 @@
 //! commands and `contract` on a kubeconfig.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::process::Command;
 
 use embedded_cluster::faults::{Action, Match, Rule};
@@ -12,100 +11,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sandbox-host-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// Runs a command without stalling the async runtime's other work (the in-process cluster).
-trait OutputBlocking {
-    fn output_blocking(&mut self) -> std::io::Result<std::process::Output>;
-}
-
-impl OutputBlocking for Command {
-    fn output_blocking(&mut self) -> std::io::Result<std::process::Output> {
-        tokio::task::block_in_place(|| self.output())
-    }
-}
-
-fn component() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component/provider.wasm");
-    assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
-    path
-}
-
-/// An embedded cluster in this process and the files the provider commands take.
-struct ProviderCli {
-    cluster: EmbeddedCluster,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-    config: PathBuf,
-    cache: PathBuf,
-}
-
-impl ProviderCli {
-    /// A cluster, its kubeconfig for the provider's identity, and a Job backend config.
-    async fn start(tag: &str) -> Self {
-        let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
-        let dir = temp_dir(tag);
-        let kubeconfig = dir.join("kubeconfig");
-        std::fs::write(&kubeconfig, cluster.kubeconfig(embedded_cluster::PROVIDER_USER).expect("kubeconfig"))
-            .expect("write");
-        let config = dir.join("config.json");
-        std::fs::write(&config, json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"}).to_string())
-            .expect("config");
-        let cache = dir.join("cache");
-        Self { cluster, dir, kubeconfig, config, cache }
-    }
-
-    /// `sandbox-host ARGS` against the cluster, with the config; without backtraces, so its
-    /// output is what a person sees.
-    fn run(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
-        cmd.args(args)
-            .arg("--component")
-            .arg(component())
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .arg("--config")
-            .arg(&self.config);
-        cmd
-    }
-
-    /// `sandbox-host exec` on a lease file: `sh -c script`, which must come last.
-    fn exec(&self, lease: &str, script: &str) -> std::process::Output {
-        let mut cmd = Command::new(BIN);
-        cmd.env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
-        cmd.arg("exec").arg("--component").arg(component()).arg("--kubeconfig").arg(&self.kubeconfig);
-        cmd.arg("--cache-dir").arg(&self.cache).arg("--config").arg(&self.config).args(["--lease", lease]);
-        cmd.args(["--", "sh", "-c", script]).output_blocking().expect("exec")
-    }
-
-    /// Requests of the provider's identity that change the cluster.
-    fn provider_writes(&self) -> Vec<String> {
-        self.cluster
-            .requests()
-            .entries()
-            .into_iter()
-            .filter(|e| {
-                e.user == embedded_cluster::PROVIDER_USER && !matches!(e.verb.as_str(), "get" | "list" | "watch")
-            })
-            .map(|e| format!("{} {}", e.verb, e.resource))
-            .collect()
-    }
-}
-
-impl Drop for ProviderCli {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use crate::support::{BIN, OutputBlocking, ProviderCli, component, refused, temp_dir};
 
 /// The cluster runs in this process: commands block a worker thread, so another must serve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,13 +64,6 @@ async fn provider_commands_round_trip_a_lease_through_files() {
         stdout.contains("error   /namespace: the host's policy does not allow namespace \"kube-system\""),
         "{stdout}"
     );
-}
-
-/// Asserts that a command failed as a refusal (exit code 1) and returns its stderr.
-fn refused(out: &std::process::Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "a refusal, not a crash: {stderr}");
-    stderr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -305,7 +204,7 @@ fn policy_show_and_rbac_print_the_effective_grant() {
         assert!(stdout.contains(expected), "{expected:?} missing from:\n{stdout}");
     }
     assert!(!stdout.contains("ClusterRole") && !stdout.contains('*'), "{stdout}");
-    let (code, _, stderr) = inspect(&["rbac", "--namespace", "*"]);
+    let (code, _, stderr) = inspect(&["rbac", "--allow-namespace", "*"]);
     assert_eq!(code, Some(1), "a wildcard needs a ClusterRole, which is never generated");
     assert!(stderr.contains("ClusterRole"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -330,7 +229,7 @@ async fn network_policy_prints_what_probe_looks_for() {
         (Some("no-network-policy"), Some("warning"))
     );
     let message = before[0]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("sandbox-host network-policy --namespace default | kubectl apply -f -"), "{message}");
+    assert!(message.contains("sandbox-host network-policy -n default | kubectl apply -f -"), "{message}");
 
     let print = |args: &[&str]| Command::new(BIN).arg("network-policy").args(args).output_blocking().expect("run");
     let out = print(&["--namespace", "default", "--owner-id", "team-a"]);

@@ -2,11 +2,13 @@
 
 mod cli;
 mod installed;
+mod namespaces;
 mod no_test_bed;
 mod reference_provider_cli;
 mod secrets;
 mod serve;
 mod shell;
+mod support;
 
 /// The test bed's binary, `sandbox-dev`, built beside `sandbox-host` by `cargo test --workspace`
 /// (`make test`): a test that needs a cluster in another process (at its own log level) runs

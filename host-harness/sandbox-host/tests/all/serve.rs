@@ -128,7 +128,7 @@ impl Drop for Served {
 #[tokio::test]
 async fn concurrent_leases_live_their_whole_life_through_one_serve_process() {
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
-    let mut served = Served::start_on("lease", &cluster, &built("provider.wasm"), &["--namespace", "default"]);
+    let mut served = Served::start_on("lease", &cluster, &built("provider.wasm"), &["--allow-namespace", "default"]);
     let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36"});
     served.send(json!({"id": "hello", "method": "hello"})).await;
     for n in 0..4 {
@@ -294,7 +294,7 @@ async fn an_unusable_kubeconfig_exits_with_its_own_code_and_quotes_nothing() {
 async fn a_flood_of_one_leases_commands_keeps_no_other_lease_waiting() {
     const FLOOD: usize = 70;
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the embedded cluster");
-    let mut served = Served::start_on("fair", &cluster, &built("provider.wasm"), &["--namespace", "default"]);
+    let mut served = Served::start_on("fair", &cluster, &built("provider.wasm"), &["--allow-namespace", "default"]);
     let gate = served.scratch.join("gate");
     let config = json!({"namespace": "default", "backend": "job", "image": "busybox:1.36",
         "command": ["sleep", "infinity"]});
