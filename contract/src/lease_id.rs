@@ -8,9 +8,9 @@
 
 use std::fmt;
 
-use crate::Backend;
 use crate::k8s::names::{DNS1123_LABEL_MAX_LENGTH, dns1123_label};
 use crate::quote::quote;
+use crate::{Backend, Lease};
 
 /// The longest lease id the provider writes: `k8s:sandbox:<namespace>:<name>:pvc` with both
 /// parts DNS-1123 labels.
@@ -67,6 +67,26 @@ impl LeaseId {
     /// `namespace/name`, for messages.
     pub fn qualified(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The lease this id alone makes, for `destroy` when the stored lease is lost: its backend
+    /// and namespace, and no workload uid, so destroy deletes whatever holds the name (a stored
+    /// lease's uid would spare a newer sandbox under it).
+    pub fn bare_lease(&self) -> Lease {
+        Lease {
+            provider_lease_id: self.to_string(),
+            backend: self.backend,
+            namespace: self.namespace.clone(),
+            api_version: String::new(),
+            workload_uid: String::new(),
+            pod_name: None,
+            pod_uid: None,
+            pod_ip: None,
+            claimed_sandbox: None,
+            expires_at: None,
+            reusable: false,
+            metadata: "{}".to_string(),
+        }
     }
 }
 

@@ -106,12 +106,12 @@ pub enum HostCommand {
         #[command(flatten)]
         lease: provider_cmd::LeaseArgs,
     },
-    /// Delete everything a lease could own (idempotent).
+    /// Delete everything a lease could own (idempotent), from the stored lease or its id alone.
     Destroy {
         #[command(flatten)]
         target: provider_cmd::Target,
         #[command(flatten)]
-        lease: provider_cmd::LeaseArgs,
+        args: provider_cmd::DestroyArgs,
     },
     /// Run a command in a lease's sandbox: its output, and its exit code as this command's
     /// (124: killed at its timeout).
@@ -199,7 +199,7 @@ impl HostCommand {
             Self::ResumeCheck { target, lease } => provider_cmd::resume_check(target, lease).await,
             Self::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
             Self::Release { target, lease } => provider_cmd::release(target, lease).await,
-            Self::Destroy { target, lease } => provider_cmd::destroy(target, lease).await,
+            Self::Destroy { target, args } => provider_cmd::destroy(target, args).await,
             Self::Exec { target, args } => exec_cmd::run(target, args).await,
             Self::Serve(args) => serve_cmd::run(args).await,
             Self::Pool(args) => done(pool_cmd::run(args).await),

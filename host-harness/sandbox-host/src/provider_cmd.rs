@@ -499,9 +499,44 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
 
 /// Reads a stored lease and the config it was made with.
 pub fn lease_ref(lease: &Path, config: &Path) -> anyhow::Result<LeaseRef> {
-    let lease: Lease = serde_json::from_str(&read_document(lease, "lease")?)
-        .context("the lease file is not a lease (as printed by `acquire --json`)")?;
+    let lease = match read_lease(lease)? {
+        StoredLease::Whole(lease) => *lease,
+        StoredLease::IdOnly { id, missing } => bail!(
+            "the lease file holds the lease id {} but not the rest of the lease ({missing}): pass the lease as \
+             `acquire --json` printed it; only `destroy` works from the id alone (--lease-id)",
+            contract::quote(&id)
+        ),
+    };
     Ok(LeaseRef { lease, config: read_document(config, "config")? })
+}
+
+/// A lease file's content: the whole lease, or only its id (all `destroy` needs).
+enum StoredLease {
+    Whole(Box<Lease>),
+    IdOnly {
+        /// The `provider-lease-id`.
+        id: String,
+        /// What the lease lacks, as serde says it.
+        missing: String,
+    },
+}
+
+/// Reads a lease file (`-`: standard input).
+fn read_lease(path: &Path) -> anyhow::Result<StoredLease> {
+    let text = read_document(path, "lease")?;
+    let whole_error = match serde_json::from_str::<Lease>(&text) {
+        Ok(lease) => return Ok(StoredLease::Whole(Box::new(lease))),
+        Err(e) => e,
+    };
+    let id = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|value| value.get("provider-lease-id").and_then(|id| id.as_str()).map(str::to_string));
+    match id {
+        Some(id) => Ok(StoredLease::IdOnly { id, missing: whole_error.to_string() }),
+        None => Err(anyhow::Error::new(whole_error).context(
+            "the lease file is not a lease (as `acquire --json` prints it, or `{\"provider-lease-id\": ...}`)",
+        )),
+    }
 }
 
 /// Options of the commands that take a stored lease.
@@ -584,9 +619,54 @@ pub async fn release(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// Options of `destroy`: a stored lease, or its id alone.
+#[derive(Args)]
+pub struct DestroyArgs {
+    /// The lease (JSON, as written by `acquire --out` or printed by `acquire --json`; `-` reads
+    /// standard input); a file with only its `provider-lease-id` will do.
+    #[arg(long, required_unless_present = "lease_id")]
+    pub lease: Option<PathBuf>,
+    /// The lease's id alone (`k8s:job:default:pc-a-1`, as acquire printed it), when the lease
+    /// file is lost. Without the stored workload uid, destroy deletes whatever holds the name,
+    /// even a newer sandbox of the same acquisition id.
+    #[arg(long, value_name = "ID", conflicts_with = "lease")]
+    pub lease_id: Option<String>,
+    /// The provider config the lease was made with (JSON or YAML; `-` reads standard input);
+    /// the Kubernetes provider destroys from the lease id and does not need it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+/// The lease a bare id makes, for `destroy`; an id of another provider is refused, as only the
+/// Kubernetes provider's ids say where their objects are.
+fn lease_of_id(id: &str) -> anyhow::Result<Lease> {
+    let parsed = contract::lease_id::LeaseId::parse(id)
+        .map_err(|e| anyhow::anyhow!("{e}: pass the whole lease with --lease instead"))?;
+    Ok(parsed.bare_lease())
+}
+
+impl DestroyArgs {
+    /// The lease and config to destroy, read before the cluster is reached.
+    fn lease_ref(&self) -> anyhow::Result<LeaseRef> {
+        let lease = match (&self.lease, &self.lease_id) {
+            (_, Some(id)) => lease_of_id(id)?,
+            (Some(path), None) => match read_lease(path)? {
+                StoredLease::Whole(lease) => *lease,
+                StoredLease::IdOnly { id, .. } => lease_of_id(&id)?,
+            },
+            (None, None) => bail!("name the lease: --lease FILE or --lease-id ID"),
+        };
+        let config = match &self.config {
+            Some(path) => read_document(path, "config")?,
+            None => "{}".to_string(),
+        };
+        Ok(LeaseRef { lease, config })
+    }
+}
+
 /// `destroy`
-pub async fn destroy(target: Target, args: LeaseArgs) -> anyhow::Result<i32> {
-    let r = lease_ref(&args.lease, &args.config)?;
+pub async fn destroy(target: Target, args: DestroyArgs) -> anyhow::Result<i32> {
+    let r = args.lease_ref()?;
     let session = session(&target.host, target.namespace.given()?).await?;
     let r = session.lease(r)?;
     match session.host.destroy(r).await {

@@ -2,6 +2,7 @@
 
 mod cli;
 mod installed;
+mod lost_leases;
 mod namespaces;
 mod no_test_bed;
 mod reference_provider_cli;

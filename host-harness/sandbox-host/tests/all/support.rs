@@ -76,6 +76,15 @@ impl ProviderCli {
         cmd
     }
 
+    /// `sandbox-host ARGS` against the cluster without `--config`, for what needs none.
+    pub(crate) fn run_without_config(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
+        cmd.args(args).arg("--component").arg(component()).arg("--kubeconfig").arg(&self.kubeconfig);
+        cmd.arg("--cache-dir").arg(&self.cache);
+        cmd
+    }
+
     /// `sandbox-host exec` on a lease file: `sh -c script`, which must come last.
     pub(crate) fn exec(&self, lease: &str, script: &str) -> std::process::Output {
         let mut cmd = Command::new(BIN);
