@@ -62,6 +62,17 @@ impl Backend {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|b| b.as_str() == name)
     }
+
+    /// The backend whose workload (the object a lease id names) is of this resource type
+    /// (API group and plural); `None` for any other type, such as a lease's Secret.
+    pub fn of_workload(group: &str, plural: &str) -> Option<Self> {
+        match (group, plural) {
+            (k8s::agent_sandbox::GROUP, k8s::agent_sandbox::SANDBOXES) => Some(Self::Sandbox),
+            ("batch", "jobs") => Some(Self::Job),
+            (k8s::agent_sandbox::EXTENSIONS_GROUP, k8s::agent_sandbox::CLAIMS) => Some(Self::Claim),
+            _ => None,
+        }
+    }
 }
 
 /// One environment variable for the sandbox. Deserialize-only and with a `Debug` that hides
@@ -566,6 +577,10 @@ mod tests {
             assert_eq!(serde_json::to_value(backend).unwrap(), json!(backend.as_str()));
         }
         assert_eq!(Backend::parse("Sandbox"), None);
+        assert_eq!(Backend::of_workload("batch", "jobs"), Some(Backend::Job));
+        assert_eq!(Backend::of_workload("agents.x-k8s.io", "sandboxes"), Some(Backend::Sandbox));
+        assert_eq!(Backend::of_workload("extensions.agents.x-k8s.io", "sandboxclaims"), Some(Backend::Claim));
+        assert_eq!(Backend::of_workload("", "secrets"), None);
         assert_eq!(Backend::parse(""), None);
     }
 

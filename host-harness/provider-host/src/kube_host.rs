@@ -18,6 +18,7 @@ use http::{HeaderValue, Method};
 use serde_json::{Value, json};
 
 use crate::bindings::kube::{DeleteOptions, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions};
+use crate::created_objects::{CreatedObject, CreatedObjects};
 use crate::discovery_cache::DiscoveryCache;
 use crate::error::HostError;
 use crate::kube_transport::{JSON, delete_body, parse, request};
@@ -58,6 +59,9 @@ pub struct KubeHost {
     max_body_bytes: usize,
     /// Bytes kept of each stream of an exec (limits `max-exec-output-bytes`).
     pub(crate) max_exec_output: usize,
+    /// Where each create is recorded as it is sent, when a caller asked
+    /// ([`crate::created_objects`]).
+    pub(crate) created: Option<CreatedObjects>,
 }
 
 /// What one request is about, for the policy, messages and log lines.
@@ -129,6 +133,7 @@ impl KubeHost {
             scope: None,
             max_body_bytes: Limits::default().max_body_bytes_usize(),
             max_exec_output: Limits::default().max_exec_output_usize(),
+            created: None,
         }
     }
 
@@ -192,6 +197,19 @@ impl KubeHost {
             kube_url::collection(rt, namespace)?,
             [("fieldManager", Some(self.policy.owner_id.as_str()))],
         );
+        let named = serde_json::from_str::<Value>(&labelled)
+            .ok()
+            .as_ref()
+            .and_then(contract::k8s::object::name)
+            .map(str::to_string);
+        if let (Some(log), Some(name)) = (&self.created, &named) {
+            log.record(CreatedObject {
+                group: rt.group.clone(),
+                plural: rt.plural.clone(),
+                namespace: namespace.map(str::to_string),
+                name: name.clone(),
+            });
+        }
         let created = self.text(&target, request(Method::POST, url, Some(JSON), labelled.into_bytes())?).await?;
         // What this call created is owned: an ownerReference to it later in the call (the lease's
         // Secret to its workload) needs no read to prove it.

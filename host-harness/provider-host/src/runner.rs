@@ -18,6 +18,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::capabilities::{self, Grants};
 use crate::compile_cache::{self, CacheOutcome};
+use crate::created_objects::CreatedObjects;
 use crate::engine::HostEngine;
 use crate::error::HostError;
 use crate::kube_host::KubeHost;
@@ -256,6 +257,14 @@ impl ProviderHost {
             result.diagnostics.push(refusal);
         }
         Ok(result)
+    }
+
+    /// Records every create the provider sends from now on, for a caller that must say what an
+    /// interrupted call left behind ([`crate::created_objects`]).
+    pub fn record_created(&mut self) -> CreatedObjects {
+        let objects = CreatedObjects::default();
+        self.kube.created = Some(objects.clone());
+        objects
     }
 
     /// Provisions a sandbox and waits until it is ready.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use provider_host::Limits;
+use provider_host::created_objects::CreatedObject;
 use provider_host::error::HostError;
 use provider_host::records::{AcquireRequest, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{HostOptions, ProviderHost};
@@ -24,6 +25,8 @@ use crate::untrusted_kubeconfig;
 pub const EXIT_EXPIRED: i32 = 3;
 /// Exit code when the provider (or the host around it) failed.
 pub const EXIT_FAILED: i32 = 1;
+/// Exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one.
+pub const EXIT_INTERRUPTED: i32 = 130;
 /// Exit code when the kubeconfig cannot be used: a wrong setting, not a failure that
 /// starting again would cure (a client such as the Paperclip plugin reports it at its field).
 pub const EXIT_BAD_KUBECONFIG: i32 = 4;
@@ -456,6 +459,49 @@ fn generated_id(prefix: &str) -> String {
     format!("{prefix}{:08x}", (mixed ^ (mixed >> 32)) as u32)
 }
 
+/// Says on stderr what an acquire stopped by Ctrl-C left in the cluster (the provider had no
+/// chance to clean up) and the command that removes it.
+fn report_interrupted(acquisition_id: &str, created: &[CreatedObject], target: &Target) {
+    if created.is_empty() {
+        eprintln!(
+            "interrupted: the acquire of acquisition id {acquisition_id} stopped before it created anything; nothing \
+             is left in the cluster"
+        );
+        return;
+    }
+    eprintln!(
+        "interrupted: the acquire of acquisition id {acquisition_id} stopped before it finished, and the provider did \
+         not get to clean up. It created (or was creating) these, which stay until the cluster deletes them at the \
+         lease's expiry:"
+    );
+    for object in created {
+        let resource =
+            if object.group.is_empty() { object.plural.clone() } else { format!("{}.{}", object.plural, object.group) };
+        let namespace = object.namespace.as_deref().map(|ns| format!("{ns}/")).unwrap_or_default();
+        eprintln!("  {resource} {namespace}{}", object.name);
+    }
+    let workload = created.iter().find_map(|object| {
+        let backend = contract::Backend::of_workload(&object.group, &object.plural)?;
+        let namespace = object.namespace.clone()?;
+        Some(contract::lease_id::LeaseId { backend, namespace, name: object.name.clone(), workspace_pvc: false })
+    });
+    match workload {
+        Some(id) => {
+            let mut command = vec!["sandbox-host".to_string(), "destroy".into(), "--lease-id".into(), id.to_string()];
+            if let Some(component) = &target.host.component.component {
+                command.extend(["--component".into(), component.display().to_string()]);
+            }
+            if let Some(kubeconfig) = &target.host.kubeconfig {
+                command.extend(["--kubeconfig".into(), kubeconfig.display().to_string()]);
+            }
+            let shown = shlex::try_join(command.iter().map(String::as_str)).unwrap_or_else(|_| command.join(" "));
+            eprintln!("Remove them with: {shown}");
+        }
+        None => eprintln!("None of them is a workload a lease id names: delete them with kubectl."),
+    }
+    eprintln!("Or acquire again with --acquisition-id {acquisition_id} to use the sandbox: acquire adopts it.");
+}
+
 /// `acquire`; its arguments are checked before the cluster is reached.
 pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let config = read_document(&args.config, "config")?;
@@ -463,7 +509,8 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let requested_expires_at = args.expires_in.map(|s| expiry_from_now("--expires-in", s)).transpose()?;
     let session = session(&target.host, target.namespace.given()?).await?;
     let config = session.config(config)?;
-    let host = session.host;
+    let mut host = session.host;
+    let created = host.record_created();
     let acquisition_id = args.acquisition_id.unwrap_or_else(|| {
         let id = generated_id("cli-");
         eprintln!(
@@ -474,13 +521,21 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     let request = AcquireRequest {
         config,
         run_id: args.run_id.unwrap_or_else(|| generated_id("cli-run-")),
-        acquisition_id,
+        acquisition_id: acquisition_id.clone(),
         agent_id: args.agent_id,
         requested_expires_at,
         env: env.vars.clone(),
         reusable: args.reusable,
     };
-    let lease = match with_progress("acquiring a sandbox (waiting for readiness)", host.acquire(request)).await {
+    let acquiring = with_progress("acquiring a sandbox (waiting for readiness)", host.acquire(request));
+    let result = tokio::select! {
+        result = acquiring => result,
+        _ = tokio::signal::ctrl_c() => {
+            report_interrupted(&acquisition_id, &created.list(), &target);
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    let lease = match result {
         Ok(l) => l,
         Err(e) => return Ok(report_error_hiding(&e, |message| env.hide_names(message))),
     };
