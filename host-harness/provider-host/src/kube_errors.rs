@@ -70,6 +70,12 @@ fn retry_after_header(headers: &HeaderMap) -> Option<u32> {
 
 /// Maps a failure of the client itself (no HTTP answer, or a broken body).
 pub(crate) fn from_client_error(err: &kube::Error) -> KubeError {
+    from_client_error_at(err, None)
+}
+
+/// [`from_client_error`], naming the API server (its URL, as the kubeconfig gives it) when
+/// the host knows it, as kubectl names the server it could not reach.
+pub(crate) fn from_client_error_at(err: &kube::Error, server: Option<&str>) -> KubeError {
     match err {
         kube::Error::Api(status) => {
             let value = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
@@ -78,7 +84,8 @@ pub(crate) fn from_client_error(err: &kube::Error) -> KubeError {
         kube::Error::Auth(e) => KubeError::Unauthorized(format!("the host could not authenticate to the cluster: {e}")),
         other if chain_has_timeout(other) => KubeError::Timeout(format!("the cluster did not answer in time: {other}")),
         other => {
-            KubeError::Transport(format!("the request to the cluster failed: {}", crate::error::with_causes(other)))
+            let to = server.map(|url| format!("the API server at {url}")).unwrap_or_else(|| "the cluster".to_string());
+            KubeError::Transport(format!("the request to {to} failed: {}", crate::error::with_causes(other)))
         }
     }
 }

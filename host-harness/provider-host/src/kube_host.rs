@@ -62,6 +62,9 @@ pub struct KubeHost {
     /// Where each create is recorded as it is sent, when a caller asked
     /// ([`crate::created_objects`]).
     pub(crate) created: Option<CreatedObjects>,
+    /// The API server's URL, for messages about a request that got no answer; `None` when the
+    /// client came without one.
+    pub(crate) server: Option<Arc<str>>,
 }
 
 /// What one request is about, for the policy, messages and log lines.
@@ -134,6 +137,7 @@ impl KubeHost {
             max_body_bytes: Limits::default().max_body_bytes_usize(),
             max_exec_output: Limits::default().max_exec_output_usize(),
             created: None,
+            server: None,
         }
     }
 

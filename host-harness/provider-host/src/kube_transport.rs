@@ -85,7 +85,10 @@ impl KubeHost {
         let client = self.client()?;
         let budget = self.budget(&what)?;
         let opening = async {
-            let response = client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
+            let response = client
+                .send(req.map(Body::from))
+                .await
+                .map_err(|e| kube_errors::from_client_error_at(&e, self.server.as_deref()))?;
             if response.status().is_success() {
                 return Ok(response.into_body());
             }
@@ -107,11 +110,18 @@ impl KubeHost {
         let client = self.client()?;
         let budget = self.budget(what)?;
         let exchange = async {
-            let response = client.send(req.map(Body::from)).await.map_err(|e| kube_errors::from_client_error(&e))?;
+            let response = client
+                .send(req.map(Body::from))
+                .await
+                .map_err(|e| kube_errors::from_client_error_at(&e, self.server.as_deref()))?;
             let code = response.status();
             let headers = response.headers().clone();
-            let bytes =
-                response.into_body().collect().await.map_err(|e| kube_errors::from_client_error(&e))?.to_bytes();
+            let bytes = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| kube_errors::from_client_error_at(&e, self.server.as_deref()))?
+                .to_bytes();
             if !code.is_success() {
                 return Err(kube_errors::from_response(code.as_u16(), &headers, &bytes));
             }

@@ -65,9 +65,28 @@ pub async fn client(yaml: &str) -> Result<kube::Client, KubeconfigError> {
     kube::Client::try_from(config(yaml).await?).map_err(KubeconfigError::Client)
 }
 
+/// A cluster's API server URL for messages: scheme, host, port and path, never user info or a
+/// query (a kubeconfig's server URL may carry either, and a message must not).
+pub fn shown_server(url: &http::Uri) -> Option<String> {
+    let host = url.host()?;
+    let port = url.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    let path = url.path().trim_end_matches('/');
+    Some(format!("{}://{host}{port}{path}", url.scheme_str().unwrap_or("https")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_is_shown_without_credentials_or_query() {
+        let shown = |url: &str| shown_server(&url.parse().expect("a URI"));
+        assert_eq!(shown("https://127.0.0.1:6443/").as_deref(), Some("https://127.0.0.1:6443"));
+        assert_eq!(
+            shown("https://user:s3cret@rancher.example/k8s/clusters/c-1?token=s3cret").as_deref(),
+            Some("https://rancher.example/k8s/clusters/c-1")
+        );
+    }
 
     #[tokio::test]
     async fn a_named_file_that_cannot_be_read_is_named() {

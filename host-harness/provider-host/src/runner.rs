@@ -100,6 +100,20 @@ impl ProviderHost {
         Self::load_with(source, Some(client), options).await
     }
 
+    /// Loads a component for the cluster a kube-rs configuration names, through the host's own
+    /// client ([`crate::client_from_config`]: no transparent retries); messages about a request
+    /// that got no answer name the API server, as kubectl's do.
+    pub async fn load_for_config(
+        source: ComponentSource,
+        config: kube::Config,
+        options: HostOptions,
+    ) -> Result<Self, HostError> {
+        let server = crate::kubeconfig::shown_server(&config.cluster_url).map(Arc::from);
+        let mut host = Self::load(source, crate::client_from_config(config)?, options).await?;
+        host.kube.server = server;
+        Ok(host)
+    }
+
     /// Loads a component without a cluster, to describe it or report its grants: every `kube`
     /// call it makes is `unavailable`.
     pub async fn load_without_cluster(source: ComponentSource, options: HostOptions) -> Result<Self, HostError> {

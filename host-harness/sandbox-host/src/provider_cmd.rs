@@ -243,11 +243,7 @@ pub async fn session_with(args: &HostArgs, namespace: Option<&str>, offline: Off
         cache_dir: args.component.cache_dir(),
     };
     let host = match cluster {
-        Cluster::Found(config, _) => {
-            // The host's own client: no transparent retries, so the provider sees every answer.
-            let client = provider_host::client_from_config(*config)?;
-            ProviderHost::load(source, client, options).await?
-        }
+        Cluster::Found(config, _) => ProviderHost::load_for_config(source, *config, options).await?,
         Cluster::Refused => ProviderHost::load_without_cluster(source, options).await?,
         Cluster::Missing(missing) => {
             let host = ProviderHost::load_without_cluster(source, options).await?;

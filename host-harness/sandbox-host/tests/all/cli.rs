@@ -575,7 +575,7 @@ async fn a_failed_acquire_is_reported_once() {
 
 /// An API server nobody answers at: the failure is said once, with its cause, and without a
 /// line per failed request from the Kubernetes client; the Job whose create never got an
-/// answer is not said to exist.
+/// answer is not said to exist; the message names the server, as kubectl does.
 #[test]
 fn an_unreachable_server_is_one_clear_error() {
     let dir = temp_dir("unreachable");
@@ -606,6 +606,7 @@ fn an_unreachable_server_is_one_clear_error() {
     let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("Connection refused")).collect();
     assert_eq!(errors.len(), 1, "said once, with its cause: {stderr}");
     assert!(errors[0].contains("Job default/pc-cli-u, if its create reached the cluster"), "{stderr}");
+    assert!(errors[0].contains("the request to the API server at https://127.0.0.1:1 failed"), "names it: {stderr}");
 }
 
 /// What a person reads uses the words a script reads in `--json`: `job`, `deleted`,
