@@ -14,10 +14,10 @@ mod demo;
 use std::path::PathBuf;
 
 use anyhow::bail;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
 use sandbox_host::component_args::ComponentArgs;
-use sandbox_host::{HostCommand, cli_io, exit_code, log_filter};
+use sandbox_host::{HostCommand, cli_io, exit_code, help_groups, log_filter};
 
 /// The reference provider `make component` builds beside the Kubernetes one.
 const REFERENCE_COMPONENT: &str = "target/wasm32-wasip2/component/reference_provider.wasm";
@@ -133,8 +133,15 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// The test bed's own commands, shown before `sandbox-host`'s groups.
+const TEST_BED: help_groups::Group<'static> =
+    ("Test bed", &["cluster", "simulate", "fault", "requests", "advance-clock", "demo", "contract"]);
+
 fn main() {
-    let cli = Cli::parse();
+    let groups: Vec<help_groups::Group<'_>> =
+        [TEST_BED].into_iter().chain(help_groups::HOST_GROUPS.iter().copied()).collect();
+    let matches = help_groups::grouped(Cli::command(), &groups).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The contract suite provokes failures by the hundred and reports each one in its table.
     let default_filter = if matches!(cli.command, Command::Contract(_)) { "off" } else { log_filter::DEFAULT };
     // RUST_LOG (or the default), with frame-level logs of the wire capped: they carry secrets.

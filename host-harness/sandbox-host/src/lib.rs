@@ -13,6 +13,7 @@ pub mod component_args;
 pub mod contract_cmd;
 pub mod env_args;
 pub mod exec_cmd;
+pub mod help_groups;
 pub mod log_filter;
 pub mod namespace_args;
 pub mod policy_cmd;

@@ -1,7 +1,7 @@
 //! `sandbox-host`: the provider host an operator or a plugin runs (see the library's docs).
 
-use clap::{CommandFactory, Parser, Subcommand};
-use sandbox_host::{Command, cli_io, exit_code, log_filter};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use sandbox_host::{Command, cli_io, exit_code, help_groups, log_filter};
 
 #[derive(Parser)]
 #[command(name = "sandbox-host", version, about = "Runs sandbox-provider components against a Kubernetes cluster")]
@@ -29,7 +29,8 @@ enum Top {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = help_groups::grouped(Cli::command(), help_groups::HOST_GROUPS).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let command = match cli.command {
         Top::Host(command) => command,
         Top::Completions { shell } => {

@@ -83,3 +83,33 @@ fn completions_and_the_man_page_come_from_the_binary() {
     let man = run(&["man"]);
     assert!(man.contains(".TH sandbox-host") && man.contains("acquire"), "{man}");
 }
+
+/// `--help` lists the commands by what they are for, as kubectl does, each command once and
+/// every one in a group (the old help was one flat list).
+#[test]
+fn the_help_groups_the_commands() {
+    let out = host("help").arg("--help").output().expect("run sandbox-host --help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{help}");
+    let headings: Vec<&str> = help.lines().filter(|l| !l.starts_with(' ') && l.ends_with(':')).collect();
+    assert_eq!(
+        headings,
+        ["Sandboxes:", "Configs and providers:", "Operator set-up:", "Hosts in other languages:", "Shell:", "Options:"],
+        "{help}"
+    );
+    let commands: Vec<&str> = help
+        .split("Options:")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("  ")?.split_whitespace().next())
+        .collect();
+    for name in ["acquire", "destroy", "serve", "rbac", "pool", "contract", "completions", "help"] {
+        assert_eq!(commands.iter().filter(|c| **c == name).count(), 1, "{name} once: {help}");
+    }
+    let completions = host("help").args(["completions", "bash"]).output().expect("completions");
+    let script = String::from_utf8_lossy(&completions.stdout);
+    for name in &commands {
+        assert!(script.contains(name), "{name} is a command the binary knows: {script:.200}");
+    }
+}
