@@ -14,7 +14,7 @@ use contract_suite::{Cluster, Record, Report, SuiteOptions, Verdict, warm_pool};
 use provider_host::runner::{HostOptions, ProviderHost};
 
 use crate::component_args::ComponentArgs;
-use crate::provider_cmd::read_document;
+use crate::documents::read_document;
 
 /// Options of `contract`.
 #[derive(Args)]

@@ -9,7 +9,9 @@ use clap::Args;
 use provider_host::records::ExecRequest;
 
 use crate::env_args::EnvArgs;
-use crate::provider_cmd::{self, EXIT_FAILED, LeaseArgs, Target, report_error_hiding, session, with_progress};
+use crate::lease_cmd::{self, LeaseArgs};
+use crate::provider_cmd::{EXIT_FAILED, report_error_hiding, with_progress};
+use crate::session::{Target, session};
 
 /// The exit code of a command killed at its timeout (as `timeout(1)` reports it).
 pub const EXIT_TIMED_OUT: i32 = 124;
@@ -38,7 +40,7 @@ pub struct ExecArgs {
 
 /// `exec`
 pub async fn run(target: Target, args: ExecArgs) -> anyhow::Result<i32> {
-    let lease = provider_cmd::lease_ref(&args.lease.lease, &args.lease.config)?;
+    let lease = lease_cmd::lease_ref(&args.lease.lease, &args.lease.config)?;
     let Some((command, rest)) = args.command.split_first() else {
         anyhow::bail!("exec needs a command after `--`");
     };

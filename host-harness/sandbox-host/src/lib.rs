@@ -8,18 +8,22 @@
 //! test bed's, in `sandbox-dev`, which runs these same commands (this library's [`HostCommand`])
 //! beside its own.
 
+pub mod acquire_cmd;
 pub mod cli_io;
 pub mod component_args;
 pub mod contract_cmd;
+pub mod documents;
 pub mod env_args;
 pub mod exec_cmd;
 pub mod help_groups;
+pub mod lease_cmd;
 pub mod log_filter;
 pub mod namespace_args;
 pub mod policy_cmd;
 pub mod pool_cmd;
 pub mod provider_cmd;
 pub mod serve_cmd;
+pub mod session;
 pub mod untrusted_kubeconfig;
 
 use clap::Subcommand;
@@ -58,12 +62,12 @@ pub enum HostCommand {
     /// Show the provider's identity, capabilities and config schema.
     Describe {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
     },
     /// Check a provider config: every problem with its path, and the normalized config.
     ValidateConfig {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         /// Provider config (JSON or YAML; `-` reads standard input).
         #[arg(long)]
         config: std::path::PathBuf,
@@ -71,7 +75,7 @@ pub enum HostCommand {
     /// Check that a config can work against the cluster.
     Probe {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         /// Provider config (JSON or YAML; `-` reads standard input).
         #[arg(long)]
         config: std::path::PathBuf,
@@ -79,23 +83,23 @@ pub enum HostCommand {
     /// Provision a sandbox and wait until it is ready; prints the lease.
     Acquire {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         #[command(flatten)]
-        args: provider_cmd::AcquireArgs,
+        args: acquire_cmd::AcquireArgs,
     },
     /// Whether a stored lease can be used again (exit code 3: expired).
     ResumeCheck {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         #[command(flatten)]
-        lease: provider_cmd::LeaseArgs,
+        lease: lease_cmd::LeaseArgs,
     },
     /// Move a lease's expiry (exit code 3: the lease expired).
     Renew {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         #[command(flatten)]
-        lease: provider_cmd::LeaseArgs,
+        lease: lease_cmd::LeaseArgs,
         /// New expiry, in seconds from now.
         #[arg(long)]
         expires_in: u64,
@@ -103,22 +107,22 @@ pub enum HostCommand {
     /// End a run: destroy an ephemeral lease, suspend a reusable one.
     Release {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         #[command(flatten)]
-        lease: provider_cmd::LeaseArgs,
+        lease: lease_cmd::LeaseArgs,
     },
     /// Delete everything a lease could own (idempotent), from the stored lease or its id alone.
     Destroy {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         #[command(flatten)]
-        args: provider_cmd::DestroyArgs,
+        args: lease_cmd::DestroyArgs,
     },
     /// Run a command in a lease's sandbox: its output, and its exit code as this command's
     /// (124: killed at its timeout).
     Exec {
         #[command(flatten)]
-        target: provider_cmd::Target,
+        target: session::Target,
         #[command(flatten)]
         args: exec_cmd::ExecArgs,
     },
@@ -172,8 +176,8 @@ pub enum PolicyCommand {
 
 impl HostCommand {
     /// Where a command that loads the component finds its cluster, for a program that
-    /// supplies one ([`provider_cmd::HostArgs::given_kubeconfig`]); `None` for the others.
-    pub fn host_args_mut(&mut self) -> Option<&mut provider_cmd::HostArgs> {
+    /// supplies one ([`session::HostArgs::given_kubeconfig`]); `None` for the others.
+    pub fn host_args_mut(&mut self) -> Option<&mut session::HostArgs> {
         match self {
             Self::Describe { target }
             | Self::ValidateConfig { target, .. }
@@ -196,11 +200,11 @@ impl HostCommand {
             Self::Describe { target } => provider_cmd::describe(target).await,
             Self::ValidateConfig { target, config } => provider_cmd::validate_config(target, &config).await,
             Self::Probe { target, config } => provider_cmd::probe(target, &config).await,
-            Self::Acquire { target, args } => provider_cmd::acquire(target, args).await,
-            Self::ResumeCheck { target, lease } => provider_cmd::resume_check(target, lease).await,
-            Self::Renew { target, lease, expires_in } => provider_cmd::renew(target, lease, expires_in).await,
-            Self::Release { target, lease } => provider_cmd::release(target, lease).await,
-            Self::Destroy { target, args } => provider_cmd::destroy(target, args).await,
+            Self::Acquire { target, args } => acquire_cmd::acquire(target, args).await,
+            Self::ResumeCheck { target, lease } => lease_cmd::resume_check(target, lease).await,
+            Self::Renew { target, lease, expires_in } => lease_cmd::renew(target, lease, expires_in).await,
+            Self::Release { target, lease } => lease_cmd::release(target, lease).await,
+            Self::Destroy { target, args } => lease_cmd::destroy(target, args).await,
             Self::Exec { target, args } => exec_cmd::run(target, args).await,
             Self::Serve(args) => serve_cmd::run(args).await,
             Self::Pool(args) => done(pool_cmd::run(args).await),
@@ -216,14 +220,14 @@ impl HostCommand {
 }
 
 /// The exit code of a command's result, as both binaries report it: a kubeconfig that cannot be
-/// used exits [`provider_cmd::EXIT_BAD_KUBECONFIG`] with its message (a wrong setting, not a
+/// used exits [`session::EXIT_BAD_KUBECONFIG`] with its message (a wrong setting, not a
 /// crash), any other error is returned.
 pub fn exit_code(result: anyhow::Result<i32>) -> anyhow::Result<i32> {
     match result {
         Ok(code) => Ok(code),
-        Err(e) if e.downcast_ref::<provider_cmd::UnusableKubeconfig>().is_some() => {
+        Err(e) if e.downcast_ref::<session::UnusableKubeconfig>().is_some() => {
             eprintln!("Error: {e:#}");
-            Ok(provider_cmd::EXIT_BAD_KUBECONFIG)
+            Ok(session::EXIT_BAD_KUBECONFIG)
         }
         Err(e) => Err(e),
     }

@@ -17,8 +17,8 @@ use provider_host::runner::{HostOptions, ProviderHost};
 use provider_host::{network_policy, owner_signature, rbac};
 
 use crate::component_args::ComponentArgs;
+use crate::documents::read_document;
 use crate::namespace_args::{self, NamespaceArg, TargetNamespace};
-use crate::provider_cmd::read_document;
 
 /// The namespace a policy allows when the operator names none.
 pub const DEFAULT_NAMESPACE: &str = "default";

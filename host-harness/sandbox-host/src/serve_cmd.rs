@@ -11,7 +11,7 @@ use provider_host::serve::{ServeOptions, StopReason, serve};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::provider_cmd::{HostArgs, session};
+use crate::session::{HostArgs, session};
 
 /// Options of `serve`.
 #[derive(Args)]
