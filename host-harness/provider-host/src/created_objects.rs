@@ -21,6 +21,21 @@ pub struct CreatedObject {
     pub name: String,
 }
 
+/// As kubectl names an object: `jobs.batch default/pc-1`, `secrets default/pc-1-env`.
+impl std::fmt::Display for CreatedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.plural)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        f.write_str(" ")?;
+        if let Some(namespace) = &self.namespace {
+            write!(f, "{namespace}/")?;
+        }
+        f.write_str(&self.name)
+    }
+}
+
 /// The creates sent so far, shared by every call of the host that records them; cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct CreatedObjects(Arc<Mutex<Vec<CreatedObject>>>);
@@ -53,7 +68,7 @@ mod tests {
                 name: name.into(),
             });
         }
-        let names: Vec<String> = objects.list().into_iter().map(|o| o.name).collect();
-        assert_eq!(names, ["pc-1", "pc-1-env"]);
+        let shown: Vec<String> = objects.list().iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["secrets default/pc-1", "secrets default/pc-1-env"]);
     }
 }

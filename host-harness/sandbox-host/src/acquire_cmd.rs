@@ -9,11 +9,10 @@ use clap::Args;
 use provider_host::created_objects::CreatedObject;
 use provider_host::records::{AcquireRequest, Lease};
 
+use crate::acquire_progress::Progress;
 use crate::documents::read_document;
 use crate::env_args::EnvArgs;
-use crate::provider_cmd::{
-    EXIT_INTERRUPTED, millis_to_rfc3339, print_json, print_lease, report_error_hiding, with_progress,
-};
+use crate::provider_cmd::{EXIT_INTERRUPTED, millis_to_rfc3339, print_json, print_lease, report_error_hiding};
 use crate::session::{Target, session};
 
 /// Options of `acquire`.
@@ -99,10 +98,7 @@ fn report_interrupted(acquisition_id: &str, created: &[CreatedObject], target: &
          lease's expiry:"
     );
     for object in created {
-        let resource =
-            if object.group.is_empty() { object.plural.clone() } else { format!("{}.{}", object.plural, object.group) };
-        let namespace = object.namespace.as_deref().map(|ns| format!("{ns}/")).unwrap_or_default();
-        eprintln!("  {resource} {namespace}{}", object.name);
+        eprintln!("  {object}");
     }
     let workload = created.iter().find_map(|object| {
         let backend = contract::Backend::of_workload(&object.group, &object.plural)?;
@@ -151,7 +147,13 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
         env: env.vars.clone(),
         reusable: args.reusable,
     };
-    let acquiring = with_progress("acquiring a sandbox (waiting for readiness)", host.acquire(request));
+    let progress = Progress {
+        created: created.clone(),
+        client: session.client,
+        acquisition_id: acquisition_id.clone(),
+        deadline: host.limits().call_timeout(),
+    };
+    let acquiring = progress.around(host.acquire(request));
     let result = tokio::select! {
         result = acquiring => result,
         _ = tokio::signal::ctrl_c() => {

@@ -9,6 +9,7 @@
 //! beside its own.
 
 pub mod acquire_cmd;
+pub mod acquire_progress;
 pub mod cli_io;
 pub mod component_args;
 pub mod contract_cmd;

@@ -109,6 +109,9 @@ pub struct Session {
     pub host: ProviderHost,
     /// `-n`'s namespace, else the kubeconfig context's; `None` without either.
     pub namespace: Option<TargetNamespace>,
+    /// A client of the same cluster with the same credentials, for what the command reads for
+    /// itself (such as `acquire`'s progress line); `None` without a cluster.
+    pub client: Option<kube::Client>,
 }
 
 impl Session {
@@ -198,8 +201,12 @@ pub async fn session_with(args: &HostArgs, namespace: Option<&str>, offline: Off
         limits: args.limits()?,
         cache_dir: args.component.cache_dir(),
     };
+    let mut client = None;
     let host = match cluster {
-        Cluster::Found(config, _) => ProviderHost::load_for_config(source, *config, options).await?,
+        Cluster::Found(config, _) => {
+            client = kube::Client::try_from((*config).clone()).ok();
+            ProviderHost::load_for_config(source, *config, options).await?
+        }
         Cluster::Refused => ProviderHost::load_without_cluster(source, options).await?,
         Cluster::Missing(missing) => {
             let host = ProviderHost::load_without_cluster(source, options).await?;
@@ -209,5 +216,5 @@ pub async fn session_with(args: &HostArgs, namespace: Option<&str>, offline: Off
             host
         }
     };
-    Ok(Session { host, namespace: target })
+    Ok(Session { host, namespace: target, client })
 }

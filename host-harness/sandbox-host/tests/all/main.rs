@@ -5,6 +5,7 @@ mod installed;
 mod lost_leases;
 mod namespaces;
 mod no_test_bed;
+mod progress;
 mod reference_provider_cli;
 mod secrets;
 mod serve;
