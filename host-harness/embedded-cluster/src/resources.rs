@@ -30,6 +30,17 @@ impl SandboxVersions {
     }
 }
 
+/// The word `--sandbox-versions` takes: `both`, `v1beta1` or `v1alpha1`.
+impl std::fmt::Display for SandboxVersions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Both => "both",
+            Self::V1beta1Only => "v1beta1",
+            Self::V1alpha1Only => "v1alpha1",
+        })
+    }
+}
+
 impl std::str::FromStr for SandboxVersions {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -11,10 +11,11 @@ use anyhow::{Context, bail};
 use contract_suite::warm_pool::{self, PoolSpec};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster, PROVIDER_USER, SandboxVersions};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
+use provider_host::compile_cache::CacheOutcome;
 use provider_host::error::HostError;
 use provider_host::policy::Policy;
-use provider_host::records::{AcquireRequest, EnvVar, Lease, LeaseRef, ResumeOutcome};
+use provider_host::records::{AcquireRequest, DeleteOutcome, DestroyReport, EnvVar, Lease, LeaseRef, ResumeOutcome};
 use provider_host::runner::{ComponentSource, HostOptions, ProviderHost};
 use sandbox_host::component_args::ComponentArgs;
 use serde_json::json;
@@ -84,6 +85,18 @@ impl Demo<'_> {
     }
 }
 
+/// A destroy report as a person reads it, in the words `--json` uses (`already-gone`).
+fn report_words(report: &DestroyReport) -> String {
+    let outcome = |o: &DeleteOutcome| match o {
+        DeleteOutcome::Deleted => "deleted".to_string(),
+        DeleteOutcome::AlreadyGone => "already-gone".to_string(),
+        DeleteOutcome::Failed(why) => format!("failed: {why}"),
+    };
+    let objects: Vec<String> =
+        report.objects.iter().map(|o| format!("{} {}: {}", o.kind, o.name, outcome(&o.outcome))).collect();
+    objects.join(", ")
+}
+
 fn lease_summary(l: &Lease) -> String {
     format!(
         "{} pod {} ip {}",
@@ -94,14 +107,15 @@ fn lease_summary(l: &Lease) -> String {
 }
 
 /// Runs the demo with `component`; with `kubeconfig`, against that cluster; then the reference
-/// provider at `reference`.
+/// provider at `reference`. What the demo made on the cluster is removed at the end, unless
+/// `keep`.
 pub async fn run(
     component: &ComponentArgs,
     reference: &Path,
     kubeconfig: Option<&Path>,
     versions: SandboxVersions,
+    keep: bool,
 ) -> anyhow::Result<()> {
-    let source = component.source()?;
     let cluster = match kubeconfig {
         Some(_) => None,
         None => Some(EmbeddedCluster::start(ClusterConfig { sandbox_versions: versions, ..Default::default() }).await?),
@@ -119,17 +133,91 @@ pub async fn run(
         (None, None) => bail!("no cluster"),
     };
     match &cluster {
-        Some(c) => sandbox_host::outln!("embedded cluster at {} (sandbox versions: {versions:?})", c.url()),
+        Some(c) => sandbox_host::outln!("embedded cluster at {} (sandbox versions: {versions})", c.url()),
         None => {
             sandbox_host::outln!("cluster from kubeconfig: Kubernetes {}", admin.apiserver_version().await?.git_version)
         }
     }
+    let mut made = Made::default();
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     if namespaces.get_opt(NAMESPACE).await?.is_none() {
         namespaces
             .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?)
             .await?;
+        made.namespace = true;
     }
+    let result = steps(component, reference, client, &admin, cluster.as_ref(), &mut made).await;
+    let cleaned = if keep {
+        made.say_kept();
+        Ok(())
+    } else {
+        made.clean_up(&admin).await
+    };
+    result.and(cleaned)
+}
+
+/// What the demo made on the cluster besides its leases (which each lifecycle destroys).
+#[derive(Default)]
+struct Made {
+    /// The namespace, when it was not there before.
+    namespace: bool,
+    /// The warm pools and their template.
+    pools: bool,
+}
+
+impl Made {
+    /// Removes the pools and the template, and the namespace when the demo made it.
+    async fn clean_up(&self, admin: &kube::Client) -> anyhow::Result<()> {
+        if self.pools {
+            warm_pool::delete(admin, NAMESPACE, WARM_POOL, Some(TEMPLATE)).await?;
+            warm_pool::delete(admin, NAMESPACE, EMPTY_POOL, None).await?;
+        }
+        if self.namespace {
+            match Api::<Namespace>::all(admin.clone()).delete(NAMESPACE, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(e) => return Err(e).with_context(|| format!("delete the demo's namespace {NAMESPACE}")),
+            }
+        }
+        let mut removed = Vec::new();
+        if self.pools {
+            removed.push(format!("the warm pools {WARM_POOL} and {EMPTY_POOL} and the template {TEMPLATE}"));
+        }
+        if self.namespace {
+            removed.push(format!("the namespace {NAMESPACE}, which the demo made"));
+        }
+        if !removed.is_empty() {
+            sandbox_host::outln!("\n  removed {} (--keep leaves them)", removed.join(", and "));
+        }
+        Ok(())
+    }
+
+    /// Says what `--keep` left and how to remove it.
+    fn say_kept(&self) {
+        let how = if self.namespace {
+            format!("kubectl delete namespace {NAMESPACE}")
+        } else {
+            format!(
+                "kubectl -n {NAMESPACE} delete sandboxwarmpools {WARM_POOL} {EMPTY_POOL}; kubectl -n {NAMESPACE} delete \
+                 sandboxtemplates {TEMPLATE}"
+            )
+        };
+        if self.namespace || self.pools {
+            sandbox_host::outln!("\n  kept what the demo made in namespace {NAMESPACE}; remove it with: {how}");
+        }
+    }
+}
+
+/// The steps: each backend's lifecycle, the warm and cold claims, then the reference provider.
+async fn steps(
+    component: &ComponentArgs,
+    reference: &Path,
+    client: kube::Client,
+    admin: &kube::Client,
+    cluster: Option<&EmbeddedCluster>,
+    made: &mut Made,
+) -> anyhow::Result<()> {
+    let source = component.source()?;
     let options = HostOptions {
         policy: Policy {
             warm_pools: vec![WARM_POOL.into(), EMPTY_POOL.into()],
@@ -141,20 +229,30 @@ pub async fn run(
     };
     let loaded = Instant::now();
     let host = ProviderHost::load(source, client, options).await?;
-    sandbox_host::outln!(
-        "provider loaded in {:.1} ms ({:?})",
-        loaded.elapsed().as_secs_f64() * 1000.0,
-        host.cache_outcome()
-    );
+    let cache = match host.cache_outcome() {
+        CacheOutcome::Compiled => "compiled, no cache directory".to_string(),
+        CacheOutcome::Loaded => "from the compile cache".to_string(),
+        CacheOutcome::Stored => "compiled and cached".to_string(),
+        CacheOutcome::Rebuilt(why) => format!("compiled again: {why}"),
+        CacheOutcome::NotStored(why) => format!("compiled, not cached: {why}"),
+    };
+    sandbox_host::outln!("provider loaded in {:.1} ms ({cache})", loaded.elapsed().as_secs_f64() * 1000.0);
     sandbox_host::outln!("\n  {:<10} {:<22} {:>12} {:>6}  outcome", "backend", "step", "wall", "calls");
-    let mut demo = Demo { host: &host, cluster: cluster.as_ref(), rows: Vec::new() };
+    let mut demo = Demo { host: &host, cluster, rows: Vec::new() };
     for backend in ["sandbox", "job"] {
-        lifecycle(&mut demo, backend, json!({"backend": backend, "image": "busybox:1.36"})).await;
+        let settings = json!({"backend": backend, "image": "busybox:1.36", "command": ["sleep", "infinity"]});
+        lifecycle(&mut demo, backend, settings).await;
     }
-    pools(&admin).await?;
+    made.pools = true;
+    pools(admin).await?;
+    // A v1beta1 claim takes its warm pool's template; only a v1alpha1 claim names one.
+    let names_template = warm_pool::served_version(admin).await? == "v1alpha1";
     for (label, pool) in [("claim/cold", EMPTY_POOL), ("claim/warm", WARM_POOL)] {
-        lifecycle(&mut demo, label, json!({"backend": "claim", "claim": {"warmPool": pool, "template": TEMPLATE}}))
-            .await;
+        let mut claim = json!({"warmPool": pool});
+        if names_template {
+            claim["template"] = json!(TEMPLATE);
+        }
+        lifecycle(&mut demo, label, json!({"backend": "claim", "claim": claim})).await;
     }
     let acquire = |label: &str| demo.rows.iter().find(|r| r.backend == label && r.step == "acquire" && r.ok);
     if let (Some(cold), Some(warm)) = (acquire("claim/cold"), acquire("claim/warm")) {
@@ -217,7 +315,7 @@ async fn pools(admin: &kube::Client) -> anyhow::Result<()> {
 
 /// One lease's life on the backend that `settings` (merged into the demo's config) chooses.
 async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str, settings: serde_json::Value) {
-    let mut config = json!({"namespace": NAMESPACE, "command": ["sleep", "infinity"], "leaseTtlSeconds": 14_400});
+    let mut config = json!({"namespace": NAMESPACE, "leaseTtlSeconds": 14_400});
     if let (Some(config), Some(settings)) = (config.as_object_mut(), settings.as_object()) {
         config.extend(settings.clone());
     }
@@ -263,11 +361,8 @@ async fn lifecycle(demo: &mut Demo<'_>, backend: &'static str, settings: serde_j
     })
     .await;
     demo.step(backend, "destroy again", host.destroy(lease_ref), |report| {
-        let all_gone =
-            report.objects.iter().all(|o| matches!(o.outcome, provider_host::records::DeleteOutcome::AlreadyGone));
-        let names: Vec<String> =
-            report.objects.iter().map(|o| format!("{} {}: {:?}", o.kind, o.name, o.outcome)).collect();
-        (all_gone, names.join(", "))
+        let all_gone = report.objects.iter().all(|o| matches!(o.outcome, DeleteOutcome::AlreadyGone));
+        (all_gone, report_words(report))
     })
     .await;
 }
@@ -314,10 +409,5 @@ async fn reference_lifecycle(demo: &mut Demo<'_>) {
         other => (false, format!("{other:?}")),
     })
     .await;
-    demo.step("ref", "destroy", host.destroy(lease_ref), |report| {
-        let names: Vec<String> =
-            report.objects.iter().map(|o| format!("{} {}: {:?}", o.kind, o.name, o.outcome)).collect();
-        (true, names.join(", "))
-    })
-    .await;
+    demo.step("ref", "destroy", host.destroy(lease_ref), |report| (true, report_words(report))).await;
 }

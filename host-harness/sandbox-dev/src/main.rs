@@ -80,6 +80,10 @@ enum Command {
         /// Sandbox versions the embedded cluster serves.
         #[arg(long, default_value = "both")]
         sandbox_versions: SandboxVersions,
+        /// Leave what the demo made (its warm pools, their template and, when the demo made it,
+        /// its namespace) on the cluster, to look at with kubectl; the demo says how to remove it.
+        #[arg(long)]
+        keep: bool,
     },
     /// Hold a provider component to the contract: every scenario and the fault matrix on the
     /// embedded cluster (or the scenarios on a real one), a non-zero exit code on any failure.
@@ -120,8 +124,8 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Fault(args) => done(admin_cmd::fault(args).await),
         Command::Requests(args) => done(admin_cmd::requests(args).await),
         Command::AdvanceClock(args) => done(admin_cmd::advance(args).await),
-        Command::Demo { component, reference_component, kubeconfig, sandbox_versions } => {
-            done(demo::run(&component, &reference_component, kubeconfig.as_deref(), sandbox_versions).await)
+        Command::Demo { component, reference_component, kubeconfig, sandbox_versions, keep } => {
+            done(demo::run(&component, &reference_component, kubeconfig.as_deref(), sandbox_versions, keep).await)
         }
         Command::Contract(args) => {
             if cli.embedded && args.suite.kubeconfig.is_some() {
