@@ -16,6 +16,10 @@ use crate::{Backend, Lease};
 /// parts DNS-1123 labels.
 pub const MAX_LEN: usize = "k8s:sandbox::".len() + 2 * DNS1123_LABEL_MAX_LENGTH + ":pvc".len();
 
+/// The name of a sandbox's workspace volume, and of the Sandbox's volume claim template whose
+/// claim (`workspace-<name>`) a lease with `:pvc` owns.
+pub const WORKSPACE_VOLUME: &str = "workspace";
+
 /// A parsed lease id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseId {

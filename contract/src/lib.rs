@@ -24,6 +24,7 @@ pub mod kube_error;
 pub mod labels;
 pub mod lease_id;
 pub mod quote;
+pub mod rfc3339;
 
 pub use exec::{ExecRequest, ExecResult};
 pub use kube_error::KubeError;

@@ -39,7 +39,8 @@ pub mod release;
 pub mod renew;
 pub mod resume;
 pub mod retry;
-pub mod rfc3339;
+/// RFC 3339 time stamps, written once in the contract for the host to read the same way.
+pub use contract::rfc3339;
 pub mod sandbox_manifest;
 pub mod secret;
 pub mod workload_state;

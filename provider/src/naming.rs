@@ -33,7 +33,7 @@ pub const RESERVED_PREFIX: &str = "sandbox.paperclip.io/";
 /// The container name inside every sandbox pod.
 pub const CONTAINER_NAME: &str = "sandbox";
 /// The name of the workspace volume (and of its claim template on the Sandbox backend).
-pub const WORKSPACE_VOLUME: &str = "workspace";
+pub use contract::lease_id::WORKSPACE_VOLUME;
 
 /// 64-bit FNV-1a of `bytes`, as 16 lowercase hex digits.
 pub fn fnv1a64_hex(bytes: &[u8]) -> String {

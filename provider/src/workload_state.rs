@@ -439,21 +439,8 @@ pub fn job_state(job: &Value) -> JobState {
     JobState::Active
 }
 
-/// When the cluster deletes the workload on its own (epoch millis): the Sandbox's
-/// `shutdownTime`, the claim's `lifecycle.shutdownTime`, or the Job's `status.startTime` (else
-/// its creation) plus `activeDeadlineSeconds`.
-pub fn expiry_of(workload: &Value) -> Option<i64> {
-    let shutdown = object::str_at(workload, "/spec/shutdownTime")
-        .or_else(|| object::str_at(workload, "/spec/lifecycle/shutdownTime"));
-    if let Some(shutdown) = shutdown {
-        return crate::rfc3339::parse(shutdown);
-    }
-    let deadline = workload.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
-    let start = object::str_at(workload, "/status/startTime")
-        .or_else(|| object::str_at(workload, "/metadata/creationTimestamp"))
-        .and_then(crate::rfc3339::parse)?;
-    Some(start.saturating_add(deadline.saturating_mul(1000)))
-}
+/// When the cluster removes a workload by itself (its leak guard), written once in the contract.
+pub use contract::k8s::object::expiry_of;
 
 #[cfg(test)]
 mod tests {

@@ -119,6 +119,21 @@ pub fn condition<'a>(object: &'a Value, type_: &str) -> Option<Condition<'a>> {
     })
 }
 
+/// When the cluster deletes the workload on its own (epoch millis): the Sandbox's
+/// `shutdownTime`, the claim's `lifecycle.shutdownTime`, or the Job's `status.startTime` (else
+/// its creation) plus `activeDeadlineSeconds`.
+pub fn expiry_of(workload: &Value) -> Option<i64> {
+    let shutdown = str_at(workload, "/spec/shutdownTime").or_else(|| str_at(workload, "/spec/lifecycle/shutdownTime"));
+    if let Some(shutdown) = shutdown {
+        return crate::rfc3339::parse(shutdown);
+    }
+    let deadline = workload.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
+    let start = str_at(workload, "/status/startTime")
+        .or_else(|| str_at(workload, "/metadata/creationTimestamp"))
+        .and_then(crate::rfc3339::parse)?;
+    Some(start.saturating_add(deadline.saturating_mul(1000)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,8 @@
 //! RFC 3339 time stamps, as Kubernetes writes them (`2026-11-29T09:41:56Z`, and with a
 //! fraction for `MicroTime`): formatting in UTC with whole seconds, and parsing any offset.
 //!
-//! Written here instead of taken from a date crate: the component only ever needs these two
-//! conversions, and jiff's parser and `strftime` cost it 28 KiB. The tests hold both to `jiff`
+//! Written here instead of taken from a date crate: the provider component only ever needs
+//! these two conversions, and jiff's parser and `strftime` cost it 28 KiB. The tests hold both to `jiff`
 //! over the whole range.
 
 /// Seconds from 0000-01-01T00:00:00Z to the Unix epoch.
