@@ -1,7 +1,7 @@
 //! Least privilege, end to end: the host runs the provider under exactly the Role that
 //! `sandbox-host rbac` generates for the effective policy (a ServiceAccount token authorized by
-//! the embedded cluster's RBAC), and a full set of lifecycles on both backends gets no 403 and
-//! uses every verb the Role grants. The operator's pod-security ceiling holds against a
+//! the embedded cluster's RBAC), and a full set of lifecycles on both backends, with the lease
+//! inventory, gets no 403 and uses every verb the Role grants. The operator's pod-security ceiling holds against a
 //! provider config that asks for root.
 
 use std::collections::BTreeSet;
@@ -95,6 +95,9 @@ async fn lifecycles(host: &ProviderHost) {
         // A retried acquire adopts what the first made and brings the Secret's values up to date.
         let again = host.acquire(request(&cfg, &format!("least-{backend}"))).await.expect("retried acquire");
         assert_eq!(again.workload_uid, lease.workload_uid);
+        // The lease inventory (`sandbox-host leases list`) reads it under the same Role.
+        let listed = host.leases(&[NAMESPACE.to_string()]).await.expect("leases");
+        assert!(listed.iter().any(|l| l.provider_lease_id == lease.provider_lease_id), "{listed:?}");
         let r = lease_ref(&lease, &cfg);
         host.resume_check(r.clone()).await.expect("resume-check");
         host.renew(r.clone(), jiff::Timestamp::now().as_millisecond() + 1_800_000).await.expect("renew");

@@ -90,6 +90,9 @@ pub enum HostError {
     /// The provider ran to completion and answered with its own typed error.
     #[error("{0}")]
     Provider(ProviderError),
+    /// A request the host made for itself (listing the installation's leases) failed.
+    #[error("the host's own request to the cluster failed: {0}")]
+    Cluster(String),
 }
 
 impl HostError {
@@ -106,6 +109,7 @@ impl HostError {
             Self::MemoryLimit { .. } => "memory-limit",
             Self::InputTooLarge { .. } => "input-too-large",
             Self::Provider(e) => e.kind(),
+            Self::Cluster(_) => "cluster",
         }
     }
 
@@ -120,7 +124,8 @@ impl HostError {
             | Self::Link(_)
             | Self::Trap { .. }
             | Self::MemoryLimit { .. }
-            | Self::InputTooLarge { .. } => false,
+            | Self::InputTooLarge { .. }
+            | Self::Cluster(_) => false,
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod created_objects;
 pub mod discovery_cache;
 pub mod engine;
 pub mod error;
+pub mod inventory;
 mod kube_errors;
 mod kube_exec;
 pub mod kube_host;

@@ -3,8 +3,10 @@
 //! host itself needs to enforce it, bound to that ServiceAccount.
 //!
 //! What the host adds: `get` on every type it patches or deletes (it reads the object first to
-//! prove ownership and take its uid as a precondition), `list` on NetworkPolicies (`probe`
-//! checks one isolates the sandboxes, [`crate::network_policy`]), and, when claims may be
+//! prove ownership and take its uid as a precondition), `list` on every workload type it creates
+//! (a Sandbox, Job or SandboxClaim: the lease inventory, [`crate::inventory`]), `list` on
+//! NetworkPolicies (`probe` checks one isolates the sandboxes, [`crate::network_policy`]), and,
+//! when claims may be
 //! created, `get` on warm pools and templates (a claim's template is checked against the
 //! pod-security ceiling, [`crate::warm_pool_ceiling`]). Discovery (`served-versions`,
 //! and the kind lookups behind owner chains) needs no rule: Kubernetes lets every authenticated
@@ -28,9 +30,11 @@ use contract::k8s::agent_sandbox::{CLAIMS, EXTENSIONS_GROUP, TEMPLATES, WARM_POO
 /// The RBAC verbs of one policy rule, in the order kubectl prints them, with the host's own.
 fn verbs(rule: &AccessRule) -> Vec<String> {
     let host_reads = rule.allows(AccessVerb::Patch) || rule.allows(AccessVerb::Delete) || rule.allows(AccessVerb::Exec);
+    let inventory =
+        rule.allows(AccessVerb::Create) && contract::Backend::of_workload(&rule.group, &rule.plural).is_some();
     let order = [
         (AccessVerb::Get, rule.allows(AccessVerb::Get) || host_reads),
-        (AccessVerb::List, rule.allows(AccessVerb::List)),
+        (AccessVerb::List, rule.allows(AccessVerb::List) || inventory),
         (AccessVerb::Watch, rule.allows(AccessVerb::Watch)),
         (AccessVerb::Create, rule.allows(AccessVerb::Create)),
         (AccessVerb::Patch, rule.allows(AccessVerb::Patch)),
@@ -180,7 +184,7 @@ mod tests {
                  "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
                 {"apiGroups": ["extensions.agents.x-k8s.io"], "resources": ["sandboxclaims"],
                  "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
-                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "patch", "delete"]},
+                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "create", "patch", "delete"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
                 {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
                 {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},

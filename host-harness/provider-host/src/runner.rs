@@ -273,6 +273,11 @@ impl ProviderHost {
         Ok(result)
     }
 
+    /// The host's access to the cluster, for the host's own reads ([`crate::inventory`]).
+    pub(crate) fn kube(&self) -> &KubeHost {
+        &self.kube
+    }
+
     /// Records every create the provider sends from now on, for a caller that must say what an
     /// interrupted call left behind ([`crate::created_objects`]).
     pub fn record_created(&mut self) -> CreatedObjects {
