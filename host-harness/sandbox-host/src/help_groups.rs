@@ -12,7 +12,7 @@ pub type Group<'a> = (&'a str, &'a [&'a str]);
 
 /// The groups of `sandbox-host`'s commands.
 pub const HOST_GROUPS: &[Group<'static>] = &[
-    ("Sandboxes", &["acquire", "exec", "resume-check", "renew", "release", "destroy"]),
+    ("Sandboxes", &["acquire", "exec", "resume-check", "renew", "release", "destroy", "leases"]),
     ("Configs and providers", &["validate-config", "probe", "describe", "contract"]),
     ("Operator set-up", &["policy", "rbac", "network-policy", "pool"]),
     ("Hosts in other languages", &["serve"]),

@@ -18,6 +18,7 @@ pub mod env_args;
 pub mod exec_cmd;
 pub mod help_groups;
 pub mod lease_cmd;
+pub mod leases_cmd;
 pub mod log_filter;
 pub mod namespace_args;
 pub mod policy_cmd;
@@ -127,6 +128,9 @@ pub enum HostCommand {
         #[command(flatten)]
         args: exec_cmd::ExecArgs,
     },
+    /// This installation's leases on the cluster (`list`), and the clean-up of those that
+    /// ended (`gc`).
+    Leases(leases_cmd::LeasesArgs),
     /// Serve the provider as a long-running process: concurrent calls as JSON lines on stdin,
     /// replies on stdout (for hosts in other languages, such as a Paperclip plugin worker).
     Serve(serve_cmd::ServeArgs),
@@ -190,6 +194,7 @@ impl HostCommand {
             | Self::Destroy { target, .. }
             | Self::Exec { target, .. } => Some(&mut target.host),
             Self::Serve(args) => Some(&mut args.host),
+            Self::Leases(args) => Some(&mut args.target_mut().host),
             Self::Pool(_) | Self::Policy { .. } | Self::Rbac { .. } | Self::NetworkPolicy { .. } => None,
         }
     }
@@ -208,6 +213,7 @@ impl HostCommand {
             Self::Destroy { target, args } => lease_cmd::destroy(target, args).await,
             Self::Exec { target, args } => exec_cmd::run(target, args).await,
             Self::Serve(args) => serve_cmd::run(args).await,
+            Self::Leases(args) => leases_cmd::run(args).await,
             Self::Pool(args) => done(pool_cmd::run(args).await),
             Self::Policy { command: PolicyCommand::Show { inspect, json } } => {
                 done(policy_cmd::show(inspect, json).await)

@@ -2,6 +2,7 @@
 
 mod cli;
 mod installed;
+mod leases;
 mod lost_leases;
 mod namespaces;
 mod no_test_bed;
