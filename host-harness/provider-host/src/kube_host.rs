@@ -26,6 +26,7 @@ use crate::kube_url;
 use crate::kube_watch::WatchStream;
 use crate::lease_scope::{self, LeaseScope};
 use crate::limits::Limits;
+use crate::metrics::HostMetrics;
 use crate::ownership::{self, CallMemory, KindCache, Owner};
 use crate::policy::{Access, AccessVerb, Policy, quoted};
 
@@ -65,6 +66,8 @@ pub struct KubeHost {
     /// The API server's URL, for messages about a request that got no answer; `None` when the
     /// client came without one.
     pub(crate) server: Option<Arc<str>>,
+    /// Where policy denials are counted, when the host keeps metrics ([`crate::metrics`]).
+    pub(crate) metrics: Option<Arc<HostMetrics>>,
 }
 
 /// What one request is about, for the policy, messages and log lines.
@@ -138,6 +141,7 @@ impl KubeHost {
             max_exec_output: Limits::default().max_exec_output_usize(),
             created: None,
             server: None,
+            metrics: None,
         }
     }
 
@@ -462,6 +466,9 @@ impl KubeHost {
         if let Err(denial) = self.policy.check_discovery(group) {
             tracing::warn!(target: "provider_host::policy", verb = "discovery", group = %quoted(group),
                 reason = %denial, "kube call denied by host policy");
+            if let Some(metrics) = &self.metrics {
+                metrics.denied("discovery");
+            }
             return Err(KubeError::Denied(denial.0));
         }
         if let Some(versions) = self.discovery.get(group, Instant::now()) {
@@ -502,6 +509,9 @@ impl KubeHost {
                 reason = %denial,
                 "kube call denied by host policy"
             );
+            if let Some(metrics) = &self.metrics {
+                metrics.denied(target.verb.as_str());
+            }
             KubeError::Denied(denial.0)
         })
     }

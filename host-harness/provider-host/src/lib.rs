@@ -41,6 +41,7 @@ pub mod kubeconfig;
 pub mod lease_scope;
 pub mod limits;
 mod log_host;
+pub mod metrics;
 pub mod network_policy;
 pub mod owner_signature;
 pub mod ownership;

@@ -24,6 +24,7 @@ use crate::error::HostError;
 use crate::kube_host::KubeHost;
 use crate::lease_scope::LeaseScope;
 use crate::limits::Limits;
+use crate::metrics::HostMetrics;
 use crate::network_policy;
 use crate::policy::Policy;
 use crate::records::{
@@ -276,6 +277,12 @@ impl ProviderHost {
     /// The host's access to the cluster, for the host's own reads ([`crate::inventory`]).
     pub(crate) fn kube(&self) -> &KubeHost {
         &self.kube
+    }
+
+    /// Counts the policy's denials of the provider's requests in `metrics` from now on (the
+    /// calls themselves are counted by whoever answers them, such as [`crate::serve`]).
+    pub fn record_metrics(&mut self, metrics: Arc<HostMetrics>) {
+        self.kube.metrics = Some(metrics);
     }
 
     /// Records every create the provider sends from now on, for a caller that must say what an

@@ -20,6 +20,7 @@ pub mod help_groups;
 pub mod lease_cmd;
 pub mod leases_cmd;
 pub mod log_filter;
+pub mod metrics_server;
 pub mod namespace_args;
 pub mod policy_cmd;
 pub mod pool_cmd;

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use provider_host::metrics::HostMetrics;
 use provider_host::serve::{ServeOptions, StopReason, serve};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
+use crate::metrics_server;
 use crate::session::{HostArgs, session};
 
 /// Options of `serve`.
@@ -24,12 +26,27 @@ pub struct ServeArgs {
     /// once.
     #[arg(long, value_name = "MS")]
     pub shutdown_grace_ms: Option<u64>,
+    /// Serve the host's metrics in the Prometheus text format at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464; port 0 picks a free one, printed on stderr). The README lists them.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// Serves until end of input or a stop signal; the exit code is 0 unless reading stdin failed.
 pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
-    let host = Arc::new(session(&args.host, None).await?.host);
-    let mut options = ServeOptions::for_host(&host);
+    let mut host = session(&args.host, None).await?.host;
+    let metrics = match args.metrics_addr {
+        Some(addr) => {
+            let metrics = Arc::new(HostMetrics::new());
+            host.record_metrics(Arc::clone(&metrics));
+            let bound = metrics_server::start(addr, Arc::clone(&metrics)).await?;
+            eprintln!("sandbox-host serve: metrics at http://{bound}/metrics");
+            Some(metrics)
+        }
+        None => None,
+    };
+    let host = Arc::new(host);
+    let mut options = ServeOptions { metrics, ..ServeOptions::for_host(&host) };
     if let Some(ms) = args.shutdown_grace_ms {
         options.shutdown_grace = Some(Duration::from_millis(ms));
     }

@@ -69,6 +69,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use protocol::{ErrorSource, PROTOCOL_VERSION, Reply, RequestId, WireError};
 
+use crate::metrics::HostMetrics;
 use crate::runner::ProviderHost;
 use contract::quote;
 
@@ -82,6 +83,8 @@ pub struct ServeOptions {
     /// How long calls in flight may go on after the stop begins before they are cancelled;
     /// `None`: as long as they can take (see [`ServeOptions::default_grace`]).
     pub shutdown_grace: Option<Duration>,
+    /// Where each answered call is counted ([`crate::metrics`]); `None` keeps no metrics.
+    pub metrics: Option<Arc<HostMetrics>>,
 }
 
 /// The most requests a server takes at once, whatever its options say.
@@ -108,6 +111,7 @@ impl ServeOptions {
             max_line_bytes: input.saturating_mul(2).saturating_add(64 * 1024),
             max_in_flight: usize::try_from(limits.max_concurrent_calls).unwrap_or(usize::MAX).saturating_mul(4),
             shutdown_grace: None,
+            metrics: None,
         }
     }
 
@@ -177,7 +181,8 @@ where
     let output_closed = CancellationToken::new();
     let writer = tokio::spawn(write_replies(output, writer_rx, output_closed.clone()));
     let mut lines = LineReader::new(input, options.max_line_bytes);
-    let mut calls = Calls { max_line_bytes: options.max_line_bytes, max_in_flight, ..Calls::default() };
+    let mut calls =
+        Calls { max_line_bytes: options.max_line_bytes, max_in_flight, metrics: options.metrics, ..Calls::default() };
     let mut sent = 0u64;
 
     let reason = loop {
@@ -272,6 +277,8 @@ struct Calls {
     executes: HashMap<String, usize>,
     /// Executes in flight in all.
     all_executes: usize,
+    /// Where each answered call is counted.
+    metrics: Option<Arc<HostMetrics>>,
 }
 
 /// A call in flight: its id and method, and the lease of an execute.
@@ -329,10 +336,19 @@ impl Calls {
         }
         let (host, replies, ids, max_line_bytes) =
             (Arc::clone(host), replies.clone(), Arc::clone(&self.ids), self.max_line_bytes);
+        let metrics = self.metrics.clone();
         let (id, method) = (request.id.clone(), request.method.clone());
         tracing::debug!(target: "provider_host::serve", id = %id, method = %method, "request");
         let task = self.tasks.spawn(async move {
-            let reply = match dispatch::run(&host, &request.method, request.params, max_line_bytes).await {
+            let started = std::time::Instant::now();
+            let lease_id = request.params["lease"]["provider-lease-id"].as_str().map(str::to_string);
+            let result = dispatch::run(&host, &request.method, request.params, max_line_bytes).await;
+            if let Some(metrics) = &metrics {
+                let outcome = result.as_ref().map_or_else(|e| e.kind.as_str(), |_| "ok");
+                let seconds = started.elapsed().as_secs_f64();
+                metrics.call(&request.method, outcome, seconds, result.as_ref().ok(), lease_id.as_deref());
+            }
+            let reply = match result {
                 Ok(value) => Reply::result(request.id.clone(), value),
                 Err(error) => {
                     // The operator's record of what failed: the client gets the reply, the

@@ -4,6 +4,7 @@ mod cli;
 mod installed;
 mod leases;
 mod lost_leases;
+mod metrics;
 mod namespaces;
 mod no_test_bed;
 mod progress;
