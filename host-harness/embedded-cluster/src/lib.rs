@@ -10,6 +10,7 @@
 //! # let _ = client; Ok(()) }
 //! ```
 
+pub mod access_review;
 mod admin;
 mod admission;
 mod apiserver;

@@ -90,23 +90,34 @@ fn paths_for(rt: &ResourceType, v3: bool) -> Map<String, Value> {
     } else {
         format!("#/definitions/{}", definition_name(rt))
     };
+    // Only the operations the resource serves (a SelfSubjectAccessReview is create-only).
+    let served = |verb: &str| rt.verbs.contains(&verb);
+    let mut on_collection = Map::new();
+    if served("list") {
+        let params = ["labelSelector", "fieldSelector", "limit", "continue", "watch"];
+        on_collection.insert("get".into(), operation(rt, "list", &params, &reference, v3));
+    }
+    if served("create") {
+        on_collection.insert("post".into(), operation(rt, "post", WRITE_PARAMS, &reference, v3));
+    }
+    let mut on_item = Map::new();
+    let item_operations: [(&str, &str, &str, &[&str]); 4] = [
+        ("get", "get", "get", &[]),
+        ("update", "put", "put", WRITE_PARAMS),
+        ("patch", "patch", "patch", &["dryRun", "fieldManager", "fieldValidation", "force"]),
+        ("delete", "delete", "delete", &["dryRun", "gracePeriodSeconds", "propagationPolicy"]),
+    ];
+    for (verb, method, action, params) in item_operations {
+        if served(verb) {
+            on_item.insert(method.into(), operation(rt, action, params, &reference, v3));
+        }
+    }
     let mut paths = Map::new();
-    paths.insert(
-        collection,
-        json!({
-            "get": operation(rt, "list", &["labelSelector", "fieldSelector", "limit", "continue", "watch"], &reference, v3),
-            "post": operation(rt, "post", WRITE_PARAMS, &reference, v3),
-        }),
-    );
-    paths.insert(
-        item,
-        json!({
-            "get": operation(rt, "get", &[], &reference, v3),
-            "put": operation(rt, "put", WRITE_PARAMS, &reference, v3),
-            "patch": operation(rt, "patch", &["dryRun", "fieldManager", "fieldValidation", "force"], &reference, v3),
-            "delete": operation(rt, "delete", &["dryRun", "gracePeriodSeconds", "propagationPolicy"], &reference, v3),
-        }),
-    );
+    for (path, operations) in [(collection, on_collection), (item, on_item)] {
+        if !operations.is_empty() {
+            paths.insert(path, Value::Object(operations));
+        }
+    }
     paths
 }
 

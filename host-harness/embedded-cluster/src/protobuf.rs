@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use k8s_pb::api::authentication::v1::TokenRequest;
+use k8s_pb::api::authorization::v1::SelfSubjectAccessReview;
 use k8s_pb::api::batch::v1::Job;
 use k8s_pb::api::core::v1::{
     ConfigMap, Container, Namespace, ObjectReference, PodTemplateSpec, Secret, ServiceAccount,
@@ -181,6 +182,29 @@ fn service_account(raw: &[u8], mut doc: Value) -> Result<Value, ApiError> {
     }
     if let Some(a) = sa.automount_service_account_token {
         doc["automountServiceAccountToken"] = json!(a);
+    }
+    Ok(doc)
+}
+
+fn self_subject_access_review(raw: &[u8], mut doc: Value) -> Result<Value, ApiError> {
+    let review = SelfSubjectAccessReview::decode(raw).map_err(bad)?;
+    let meta = review.metadata.unwrap_or_default();
+    doc["metadata"] = strings(&[("name", &meta.name), ("namespace", &meta.namespace)]);
+    let spec = review.spec.unwrap_or_default();
+    doc["spec"] = json!({});
+    if let Some(r) = spec.resource_attributes {
+        doc["spec"]["resourceAttributes"] = strings(&[
+            ("namespace", &r.namespace),
+            ("verb", &r.verb),
+            ("group", &r.group),
+            ("version", &r.version),
+            ("resource", &r.resource),
+            ("subresource", &r.subresource),
+            ("name", &r.name),
+        ]);
+    }
+    if let Some(n) = spec.non_resource_attributes {
+        doc["spec"]["nonResourceAttributes"] = strings(&[("path", &n.path), ("verb", &n.verb)]);
     }
     Ok(doc)
 }
@@ -364,10 +388,11 @@ pub fn object_json(body: &[u8]) -> Result<Vec<u8>, ApiError> {
         "ConfigMap" => config_map(&raw, doc)?,
         "ServiceAccount" => service_account(&raw, doc)?,
         "TokenRequest" => token_request(&raw, doc)?,
+        "SelfSubjectAccessReview" => self_subject_access_review(&raw, doc)?,
         "Job" => job(&raw, doc)?,
         other => {
             return Err(ApiError::unsupported_media_type(format!(
-                "the embedded cluster decodes {MEDIA_TYPE} bodies of Namespace, Secret, ConfigMap, ServiceAccount, Job and TokenRequest only, not {:?}; send this object as application/json",
+                "the embedded cluster decodes {MEDIA_TYPE} bodies of Namespace, Secret, ConfigMap, ServiceAccount, Job, TokenRequest and SelfSubjectAccessReview only, not {:?}; send this object as application/json",
                 other.chars().take(60).collect::<String>()
             )));
         }

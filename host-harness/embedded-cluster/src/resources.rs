@@ -211,6 +211,12 @@ pub fn served(sandbox_versions: SandboxVersions) -> Vec<ResourceType> {
             storage: crate::rbac::CLUSTER_ROLE_BINDINGS,
             ..rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false)
         },
+        // Create-only and never stored: answered by `access_review`.
+        ResourceType {
+            group: crate::access_review::GROUP,
+            verbs: &["create"],
+            ..core(crate::access_review::SELF_SUBJECT_ACCESS_REVIEWS, "", crate::access_review::KIND, false)
+        },
     ];
     let sandbox = |version: &'static str| ResourceType {
         group: agent_sandbox::GROUP,
@@ -322,6 +328,7 @@ mod tests {
                 ("networking.k8s.io", vec!["v1"]),
                 ("batch", vec!["v1"]),
                 ("rbac.authorization.k8s.io", vec!["v1"]),
+                ("authorization.k8s.io", vec!["v1"]),
                 ("agents.x-k8s.io", vec!["v1beta1", "v1alpha1"]),
                 ("extensions.agents.x-k8s.io", vec!["v1beta1"]),
             ]

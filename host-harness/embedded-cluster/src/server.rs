@@ -462,6 +462,9 @@ impl HttpFront {
         let result: Result<Reply, ApiError> = match (verb, r.subresource.as_deref()) {
             ("create", Some("binding")) => self.api.bind(&ctx, &body),
             ("create", Some("token")) => self.api.create_token(&ctx, &body),
+            ("create", None) if rt.plural == crate::access_review::SELF_SUBJECT_ACCESS_REVIEWS => {
+                self.api.access_review(&ctx, &body, id)
+            }
             ("create", _) => self.api.create(&ctx, &body),
             ("get", Some("log")) => {
                 return pending.answer(match self.api.pod_log(&ctx) {

@@ -4,6 +4,8 @@
 //! - `system:discovery` lets every authenticated user read discovery, OpenAPI, version and
 //!   health URLs, so a ServiceAccount token with no other grant can still run `kubectl`;
 //! - `system:public-info-viewer` lets everyone read version and health;
+//! - `system:basic-user` lets every authenticated user ask what it may do (a
+//!   SelfSubjectAccessReview, [`crate::access_review`]);
 //! - `cluster-admin` allows everything and is bound to the `system:masters` group.
 //!
 //! Upstream's aggregated `admin`, `edit` and `view` roles and the controllers' roles are left
@@ -68,8 +70,17 @@ pub fn policy() -> Vec<(&'static str, Value)> {
         ),
         cluster_role("system:discovery", json!([{"nonResourceURLs": DISCOVERY, "verbs": ["get"]}])),
         cluster_role("system:public-info-viewer", json!([{"nonResourceURLs": PUBLIC_INFO, "verbs": ["get"]}])),
+        cluster_role(
+            "system:basic-user",
+            json!([
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                 "verbs": ["create"]},
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+            ]),
+        ),
         bound_to_groups("cluster-admin", &[MASTERS_GROUP]),
         bound_to_groups("system:discovery", &[AUTHENTICATED_GROUP]),
+        bound_to_groups("system:basic-user", &[AUTHENTICATED_GROUP]),
         bound_to_groups("system:public-info-viewer", &[AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP]),
     ]
 }

@@ -258,6 +258,11 @@ async fn kubectl_applies_rbac_and_uses_a_service_account_token() {
         "Error from server (Forbidden): secrets is forbidden: User \"system:serviceaccount:default:deployer\" \
          cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
     );
+    // `auth can-i` sends a SelfSubjectAccessReview (as protobuf) and prints the answer.
+    let out = kubectl(&kubeconfig, &["--token", &token, "auth", "can-i", "list", "pods"]).await;
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim()), (Some(0), "yes"), "{}", text(&out));
+    let out = kubectl(&kubeconfig, &["--token", &token, "auth", "can-i", "list", "secrets"]).await;
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim()), (Some(1), "no"), "{}", text(&out));
     let users: Vec<String> =
         c.requests().entries().iter().filter(|e| e.resource == "secrets").map(|e| e.user.clone()).collect();
     assert_eq!(users, ["system:serviceaccount:default:deployer"], "the request log names the token's user");

@@ -177,7 +177,7 @@ async fn the_cluster_starts_with_the_bootstrap_policy() {
     let listed = roles.list(&ListParams::default()).await.expect("cluster roles");
     assert_eq!(
         listed.items.iter().filter_map(|r| r.metadata.name.clone()).collect::<Vec<_>>(),
-        ["cluster-admin", "system:discovery", "system:public-info-viewer"]
+        ["cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer"]
     );
     let discovery = roles.get("system:discovery").await.expect("system:discovery");
     let rule = &discovery.rules.unwrap_or_default()[0];
@@ -584,4 +584,40 @@ async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_the_named_use
         )
     );
     assert!(c.requests().since(mark).iter().all(|e| e.user == "alice"), "the request log names the impersonated user");
+}
+
+/// A SelfSubjectAccessReview answers what RBAC would for a request by the reviewer, as
+/// kube-apiserver's does: any authenticated user may ask (`system:basic-user`), nothing is
+/// stored, and a spec describing no request is invalid.
+#[tokio::test]
+async fn a_self_subject_access_review_answers_for_the_reviewer() {
+    use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+    let c = cluster().await;
+    grant_robot(&c).await;
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(robot(&c).await);
+    let ask = |verb: &str, resource: &str| {
+        typed::<SelfSubjectAccessReview>(json!({"spec": {"resourceAttributes":
+            {"namespace": NS, "verb": verb, "group": "", "resource": resource}}}))
+    };
+    let allowed = |review: SelfSubjectAccessReview| review.status.expect("a status").allowed;
+    let answer = reviews.create(&PostParams::default(), &ask("create", "pods")).await.expect("review");
+    assert!(allowed(answer), "the Role grants create on pods");
+    let answer = reviews.create(&PostParams::default(), &ask("delete", "pods")).await.expect("review");
+    assert!(!allowed(answer), "not delete");
+    let answer = reviews.create(&PostParams::default(), &ask("get", "secrets")).await.expect("review");
+    assert!(!allowed(answer), "nothing about secrets");
+    let err = api_error(
+        reviews.create(&PostParams::default(), &typed(json!({"spec": {}}))).await.expect_err("no attributes"),
+    );
+    assert_eq!(err.code, 422, "{}", err.message);
+    assert!(err.message.contains("exactly one of nonResourceAttributes or resourceAttributes"), "{}", err.message);
+    let listed = reviews.list(&ListParams::default()).await.expect_err("not the robot's to list");
+    assert_eq!(api_error(listed).code, 403, "authorized before anything else, as kube-apiserver does");
+    let as_admin: Api<SelfSubjectAccessReview> = Api::all(c.client().await.expect("client"));
+    let listed = as_admin.list(&ListParams::default()).await.expect_err("create only");
+    assert_eq!(api_error(listed).code, 405);
+    let discovery = Discovery::new(c.client().await.expect("client")).run().await.expect("discovery");
+    let served =
+        discovery.groups().flat_map(|g| g.recommended_resources()).any(|(r, _)| r.plural == "selfsubjectaccessreviews");
+    assert!(served, "discovery lists selfsubjectaccessreviews");
 }
