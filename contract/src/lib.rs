@@ -64,15 +64,20 @@ impl Backend {
         Self::ALL.into_iter().find(|b| b.as_str() == name)
     }
 
-    /// The backend whose workload (the object a lease id names) is of this resource type
-    /// (API group and plural); `None` for any other type, such as a lease's Secret.
-    pub fn of_workload(group: &str, plural: &str) -> Option<Self> {
-        match (group, plural) {
-            (k8s::agent_sandbox::GROUP, k8s::agent_sandbox::SANDBOXES) => Some(Self::Sandbox),
-            ("batch", "jobs") => Some(Self::Job),
-            (k8s::agent_sandbox::EXTENSIONS_GROUP, k8s::agent_sandbox::CLAIMS) => Some(Self::Claim),
-            _ => None,
+    /// The resource type (API group and plural) of the backend's workload, the object a lease
+    /// id names.
+    pub fn workload_resource(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Sandbox => (k8s::agent_sandbox::GROUP, k8s::agent_sandbox::SANDBOXES),
+            Self::Job => ("batch", "jobs"),
+            Self::Claim => (k8s::agent_sandbox::EXTENSIONS_GROUP, k8s::agent_sandbox::CLAIMS),
         }
+    }
+
+    /// The backend whose workload is of this resource type (API group and plural); `None` for
+    /// any other type, such as a lease's Secret.
+    pub fn of_workload(group: &str, plural: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.workload_resource() == (group, plural))
     }
 }
 
@@ -371,6 +376,10 @@ pub struct Diagnostic {
     pub code: String,
     pub message: String,
 }
+
+/// The code of the `probe` finding that says writes were not checked (a provider cannot check
+/// them without writing); a host that checks them itself replaces it with its own finding.
+pub const PROBE_WRITES_UNCHECKED: &str = "writes-unchecked";
 
 /// Whether a config can work against the cluster, and why not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -148,7 +148,7 @@ pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &
     }
     found.add(
         Severity::Info,
-        "writes-unchecked",
+        contract::PROBE_WRITES_UNCHECKED,
         "create, patch and delete cannot be checked without writing; acquire reports a refusal as a forbidden (cluster) or denied (host) error",
     );
     found.finish(format!("ready: namespace {ns}, backend {}{}", config.backend.as_str(), needs.uses))

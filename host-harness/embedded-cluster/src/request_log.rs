@@ -91,9 +91,11 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Whether the request could have changed something (create, update, patch, delete).
+    /// Whether the request could have changed something (create, update, patch, delete); an
+    /// access review is created but never stored, so it changes nothing.
     pub fn is_write(&self) -> bool {
-        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+        let review = self.group == crate::access_review::GROUP && self.resource.ends_with("accessreviews");
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection") && !review
     }
 }
 

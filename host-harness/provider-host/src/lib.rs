@@ -55,6 +55,7 @@ mod state;
 mod versions;
 pub mod warm_pool_ceiling;
 mod wasi;
+pub mod write_access;
 mod write_guard;
 
 pub use capabilities::Grants;

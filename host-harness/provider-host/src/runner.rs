@@ -253,15 +253,25 @@ impl ProviderHost {
             let check = crate::warm_pool_ceiling::probe_findings(&self.kube, config);
             tokio::time::timeout(within, check).await.unwrap_or_default()
         };
+        let writes = crate::write_access::probe_finding(self.kube.client.clone(), self.policy(), config, within);
         let config = config.to_string();
         let provider = self.call("probe", move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => ProbeResult::from(guest.call_probe(store, &config).await?)))
             })
         });
-        let (result, finding, template) = tokio::join!(provider, isolation, template);
+        let (result, finding, template, writes) = tokio::join!(provider, isolation, template, writes);
         let mut result = result?;
         result.diagnostics.extend(finding);
+        if let Some(writes) = writes {
+            // The host checked what the provider could not: its finding takes the place of that.
+            result.diagnostics.retain(|d| d.code != contract::PROBE_WRITES_UNCHECKED);
+            if writes.severity == Severity::Error {
+                result.ok = false;
+                result.summary = writes.message.clone();
+            }
+            result.diagnostics.push(writes);
+        }
         result.diagnostics.extend(crate::owner_signature::probe_finding(self.policy().ownership_keys.as_ref()));
         let (over_ceiling, warnings): (Vec<_>, Vec<_>) =
             template.into_iter().partition(|d| d.severity == Severity::Error);

@@ -7,6 +7,7 @@ mod lost_leases;
 mod metrics;
 mod namespaces;
 mod no_test_bed;
+mod probe;
 mod progress;
 mod reference_provider_cli;
 mod secrets;

@@ -100,9 +100,7 @@ impl ProviderCli {
             .requests()
             .entries()
             .into_iter()
-            .filter(|e| {
-                e.user == embedded_cluster::PROVIDER_USER && !matches!(e.verb.as_str(), "get" | "list" | "watch")
-            })
+            .filter(|e| e.user == embedded_cluster::PROVIDER_USER && e.is_write())
             .map(|e| format!("{} {}", e.verb, e.resource))
             .collect()
     }
