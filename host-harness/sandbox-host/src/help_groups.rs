@@ -14,7 +14,7 @@ pub type Group<'a> = (&'a str, &'a [&'a str]);
 pub const HOST_GROUPS: &[Group<'static>] = &[
     ("Sandboxes", &["acquire", "exec", "resume-check", "renew", "release", "destroy", "leases"]),
     ("Configs and providers", &["validate-config", "probe", "describe", "contract"]),
-    ("Operator set-up", &["policy", "rbac", "network-policy", "pool"]),
+    ("Operator set-up", &["policy", "rbac", "kubeconfig", "network-policy", "pool"]),
     ("Hosts in other languages", &["serve"]),
     ("Shell", &["completions", "man", "help"]),
 ];

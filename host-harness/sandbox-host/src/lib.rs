@@ -17,6 +17,7 @@ pub mod documents;
 pub mod env_args;
 pub mod exec_cmd;
 pub mod help_groups;
+pub mod kubeconfig_cmd;
 pub mod lease_cmd;
 pub mod leases_cmd;
 pub mod log_filter;
@@ -135,6 +136,9 @@ pub enum HostCommand {
     /// Serve the provider as a long-running process: concurrent calls as JSON lines on stdin,
     /// replies on stdout (for hosts in other languages, such as a Paperclip plugin worker).
     Serve(serve_cmd::ServeArgs),
+    /// Print a kubeconfig with inline credentials for a ServiceAccount (a bound token of the
+    /// duration asked), such as a Paperclip environment takes.
+    Kubeconfig(kubeconfig_cmd::KubeconfigArgs),
     /// Set up, inspect or remove a warm pool (a SandboxTemplate and a SandboxWarmPool) for the
     /// claim backend.
     Pool(pool_cmd::PoolArgs),
@@ -196,7 +200,11 @@ impl HostCommand {
             | Self::Exec { target, .. } => Some(&mut target.host),
             Self::Serve(args) => Some(&mut args.host),
             Self::Leases(args) => Some(&mut args.target_mut().host),
-            Self::Pool(_) | Self::Policy { .. } | Self::Rbac { .. } | Self::NetworkPolicy { .. } => None,
+            Self::Pool(_)
+            | Self::Kubeconfig(_)
+            | Self::Policy { .. }
+            | Self::Rbac { .. }
+            | Self::NetworkPolicy { .. } => None,
         }
     }
 
@@ -216,6 +224,7 @@ impl HostCommand {
             Self::Serve(args) => serve_cmd::run(args).await,
             Self::Leases(args) => leases_cmd::run(args).await,
             Self::Pool(args) => done(pool_cmd::run(args).await),
+            Self::Kubeconfig(args) => done(kubeconfig_cmd::run(args).await),
             Self::Policy { command: PolicyCommand::Show { inspect, json } } => {
                 done(policy_cmd::show(inspect, json).await)
             }

@@ -2,6 +2,7 @@
 
 mod cli;
 mod installed;
+mod kubeconfig;
 mod leases;
 mod lost_leases;
 mod metrics;

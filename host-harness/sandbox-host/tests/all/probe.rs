@@ -2,8 +2,6 @@
 //! instead of `writes-unchecked`: under the Role `rbac` prints every write is allowed, and a
 //! Role without one is an error naming it.
 
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use crate::support::{BIN, OutputBlocking, ProviderCli, component};
@@ -31,26 +29,6 @@ fn probe(cli: &ProviderCli, kubeconfig: &std::path::Path) -> (Option<i32>, Vec<(
     (out.status.code(), found)
 }
 
-/// Applies the objects of `rbac`'s YAML as the admin, after `edit`.
-async fn apply(cli: &ProviderCli, yaml: &str, edit: impl Fn(&mut Value)) {
-    let admin = cli.cluster.client().await.expect("admin client");
-    for document in serde_yaml_ng::Deserializer::from_str(yaml) {
-        let mut object: Value = serde::Deserialize::deserialize(document).expect("a YAML document");
-        if object.is_null() {
-            continue;
-        }
-        edit(&mut object);
-        let (api_version, kind) = (object["apiVersion"].as_str().unwrap_or(""), object["kind"].as_str().unwrap_or(""));
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let plural = format!("{}s", kind.to_lowercase());
-        let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural);
-        let namespace = object["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
-        let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &namespace, &resource);
-        let typed: DynamicObject = serde_json::from_value(object.clone()).expect("an object");
-        api.create(&PostParams::default(), &typed).await.unwrap_or_else(|e| panic!("apply {kind}: {e}"));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_asks_the_cluster_which_writes_are_allowed() {
     let cli = ProviderCli::start("probe-writes").await;
@@ -68,7 +46,7 @@ async fn probe_asks_the_cluster_which_writes_are_allowed() {
         .output_blocking()
         .expect("rbac");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    apply(&cli, &String::from_utf8_lossy(&out.stdout), |object| {
+    cli.apply_yaml(&String::from_utf8_lossy(&out.stdout), |object| {
         for rule in object["rules"].as_array_mut().into_iter().flatten() {
             if rule["resources"] == serde_json::json!(["jobs"]) {
                 rule["verbs"].as_array_mut().expect("verbs").retain(|v| v != "delete");

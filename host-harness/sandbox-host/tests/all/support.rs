@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
 /// The binary under test.
@@ -92,6 +94,27 @@ impl ProviderCli {
         cmd.arg("exec").arg("--component").arg(component()).arg("--kubeconfig").arg(&self.kubeconfig);
         cmd.arg("--cache-dir").arg(&self.cache).arg("--config").arg(&self.config).args(["--lease", lease]);
         cmd.args(["--", "sh", "-c", script]).output_blocking().expect("exec")
+    }
+
+    /// Applies the objects of a YAML stream (as `rbac` prints) as the admin, after `edit`.
+    pub(crate) async fn apply_yaml(&self, yaml: &str, edit: impl Fn(&mut serde_json::Value)) {
+        let admin = self.cluster.client().await.expect("admin client");
+        for document in serde_yaml_ng::Deserializer::from_str(yaml) {
+            let mut object: serde_json::Value = serde::Deserialize::deserialize(document).expect("a YAML document");
+            if object.is_null() {
+                continue;
+            }
+            edit(&mut object);
+            let (api_version, kind) =
+                (object["apiVersion"].as_str().unwrap_or(""), object["kind"].as_str().unwrap_or(""));
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let plural = format!("{}s", kind.to_lowercase());
+            let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural);
+            let namespace = object["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+            let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &namespace, &resource);
+            let typed: DynamicObject = serde_json::from_value(object.clone()).expect("an object");
+            api.create(&PostParams::default(), &typed).await.unwrap_or_else(|e| panic!("apply {kind}: {e}"));
+        }
     }
 
     /// Requests of the provider's identity that change the cluster.
