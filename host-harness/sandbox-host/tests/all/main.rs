@@ -10,6 +10,7 @@ mod namespaces;
 mod no_test_bed;
 mod probe;
 mod progress;
+mod readme;
 mod reference_provider_cli;
 mod secrets;
 mod serve;
