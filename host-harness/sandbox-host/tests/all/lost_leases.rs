@@ -4,7 +4,6 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use embedded_cluster::faults::{Action, Match, Rule};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::Api;
 
@@ -59,17 +58,7 @@ async fn ctrl_c_during_acquire_says_what_is_left_and_how_to_remove_it() {
     let cli = ProviderCli::start("ctrl-c").await;
     let jobs = Api::<Job>::namespaced(cli.cluster.client().await.expect("admin client"), "default");
     // The provider's wait for readiness (a watch) is held, so the acquire is surely under way.
-    let hold = cli.cluster.faults().add(Rule {
-        matches: Match {
-            verb: Some("watch".into()),
-            user: Some(embedded_cluster::PROVIDER_USER.into()),
-            ..Default::default()
-        },
-        action: Action::Hold { millis: 300_000 },
-        after: 0,
-        times: None,
-        probability: None,
-    });
+    let hold = cli.hold_provider_watches();
     let child = cli
         .run(&["acquire", "--acquisition-id", "ctrl-c"])
         .stdout(Stdio::piped())

@@ -7,25 +7,13 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use embedded_cluster::faults::{Action, Match, Rule};
-
 use crate::support::{BIN, ProviderCli, component};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_in_a_terminal_shows_the_workload_its_pod_and_the_time_left() {
     let cli = ProviderCli::start("progress").await;
     // The provider's wait for readiness is held until the line has been seen.
-    let hold = cli.cluster.faults().add(Rule {
-        matches: Match {
-            verb: Some("watch".into()),
-            user: Some(embedded_cluster::PROVIDER_USER.into()),
-            ..Default::default()
-        },
-        action: Action::Hold { millis: 300_000 },
-        after: 0,
-        times: None,
-        probability: None,
-    });
+    let hold = cli.hold_provider_watches();
     let paths = [component(), cli.kubeconfig.clone(), cli.cache.clone(), cli.config.clone()];
     let [component, kubeconfig, cache, config] = paths.map(|p| p.to_string_lossy().into_owned());
     let words = [

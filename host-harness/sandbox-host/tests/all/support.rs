@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use embedded_cluster::faults::{Action, Match, Rule};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -115,6 +116,22 @@ impl ProviderCli {
             let typed: DynamicObject = serde_json::from_value(object.clone()).expect("an object");
             api.create(&PostParams::default(), &typed).await.unwrap_or_else(|e| panic!("apply {kind}: {e}"));
         }
+    }
+
+    /// Holds every watch the provider opens (its wait for readiness) until the returned fault
+    /// rule is removed, so a test can act while an acquire is surely under way.
+    pub(crate) fn hold_provider_watches(&self) -> u64 {
+        self.cluster.faults().add(Rule {
+            matches: Match {
+                verb: Some("watch".into()),
+                user: Some(embedded_cluster::PROVIDER_USER.into()),
+                ..Default::default()
+            },
+            action: Action::Hold { millis: 300_000 },
+            after: 0,
+            times: None,
+            probability: None,
+        })
     }
 
     /// Requests of the provider's identity that change the cluster.
