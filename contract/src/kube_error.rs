@@ -3,6 +3,12 @@
 //! `unavailable`), and each side of the WIT converts its own bindings to it once (the
 //! component's glue in the provider, `KubeError::from` in the host).
 
+/// How a `transport` error's message begins when the request surely never reached the API
+/// server (the connection to it could not be made). The WIT has one case for every request
+/// that got no answer; a create that was never sent made nothing, and clean-up after a failed
+/// acquire must know that to say nothing of it.
+pub const NOT_SENT: &str = "not sent: ";
+
 /// Why a Kubernetes call failed (the WIT `kube-error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KubeError {
@@ -38,4 +44,11 @@ pub enum KubeError {
     Transport(String),
     #[error("HTTP {code}: {message}")]
     Other { code: u16, message: String },
+}
+
+impl KubeError {
+    /// Whether the request surely never reached the API server ([`NOT_SENT`]).
+    pub fn was_not_sent(&self) -> bool {
+        matches!(self, Self::Transport(message) if message.starts_with(NOT_SENT))
+    }
 }

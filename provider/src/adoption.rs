@@ -86,9 +86,11 @@ fn not_installations(kind: &str, namespace: &str, name: &str) -> ProviderError {
     )
 }
 
-/// Whether a create failure leaves open that the object was created (the answer was lost).
+/// Whether a create failure leaves open that the object was created (the answer was lost); a
+/// request the host says it never sent made nothing.
 fn maybe_created(error: &KubeError) -> bool {
     match error {
+        KubeError::Transport(_) if error.was_not_sent() => false,
         KubeError::Transport(_) | KubeError::Timeout(_) | KubeError::Unavailable { .. } => true,
         KubeError::Other { code, .. } => *code >= 500,
         _ => false,

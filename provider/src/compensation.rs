@@ -373,4 +373,16 @@ mod tests {
         let err = env.provider().acquire(request(&config("job"), "acq-30")).unwrap_err();
         assert!(err.message().contains("Job sandboxes/pc-acq-30, if its create reached the cluster"), "{err}");
     }
+
+    #[test]
+    fn a_create_the_host_never_sent_leaves_nothing_to_clean_up() {
+        let env = Env::new();
+        let refused = KubeError::Transport(format!("{}the connection was refused", contract::kube_error::NOT_SENT));
+        for verb in [Verb::Create, Verb::Get, Verb::Delete, Verb::List] {
+            env.kube.fail_always(verb, "jobs", refused.clone());
+        }
+        let err = env.provider().acquire(request(&config("job"), "acq-31")).unwrap_err();
+        assert!(!err.message().contains("lean-up"), "no clean-up of an object never made: {err}");
+        assert!(!err.message().contains("Destroy lease"), "{err}");
+    }
 }

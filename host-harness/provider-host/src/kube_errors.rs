@@ -10,6 +10,8 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::Value;
 
+use contract::kube_error::NOT_SENT;
+
 use crate::bindings::kube::{KubeError, OtherDetail, UnavailableDetail};
 
 /// Longest piece of a non-`Status` error body passed on (a proxy's HTML page, say).
@@ -85,7 +87,12 @@ pub(crate) fn from_client_error_at(err: &kube::Error, server: Option<&str>) -> K
         other if chain_has_timeout(other) => KubeError::Timeout(format!("the cluster did not answer in time: {other}")),
         other => {
             let to = server.map(|url| format!("the API server at {url}")).unwrap_or_else(|| "the cluster".to_string());
-            KubeError::Transport(format!("the request to {to} failed: {}", crate::error::with_causes(other)))
+            let causes = crate::error::with_causes(other);
+            if chain_has_connect_failure(other) {
+                KubeError::Transport(format!("{NOT_SENT}no connection to {to} could be made: {causes}"))
+            } else {
+                KubeError::Transport(format!("the request to {to} failed: {causes}"))
+            }
         }
     }
 }
@@ -96,6 +103,24 @@ pub(crate) fn request_timed_out(what: &str, after: Duration) -> KubeError {
         "{what}: the cluster did not answer within {} ms (host request timeout)",
         after.as_millis()
     ))
+}
+
+/// Whether the connection to the API server was never made (refused, unreachable, not
+/// resolved), so the request was not sent; a failure on an open connection may have been.
+fn chain_has_connect_failure(err: &(dyn StdError + 'static)) -> bool {
+    use std::io::ErrorKind::{AddrNotAvailable, ConnectionRefused, HostUnreachable, NetworkUnreachable};
+    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = current {
+        if e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|h| h.is_connect())
+            || e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(io.kind(), ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable)
+            })
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
 }
 
 fn chain_has_timeout(err: &(dyn StdError + 'static)) -> bool {
@@ -149,6 +174,19 @@ impl From<KubeError> for contract::KubeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_never_made_is_a_request_never_sent() {
+        let io = |kind| kube::Error::Service(Box::new(std::io::Error::new(kind, "cause")));
+        let refused = contract::KubeError::from(from_client_error_at(
+            &io(std::io::ErrorKind::ConnectionRefused),
+            Some("https://127.0.0.1:1"),
+        ));
+        assert!(refused.was_not_sent(), "{refused}");
+        assert!(refused.to_string().contains("no connection to the API server at https://127.0.0.1:1"), "{refused}");
+        let reset = contract::KubeError::from(from_client_error(&io(std::io::ErrorKind::ConnectionReset)));
+        assert!(!reset.was_not_sent(), "a broken connection may have carried the request: {reset}");
+    }
     use serde_json::json;
 
     fn status(code: u16, reason: &str) -> Vec<u8> {
