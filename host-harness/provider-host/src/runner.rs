@@ -253,18 +253,24 @@ impl ProviderHost {
             let check = crate::warm_pool_ceiling::probe_findings(&self.kube, config);
             tokio::time::timeout(within, check).await.unwrap_or_default()
         };
-        let writes = crate::write_access::probe_finding(self.kube.client.clone(), self.policy(), config, within);
+        let asked = config.to_string();
         let config = config.to_string();
         let provider = self.call("probe", move |bound, store| {
             Box::pin(async move {
                 Ok(on_each_version!(bound, guest => ProbeResult::from(guest.call_probe(store, &config).await?)))
             })
         });
-        let (result, finding, template, writes) = tokio::join!(provider, isolation, template, writes);
+        let (result, finding, template) = tokio::join!(provider, isolation, template);
         let mut result = result?;
         result.diagnostics.extend(finding);
+        // The host answers what a provider says it could not check, and only that.
+        let unchecked = result.diagnostics.iter().any(|d| d.code == contract::PROBE_WRITES_UNCHECKED);
+        let writes = if unchecked {
+            crate::write_access::probe_finding(self.kube.client.clone(), self.policy(), &asked, within).await
+        } else {
+            None
+        };
         if let Some(writes) = writes {
-            // The host checked what the provider could not: its finding takes the place of that.
             result.diagnostics.retain(|d| d.code != contract::PROBE_WRITES_UNCHECKED);
             if writes.severity == Severity::Error {
                 result.ok = false;

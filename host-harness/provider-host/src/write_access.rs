@@ -7,8 +7,8 @@
 //! The writes checked are those the effective policy grants on the config backend's workload
 //! type and on the types every backend shares (the per-lease Secret, the workspace claim): the
 //! create, patch and delete the provider may send. A provider cannot check them without
-//! writing, and says so ([`contract::PROBE_WRITES_UNCHECKED`]); the host's finding replaces
-//! that one. Reviews the cluster does not answer (an API server without the authorization
+//! writing, and says so ([`contract::PROBE_WRITES_UNCHECKED`]); the host checks them only then,
+//! after the provider's probe, and its finding replaces that one. Reviews the cluster does not answer (an API server without the authorization
 //! API, credentials without `system:basic-user`) leave the writes unchecked, and the finding
 //! says why.
 
