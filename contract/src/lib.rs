@@ -46,6 +46,13 @@ pub enum Backend {
     Claim,
 }
 
+/// The backend of a config that names none.
+impl Default for Backend {
+    fn default() -> Self {
+        Self::Sandbox
+    }
+}
+
 impl Backend {
     /// Every backend, in the order a provider lists them.
     pub const ALL: [Self; 3] = [Self::Sandbox, Self::Job, Self::Claim];

@@ -105,17 +105,11 @@ pub(crate) fn request_timed_out(what: &str, after: Duration) -> KubeError {
     ))
 }
 
-/// Whether the connection to the API server was never made (refused, unreachable, not
-/// resolved), so the request was not sent; a failure on an open connection may have been.
-fn chain_has_connect_failure(err: &(dyn StdError + 'static)) -> bool {
-    use std::io::ErrorKind::{AddrNotAvailable, ConnectionRefused, HostUnreachable, NetworkUnreachable};
-    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+/// Whether any error in `err`'s chain of causes satisfies `test`.
+fn chain_has(err: &(dyn StdError + 'static), test: impl Fn(&(dyn StdError + 'static)) -> bool) -> bool {
+    let mut current = Some(err);
     while let Some(e) = current {
-        if e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|h| h.is_connect())
-            || e.downcast_ref::<std::io::Error>().is_some_and(|io| {
-                matches!(io.kind(), ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable)
-            })
-        {
+        if test(e) {
             return true;
         }
         current = e.source();
@@ -123,15 +117,20 @@ fn chain_has_connect_failure(err: &(dyn StdError + 'static)) -> bool {
     false
 }
 
+/// Whether the connection to the API server was never made (refused, unreachable, not
+/// resolved), so the request was not sent; a failure on an open connection may have been.
+fn chain_has_connect_failure(err: &(dyn StdError + 'static)) -> bool {
+    use std::io::ErrorKind::{AddrNotAvailable, ConnectionRefused, HostUnreachable, NetworkUnreachable};
+    chain_has(err, |e| {
+        e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|h| h.is_connect())
+            || e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(io.kind(), ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable)
+            })
+    })
+}
+
 fn chain_has_timeout(err: &(dyn StdError + 'static)) -> bool {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
-    while let Some(e) = current {
-        if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
-            return true;
-        }
-        current = e.source();
-    }
-    false
+    chain_has(err, |e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut))
 }
 
 /// Cuts text at a character boundary, marking the cut.

@@ -67,14 +67,14 @@ fn writes(policy: &Policy, backend: Backend) -> Vec<Write> {
     out
 }
 
-/// The namespace and backend a config names, when it is a JSON object that names them (the
-/// backend defaults to the Sandbox's, as in the provider's config).
+/// The namespace and backend a config names, when it is a JSON object that names them (or
+/// names no backend: the default one).
 fn target(config: &str) -> Option<(String, Backend)> {
     let config: Value = serde_json::from_str(config).ok()?;
     let namespace = config.get("namespace")?.as_str()?.to_string();
     let backend = match config.get("backend").and_then(Value::as_str) {
         Some(name) => Backend::parse(name)?,
-        None => Backend::Sandbox,
+        None => Backend::default(),
     };
     Some((namespace, backend))
 }

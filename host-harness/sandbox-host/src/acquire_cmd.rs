@@ -149,7 +149,7 @@ pub async fn acquire(target: Target, args: AcquireArgs) -> anyhow::Result<i32> {
     };
     let progress = Progress {
         created: created.clone(),
-        client: session.client,
+        cluster: session.cluster,
         acquisition_id: acquisition_id.clone(),
         deadline: host.limits().call_timeout(),
     };

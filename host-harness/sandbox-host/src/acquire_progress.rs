@@ -26,8 +26,8 @@ const REDRAW_EVERY: Duration = Duration::from_millis(250);
 pub struct Progress {
     /// The creates the host sends for the acquire.
     pub created: CreatedObjects,
-    /// The command's own client, for the pod's phase; `None` without a cluster.
-    pub client: Option<kube::Client>,
+    /// The command's cluster, read for the pod's phase; `None` without one.
+    pub cluster: Option<kube::Config>,
     /// The acquisition id, which labels the pods.
     pub acquisition_id: String,
     /// The call's deadline (the host's call timeout).
@@ -45,7 +45,9 @@ impl Progress {
         let started = Instant::now();
         let pod = Arc::new(Mutex::new(None::<String>));
         // The reads run beside the acquire, never inside its poll: a slow read must not stall it.
-        let reader = tokio::spawn(read_pods(self.created.clone(), self.client, self.acquisition_id, pod.clone()));
+        // A client of its own, built only here: a command with no terminal reads nothing.
+        let client = self.cluster.and_then(|config| kube::Client::try_from(config).ok());
+        let reader = tokio::spawn(read_pods(self.created.clone(), client, self.acquisition_id, pod.clone()));
         tokio::pin!(acquire);
         let mut redraw = tokio::time::interval(REDRAW_EVERY);
         let out = loop {

@@ -109,9 +109,10 @@ pub struct Session {
     pub host: ProviderHost,
     /// `-n`'s namespace, else the kubeconfig context's; `None` without either.
     pub namespace: Option<TargetNamespace>,
-    /// A client of the same cluster with the same credentials, for what the command reads for
-    /// itself (such as `acquire`'s progress line); `None` without a cluster.
-    pub client: Option<kube::Client>,
+    /// The cluster's configuration (its credentials included), for what the command reads for
+    /// itself (such as `acquire`'s progress line, which builds a client only in a terminal);
+    /// `None` without a cluster.
+    pub cluster: Option<kube::Config>,
 }
 
 impl Session {
@@ -201,10 +202,10 @@ pub async fn session_with(args: &HostArgs, namespace: Option<&str>, offline: Off
         limits: args.limits()?,
         cache_dir: args.component.cache_dir(),
     };
-    let mut client = None;
+    let mut found = None;
     let host = match cluster {
         Cluster::Found(config, _) => {
-            client = kube::Client::try_from((*config).clone()).ok();
+            found = Some((*config).clone());
             ProviderHost::load_for_config(source, *config, options).await?
         }
         Cluster::Refused => ProviderHost::load_without_cluster(source, options).await?,
@@ -216,5 +217,5 @@ pub async fn session_with(args: &HostArgs, namespace: Option<&str>, offline: Off
             host
         }
     };
-    Ok(Session { host, namespace: target, client })
+    Ok(Session { host, namespace: target, cluster: found })
 }

@@ -59,7 +59,7 @@ pub(super) fn check(text: &str) -> (Option<Config>, Checker) {
     };
     let mut config = Config {
         namespace: String::new(),
-        backend: Backend::Sandbox,
+        backend: Backend::default(),
         sandbox_api_version: SandboxApiVersion::Auto,
         image: String::new(),
         image_pull_policy: None,

@@ -341,7 +341,8 @@ impl Calls {
         tracing::debug!(target: "provider_host::serve", id = %id, method = %method, "request");
         let task = self.tasks.spawn(async move {
             let started = std::time::Instant::now();
-            let lease_id = request.params["lease"]["provider-lease-id"].as_str().map(str::to_string);
+            let lease_id =
+                metrics.as_ref().and(request.params["lease"]["provider-lease-id"].as_str()).map(str::to_string);
             let result = dispatch::run(&host, &request.method, request.params, max_line_bytes).await;
             if let Some(metrics) = &metrics {
                 let outcome = result.as_ref().map_or_else(|e| e.kind.as_str(), |_| "ok");
