@@ -1,5 +1,5 @@
 //! `make bench`: one run measures the components (size, compile, cached load), per-call costs
-//! (instantiate, WASM / native per operation and per lifecycle), readiness detection (watch
+//! (instantiate, WASM / native per operation and per lifecycle), execute against a plain exec, readiness detection (watch
 //! against polls), API requests per operation, warm-pool claims against cold starts, load at several concurrencies with a leak audit,
 //! faults under load, and a CLI call's cold start; prints one table per section and writes them
 //! all to `BENCHMARKS.md` with the command, the machine's core count and the date. Figures from
@@ -12,6 +12,7 @@ pub mod audit;
 pub mod charts;
 pub mod cold_start;
 pub mod component_size;
+pub mod execute;
 pub mod load;
 pub mod load_tables;
 pub mod memory;
@@ -32,8 +33,18 @@ use std::time::Instant;
 use table::Table;
 
 /// The sections, in the order they run and print.
-pub const SECTIONS: [&str; 9] =
-    ["components", "per-call", "readiness", "requests", "warm-pool", "load", "faults", "cold-start", "paperclip"];
+pub const SECTIONS: [&str; 10] = [
+    "components",
+    "per-call",
+    "execute",
+    "readiness",
+    "requests",
+    "warm-pool",
+    "load",
+    "faults",
+    "cold-start",
+    "paperclip",
+];
 
 /// What a run measures and where it writes.
 #[derive(Debug, Clone)]
@@ -111,6 +122,10 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
         let started = Instant::now();
         let mut micro = micro::Micro::new(options.quick);
         done(per_call::measure(&runtime, &mut micro, if options.quick { 5 } else { 30 })?, started);
+    }
+    if options.wants("execute") {
+        let started = Instant::now();
+        done(vec![execute::measure(&runtime, if options.quick { 5 } else { 30 })?], started);
     }
     if options.wants("readiness") {
         let started = Instant::now();
