@@ -123,6 +123,13 @@ impl KubeHost {
     }
 }
 
+/// Bytes kube-rs holds between the exec's WebSocket and each of its pipes. Its default, 1 KiB,
+/// splits a wrapper header of a few hundred bytes of env into two stdin messages, and the
+/// second then waits for the first's delayed TCP acknowledgement (tens of milliseconds on
+/// Linux); it also moves output through in 1 KiB steps. Stdin messages are at most 4 KiB
+/// whatever this is (kube-rs reads its pipe in steps of that size).
+const STREAM_BUFFER: usize = 64 * 1024;
+
 async fn run(
     api: Api<Pod>,
     pod: &str,
@@ -132,7 +139,13 @@ async fn run(
     still_proven: impl Future<Output = Result<(), KubeError>>,
 ) -> Result<ExecOutput, KubeError> {
     let end = tokio::time::Instant::now() + timeout;
-    let mut params = AttachParams::default().stdin(options.stdin.is_some()).stdout(true).stderr(true);
+    let mut params = AttachParams::default()
+        .stdin(options.stdin.is_some())
+        .stdout(true)
+        .stderr(true)
+        .max_stdin_buf_size(STREAM_BUFFER)
+        .max_stdout_buf_size(STREAM_BUFFER)
+        .max_stderr_buf_size(STREAM_BUFFER);
     if let Some(container) = &options.container {
         params = params.container(container.clone());
     }
