@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 use crate::bindings::kube::{DeleteOptions, KubeError, ListOptions, PatchType, ResourceType, WatchEvent, WatchOptions};
 use crate::created_objects::{CreatedObject, CreatedObjects};
 use crate::discovery_cache::DiscoveryCache;
-use crate::error::HostError;
 use crate::kube_transport::{JSON, delete_body, parse, request};
 use crate::kube_url;
 use crate::kube_watch::WatchStream;
@@ -29,15 +28,6 @@ use crate::limits::Limits;
 use crate::metrics::HostMetrics;
 use crate::ownership::{self, CallMemory, KindCache, Owner};
 use crate::policy::{Access, AccessVerb, Policy, quoted};
-
-/// Builds a client for the host from a kube config, with `kube`'s built-in retries switched
-/// off: its default retries 429/503/504 for up to minutes, hidden inside one guest request,
-/// while the contract gives the provider `unavailable` with `retry-after` so it can decide
-/// within its own deadline.
-pub fn client_from_config(mut config: kube::Config) -> Result<kube::Client, HostError> {
-    config.default_retry = false;
-    kube::Client::try_from(config).map_err(|e| HostError::Config(format!("cannot build the Kubernetes client: {e}")))
-}
 
 /// Policy- and ownership-checked Kubernetes access; cheap to clone. [`KubeHost::for_call`]
 /// gives each call its own memory of what it was shown.
