@@ -3,7 +3,8 @@
 //!
 //! Checked like any other request first: the policy must grant `exec` on `pods` in the
 //! namespace, and the pod must be this installation's (its controller chain leads to an
-//! object the host created), proved by reading it as the host.
+//! object the host created), proved by reading it as the host. The proof is kept for the pod's
+//! later execs, bound to its uid ([`crate::proven_pods`]): they read the pod but not its chain.
 //!
 //! ## Bound to the proven pod
 //! `pods/exec` names its pod by name, and the API server looks the name up when the exec's
@@ -70,7 +71,12 @@ impl KubeHost {
         let Some(object) = self.read_as_host(&pods, Some(namespace), pod).await? else {
             return Err(KubeError::NotFound(format!("pods {} not found", crate::policy::quoted(pod))));
         };
-        self.require_visible(&target, &object).await?;
+        if self.proven_pods.holds(namespace, &object) {
+            self.require_in_scope(&target, &object)?;
+        } else {
+            self.require_visible(&target, &object).await?;
+            self.proven_pods.keep(namespace, &object);
+        }
         let Some(proven) = object.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) else {
             return Err(KubeError::Invalid(format!(
                 "{}: the pod has no uid, so the exec could not be bound to it",
@@ -92,7 +98,9 @@ impl KubeHost {
     /// as the host once the exec's stream is open (see "Bound to the proven pod").
     async fn still_the_pod(&self, target: &Target<'_>, proven: &str) -> Result<(), KubeError> {
         let pod = target.name.unwrap_or_default();
+        let namespace = target.namespace.unwrap_or_default();
         let Some(now) = self.read_as_host(target.rt, target.namespace, pod).await? else {
+            self.proven_pods.forget(namespace, pod);
             return Err(KubeError::NotFound(format!(
                 "pods {} not found: it was deleted while the exec's stream opened; nothing was sent to the command",
                 crate::policy::quoted(pod)
@@ -102,6 +110,7 @@ impl KubeHost {
         if uid == proven {
             return Ok(());
         }
+        self.proven_pods.forget(namespace, pod);
         tracing::warn!(target: "provider_host::ownership", call = %target.describe(), checked = proven, now = uid,
             "exec refused: the pod was replaced by another of that name while the exec's stream opened; nothing \
              was sent to the process the stream started in it");

@@ -28,6 +28,7 @@ use crate::limits::Limits;
 use crate::metrics::HostMetrics;
 use crate::ownership::{self, CallMemory, KindCache, Owner};
 use crate::policy::{Access, AccessVerb, Policy, quoted};
+use crate::proven_pods::ProvenPods;
 
 /// Policy- and ownership-checked Kubernetes access; cheap to clone. [`KubeHost::for_call`]
 /// gives each call its own memory of what it was shown.
@@ -44,6 +45,9 @@ pub struct KubeHost {
     /// Served versions per API group, shared by all calls ([`crate::discovery_cache`]).
     pub(crate) discovery: DiscoveryCache,
     pub(crate) memory: CallMemory,
+    /// What the host proved about the pods it exec'd in, shared by all calls
+    /// ([`crate::proven_pods`]).
+    pub(crate) proven_pods: ProvenPods,
     /// The lease a call on a stored lease is limited to ([`crate::lease_scope`]).
     pub(crate) scope: Option<Arc<LeaseScope>>,
     /// Largest create or patch body sent for the provider (limits `max-body-bytes`).
@@ -126,6 +130,7 @@ impl KubeHost {
             kinds: KindCache::default(),
             discovery: DiscoveryCache::default(),
             memory: CallMemory::default(),
+            proven_pods: ProvenPods::default(),
             scope: None,
             max_body_bytes: Limits::default().max_body_bytes_usize(),
             max_exec_output: Limits::default().max_exec_output_usize(),
@@ -380,6 +385,14 @@ impl KubeHost {
         self.scope.as_ref()?.outside(rt, object)
     }
 
+    /// Refuses an object outside the lease's scope, whoever owns it.
+    pub(crate) fn require_in_scope(&self, target: &Target<'_>, object: &Value) -> Result<(), KubeError> {
+        match self.out_of_scope(target.rt, object) {
+            Some(why) => Err(self.not_the_leases(target, why)),
+            None => Ok(()),
+        }
+    }
+
     /// A refusal for an object outside the lease's scope: the reason goes to the operator's
     /// log, the provider learns that the object is not its lease's.
     fn not_the_leases(&self, target: &Target<'_>, why: String) -> KubeError {
@@ -556,9 +569,7 @@ impl KubeHost {
 
     /// Fails unless the provider may see `object`; remembers that it saw it.
     pub(crate) async fn require_visible(&self, target: &Target<'_>, object: &Value) -> Result<(), KubeError> {
-        if let Some(why) = self.out_of_scope(target.rt, object) {
-            return Err(self.not_the_leases(target, why));
-        }
+        self.require_in_scope(target, object)?;
         match self.ownership(target.rt, object).await? {
             Owner::Foreign(why) => Err(self.not_owned(target, why)),
             Owner::Owned | Owner::Dependent => {

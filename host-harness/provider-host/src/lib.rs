@@ -48,6 +48,7 @@ pub mod owner_signature;
 pub mod ownership;
 pub mod pod_security_ceiling;
 pub mod policy;
+mod proven_pods;
 pub mod rbac;
 pub mod records;
 pub mod runner;

@@ -1,7 +1,8 @@
 //! `kube.exec` in the host: a command runs in a pod the installation owns (a Job's pod, owned
 //! through its controller), with its stdin (left open: the command reads it by its size), exit
 //! code and capped output; a pod someone else made and a policy without `exec` are refused
-//! before any exec request is sent.
+//! before any exec request is sent; a pod's proof is kept for its next execs until the pod is
+//! replaced.
 
 use std::time::Duration;
 
@@ -99,4 +100,51 @@ async fn someone_else_s_pod_and_a_policy_without_exec_are_refused_before_sending
     }
     assert!(c.requests().since(mark_denied).iter().all(|e| e.user != PROVIDER_USER), "a denial sends nothing");
     assert_eq!(execs_since(&c, mark), 0, "no exec request was sent");
+}
+
+#[tokio::test]
+async fn a_pod_s_proof_is_kept_for_its_next_execs_and_dropped_when_it_is_replaced() {
+    let c = running_cluster().await;
+    let h =
+        KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
+    let pod = owned_pod(&c, &h, "exec-kept").await;
+    // Each exec in its own call, as the runner makes them: nothing a call read is carried over.
+    let call = || h.for_call(std::time::Instant::now() + Duration::from_secs(20));
+    let requests = |mark| {
+        let entries = c.requests().since(mark);
+        let mine: Vec<_> = entries.iter().filter(|e| e.user == PROVIDER_USER).collect();
+        let count =
+            |resource: &str, sub: &str| mine.iter().filter(|e| e.resource == resource && e.subresource == sub).count();
+        (count("pods", ""), count("jobs", ""), count("pods", "exec"))
+    };
+    let mark = c.requests().mark();
+    call().exec(NS, &pod, sh("echo one", None, 1024)).await.expect("the first exec");
+    assert_eq!(requests(mark), (2, 1, 1), "the first exec proves the pod through its Job, then binds to it");
+    let mark = c.requests().mark();
+    let out = call().exec(NS, &pod, sh("echo two", None, 1024)).await.expect("the second exec");
+    assert_eq!(out.stdout, b"two\n");
+    assert_eq!(requests(mark), (2, 0, 1), "the kept proof spares the Job: the pod is read and bound, as always");
+
+    // The pod replaced under its name by one nobody's controller made: the kept proof is not
+    // the new pod's, so it is proved again and refused before any exec is sent.
+    let admin: Api<Pod> = Api::namespaced(client_for(&c, embedded_cluster::ADMIN_USER).await, NS);
+    admin.delete(&pod, &kube::api::DeleteParams::default().grace_period(0)).await.expect("delete the pod");
+    for _ in 0..200 {
+        if admin.get_opt(&pod).await.expect("read the pod").is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let impostor: Pod = serde_json::from_value(json!({
+        "metadata": {"name": pod},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+    }))
+    .expect("pod");
+    admin.create(&PostParams::default(), &impostor).await.expect("create the impostor under the pod's name");
+    let mark = c.requests().mark();
+    match call().exec(NS, &pod, sh("echo taken", None, 1024)).await {
+        Err(KubeError::NotOwned(m)) => assert!(m.contains("not created by this installation"), "{m}"),
+        other => panic!("expected not-owned, got {other:?}"),
+    }
+    assert_eq!(execs_since(&c, mark), 0, "no exec request reached the impostor");
 }
