@@ -5,10 +5,15 @@
 //!
 //! 1. The request is checked (a program, no NUL, env names the shell can export, the sizes of
 //!    [`input_limits`]) before anything is sent.
-//! 2. The lease is resume-checked: the command runs in the pod the workload has *now* (a Job's
-//!    pod may have been replaced), and a gone sandbox is an error that says to acquire again.
-//! 3. The values to redact are gathered: the lease's Secret (its env's secret values) and the
-//!    request's secret env. A claim lease's pod is the template's, without the lease's env, so
+//! 2. The pod: the one the lease names, straight away, while the lease's own record has not
+//!    expired (the host proves the pod the lease's before anything of the command reaches
+//!    it). When the lease names none or has expired by its record, and when the named pod
+//!    cannot take the command (gone, completed), the lease is resume-checked
+//!    and the command goes to the pod the workload has *now* (a Job's pod may have been
+//!    replaced); a gone sandbox is an error that says to acquire again. A command goes to
+//!    another pod only when the first exec never started it.
+//! 3. The values to redact are gathered: the lease's Secret (its env's secret values; no read
+//!    when the lease's metadata records that it has none) and the request's secret env. A claim lease's pod is the template's, without the lease's env, so
 //!    its whole env comes from its Secret (see `secret`) and is exported into the command, the
 //!    request's env overriding it; the values travel in the stdin header like the request's.
 //! 4. The command runs through [`exec_wrapper`]: nothing of the request in the exec URL, a
@@ -42,7 +47,7 @@ use crate::errors::{FromKube, ProviderError};
 use crate::exec_wrapper::{self, HOST_GRACE, Invocation, KILLED_STATUS, RESERVED_ENV_PREFIX};
 use crate::input_limits::{COMMAND_BYTES, COMMAND_WORDS, ENV_NAME, ENV_VARS, EXEC_STRING, PLAIN_ENV, WORKING_DIR};
 use crate::input_limits::{env_entry, env_entry_len, env_fault, word_len};
-use crate::kube_api::{ExecOptions, Kube, KubeError};
+use crate::kube_api::{ExecOptions, ExecOutput, Kube, KubeError};
 use crate::lease::{LeaseMetadata, LeaseRef};
 use crate::log::{Level, Log};
 use crate::naming::{CONTAINER_NAME, LeaseId, secret_name};
@@ -71,23 +76,23 @@ pub fn execute<K: Kube>(
     check(request)?;
     let id = LeaseId::parse(&lease_ref.lease.provider_lease_id).map_err(|e| ProviderError::rejected(e.to_string()))?;
     let steps = backend::steps::<K>(id.backend);
-    let lease = match resume_check(kube, clock, log, lease_ref)? {
-        ResumeOutcome::Resumable(lease) => lease,
-        ResumeOutcome::Expired(reason) => {
-            return Err(ProviderError::rejected(format!(
-                "cannot run a command in lease {}: {reason}",
-                quote(&lease_ref.lease.provider_lease_id)
-            )));
+    let metadata = LeaseMetadata::parse_lenient(&lease_ref.lease.metadata);
+    // The pod the lease names, when its own record says it may still run commands; else (and
+    // whenever that pod cannot take the command) the workload's pod now, from a resume-check.
+    let recorded = recorded_pod(clock, lease_ref);
+    let mut pod = match &recorded {
+        Some(pod) => pod.clone(),
+        None => current_pod(kube, clock, log, lease_ref)?,
+    };
+    let LeaseEnv { vars, secret_values: mut secrets } = match lease_env(kube, steps, &id, &metadata) {
+        Ok(env) => env,
+        // A Secret gone with its lease: say what the resume-check says of the lease first.
+        Err(e) if recorded.is_some() => {
+            current_pod(kube, clock, log, lease_ref)?;
+            return Err(e);
         }
+        Err(e) => return Err(e),
     };
-    let Some(pod) = lease.pod_name.clone() else {
-        return Err(ProviderError::unavailable(format!(
-            "the sandbox of lease {} has no pod yet, so there is nothing to run the command in; retry shortly.",
-            quote(&lease.provider_lease_id)
-        )));
-    };
-    let recorded_secret = LeaseMetadata::parse_lenient(&lease_ref.lease.metadata).secret_name.is_some();
-    let LeaseEnv { vars, secret_values: mut secrets } = lease_env(kube, steps, &id, recorded_secret)?;
     secrets.extend(request.env.iter().filter(|v| v.secret).map(|v| v.value.clone()));
     let redactor = Redactor::new(secrets.iter().map(String::as_str));
     // The lease's env first, each name the request sets left to the request's value.
@@ -109,9 +114,8 @@ pub fn execute<K: Kube>(
         timeout,
         end_marker: &end_marker,
     };
-    let container = steps.exec_container(kube, &id.namespace, &pod)?;
-    let options = ExecOptions {
-        container: Some(container),
+    let mut options = ExecOptions {
+        container: None,
         command: exec_wrapper::argv(),
         stdin: Some(exec_wrapper::stdin(&invocation, request.stdin.as_deref())),
         timeout: timeout + HOST_GRACE,
@@ -119,13 +123,22 @@ pub fn execute<K: Kube>(
     };
     let started = clock.monotonic();
     // The namespace the checks above used: the lease id's, never the metadata's copy.
-    let mut output = kube.exec(&id.namespace, &pod, &options).map_err(|e| {
+    let mut attempt = exec_in(kube, steps, &id, &pod, &mut options);
+    if recorded.is_some() && matches!(attempt, Err(ref e) if never_started(e)) {
+        let now = current_pod(kube, clock, log, lease_ref)?;
+        if now != pod {
+            pod = now;
+            attempt = exec_in(kube, steps, &id, &pod, &mut options);
+        }
+    }
+    let mut output = attempt.map_err(|e| {
         let error = match e {
-            KubeError::NotFound(_) => ProviderError::unavailable(format!(
+            ExecFailure::Container(e) => e,
+            ExecFailure::Kube(KubeError::NotFound(_)) => ProviderError::unavailable(format!(
                 "pod {}/{pod} went away before the command started (its workload replaces it); retry the command",
                 id.namespace
             )),
-            e => ProviderError::from_kube(&e, &format!("exec in pod {}/{pod}", id.namespace)),
+            ExecFailure::Kube(e) => ProviderError::from_kube(&e, &format!("exec in pod {}/{pod}", id.namespace)),
         };
         redactor.scrub_error(error)
     })?;
@@ -167,6 +180,65 @@ pub fn execute<K: Kube>(
     let millis = elapsed.as_millis().to_string();
     log.emit(Level::Info, "command ended", &[("pod", &pod), ("exit-code", &exit), ("millis", &millis)]);
     Ok(result)
+}
+
+/// The pod the lease names, unless the lease's own record says it has expired: the command goes
+/// there without a resume-check, and the host proves the pod the lease's before anything runs.
+fn recorded_pod(clock: &dyn Clock, lease_ref: &LeaseRef) -> Option<String> {
+    let lease = &lease_ref.lease;
+    let expired = lease.expires_at.is_some_and(|at| at <= clock.now_millis());
+    lease.pod_name.clone().filter(|name| !name.is_empty() && !expired)
+}
+
+/// The workload's pod now, from a resume-check: an error that says to acquire again when the
+/// lease's sandbox is gone, or to retry when it has no pod yet.
+fn current_pod<K: Kube>(
+    kube: &K,
+    clock: &dyn Clock,
+    log: &dyn Log,
+    lease_ref: &LeaseRef,
+) -> Result<String, ProviderError> {
+    let lease = match resume_check(kube, clock, log, lease_ref)? {
+        ResumeOutcome::Resumable(lease) => lease,
+        ResumeOutcome::Expired(reason) => {
+            return Err(ProviderError::rejected(format!(
+                "cannot run a command in lease {}: {reason}",
+                quote(&lease_ref.lease.provider_lease_id)
+            )));
+        }
+    };
+    lease.pod_name.ok_or_else(|| {
+        ProviderError::unavailable(format!(
+            "the sandbox of lease {} has no pod yet, so there is nothing to run the command in; retry shortly.",
+            quote(&lease.provider_lease_id)
+        ))
+    })
+}
+
+/// Why an exec did not give output.
+enum ExecFailure {
+    /// No container of the pod could be picked.
+    Container(ProviderError),
+    Kube(KubeError),
+}
+
+/// Whether a failed exec never started the command, so that it can go to another pod: the pod
+/// was gone or could not take commands (completed, its container stopped). A pod the host
+/// refuses is not one: someone else holds its name, which the caller must hear of.
+fn never_started(failure: &ExecFailure) -> bool {
+    matches!(failure, ExecFailure::Kube(KubeError::NotFound(_) | KubeError::Invalid(_)))
+}
+
+/// Runs the wrapper in `pod`, in the container its backend picks.
+fn exec_in<K: Kube>(
+    kube: &K,
+    steps: &dyn Steps<K>,
+    id: &LeaseId,
+    pod: &str,
+    options: &mut ExecOptions,
+) -> Result<ExecOutput, ExecFailure> {
+    options.container = Some(steps.exec_container(kube, &id.namespace, pod).map_err(ExecFailure::Container)?);
+    kube.exec(&id.namespace, pod, options).map_err(ExecFailure::Kube)
 }
 
 /// A seed for this call's end marker: the clocks and a count of the calls, so no two calls of
@@ -268,7 +340,17 @@ pub(crate) fn redact_only(secret: &Value) -> LeaseEnv {
 /// redact; nothing when the lease has no Secret. A Secret the lease's metadata records but the
 /// cluster no longer has, and any other failure, stop the call: the pod's env may still hold
 /// the values, and the output could not be scrubbed (nor a claim lease's env passed on).
-fn lease_env<K: Kube>(kube: &K, steps: &dyn Steps<K>, id: &LeaseId, recorded: bool) -> Result<LeaseEnv, ProviderError> {
+fn lease_env<K: Kube>(
+    kube: &K,
+    steps: &dyn Steps<K>,
+    id: &LeaseId,
+    metadata: &LeaseMetadata,
+) -> Result<LeaseEnv, ProviderError> {
+    let recorded = metadata.secret_name.is_some();
+    // Metadata that records the workload records its Secret too, when there is one.
+    if !recorded && metadata.name.is_some() {
+        return Ok(LeaseEnv { vars: Vec::new(), secret_values: Vec::new() });
+    }
     let name = secret_name(&id.name);
     let secret = match kube.get(&api_versions::secrets(), Some(&id.namespace), &name) {
         Ok(secret) => secret,

@@ -313,3 +313,63 @@ fn a_claim_lease_whose_pod_has_several_containers_and_no_hint_runs_nothing() {
     assert!(message.contains(DEFAULT_CONTAINER_ANNOTATION) && message.contains("template"), "{message}");
     assert_eq!(env.kube.count(Verb::Exec, "pods"), 0, "nothing exec'd");
 }
+
+/// The requests of one execute, as verb and resource.
+fn requests_of(env: &Env, run: impl FnOnce()) -> Vec<(Verb, String)> {
+    let before = env.kube.calls().len();
+    run();
+    env.kube.calls().into_iter().skip(before).map(|c| (c.verb, c.plural)).collect()
+}
+
+#[test]
+fn a_lease_that_names_its_pod_reads_only_its_secret_before_the_command() {
+    let env = Env::new();
+    for backend in ["sandbox", "job"] {
+        let (lease, config) = acquired(&env, backend);
+        let sent = requests_of(&env, || {
+            let result = env.provider().execute(stored(&lease, &config), sh("echo hi")).expect("runs");
+            assert_eq!(result.stdout, "hi\n");
+        });
+        assert_eq!(sent, [(Verb::Get, "secrets".into()), (Verb::Exec, "pods".into())], "{backend}");
+        env.provider().destroy(stored(&lease, &config)).expect("destroys");
+    }
+}
+
+#[test]
+fn a_lease_without_a_secret_reads_nothing_before_the_command() {
+    let env = Env::new();
+    let config = config("job");
+    let mut plain = request(&config, "acq-plain");
+    plain.env.retain(|v| !v.secret);
+    let lease = env.provider().acquire(plain).expect("acquires");
+    let sent = requests_of(&env, || {
+        env.provider().execute(stored(&lease, &config), sh("true")).expect("runs");
+    });
+    assert_eq!(sent, [(Verb::Exec, "pods".into())]);
+}
+
+#[test]
+fn a_pod_the_lease_names_that_is_gone_sends_the_command_to_the_workload_s_pod_now() {
+    let env = Env::new();
+    let (mut lease, config) = acquired(&env, "job");
+    let now = lease.pod_name.replace("pc-acq-x-replaced".into()).expect("the lease names its pod");
+    let result = env.provider().execute(stored(&lease, &config), sh("echo moved")).expect("runs in the pod now");
+    assert_eq!(result.stdout, "moved\n");
+    assert_eq!(env.kube.count(Verb::List, "pods"), 1, "the resume-check found the pod {now}");
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 2, "the named pod was tried first");
+}
+
+#[test]
+fn a_lease_whose_own_record_has_expired_is_resume_checked_before_the_command() {
+    let env = Env::new();
+    let (mut lease, config) = acquired(&env, "sandbox");
+    // Renewed since by another host: the workload's expiry is the one that counts.
+    lease.expires_at = Some(env.clock.now_millis() - 1);
+    let sent = requests_of(&env, || {
+        env.provider().execute(stored(&lease, &config), sh("true")).expect("runs");
+    });
+    let read = |verb: Verb, plural: &str| sent.iter().position(|s| *s == (verb, plural.to_string()));
+    let exec = read(Verb::Exec, "pods").expect("the command ran");
+    assert!(read(Verb::Get, "sandboxes").is_some_and(|at| at < exec), "{sent:?}");
+    assert!(read(Verb::List, "pods").is_some_and(|at| at < exec), "{sent:?}");
+}
