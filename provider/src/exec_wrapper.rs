@@ -26,7 +26,8 @@ use std::time::Duration;
 /// background job would otherwise get `/dev/null`.
 ///
 /// The timer is a `sleep` of the timeout, a child of the script (in fractions of a second where
-/// `sleep` takes them, GNU and busybox, else whole seconds). The command runs in a subshell that
+/// `sleep` takes them, GNU and busybox, else whole seconds: a `sleep` that refuses `0.0` takes
+/// none, and asking it costs no time). The command runs in a subshell that
 /// kills the timer when the command ends; the script waits for the timer: killed, the command
 /// ended and the script exits with its status; run out, the command's time is up and the
 /// script kills its process group (or, where it leads none, the command's subshell). No shell
@@ -41,7 +42,7 @@ use std::time::Duration;
 /// the command ended, and how.
 pub const SCRIPT: &str = r#"IFS= read -r sandbox_exec_header || exit 125
 eval "$sandbox_exec_header" || exit 125
-sleep 0.001 2>/dev/null || sandbox_exec_timeout=$sandbox_exec_timeout_whole
+sleep 0.0 2>/dev/null || sandbox_exec_timeout=$sandbox_exec_timeout_whole
 sleep "$sandbox_exec_timeout" </dev/null >/dev/null 2>&1 &
 sandbox_exec_timer=$!
 exec 3<&0
@@ -335,6 +336,41 @@ mod tests {
         let (code, _, stderr) = run(&inv, None);
         assert!(started.elapsed() < Duration::from_secs(10), "took {:?}: {stderr}", started.elapsed());
         assert_eq!(code, None, "killed at the timeout");
+    }
+
+    /// A `sleep` that takes whole seconds only (as some minimal images have) gets whole seconds,
+    /// and finding out costs it no sleep: its first call is the probe, refused at once.
+    #[test]
+    fn a_sleep_without_fractions_gets_whole_seconds() {
+        let dir = std::env::temp_dir().join(format!("exec-wrapper-sleep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let calls = dir.join("calls");
+        let real = ["/bin/sleep", "/usr/bin/sleep"].into_iter().find(|p| std::path::Path::new(p).exists());
+        let script = format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\ncase \"$1\" in *[!0-9]*) exit 1;; esac\nexec {} \"$1\"\n",
+            calls.display(),
+            real.expect("a sleep to wrap")
+        );
+        let fake = dir.join("sleep");
+        std::fs::write(&fake, script).expect("write the fake sleep");
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        let mut inv = invocation("true", &[]);
+        inv.timeout = Duration::from_millis(1_500);
+        let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+        let argv = argv();
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("PATH", path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh runs");
+        child.stdin.take().expect("stdin").write_all(&stdin(&inv, None)).expect("writes");
+        assert_eq!(child.wait().expect("waits").code(), Some(0));
+        let asked = std::fs::read_to_string(&calls).expect("the fake sleep was called");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(asked, "0.0\n2\n", "the probe, then the timer in whole seconds (rounded up)");
     }
 
     /// Whether a live process runs `sleep` with this argument (a zombie has no command line).
