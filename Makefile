@@ -94,11 +94,12 @@ cluster: toolchain
 	$(CARGO) run --quiet -p sandbox-dev -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
 
 ## Every figure of BENCHMARKS.md in one run (release build): component sizes and load times,
-## per-call costs, WASM / native, readiness, requests per operation, load, faults under load,
-## a CLI call's cold start. BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
+## per-call costs, WASM / native, execute against a plain exec, readiness, requests per operation,
+## load, the host's own cost with the cluster in another process, faults under load, a CLI call's
+## cold start. BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
 ## sections; BENCH_LIFECYCLES, BENCH_CONCURRENCY; see host-harness/provider-bench/src/lib.rs.
 bench: component fixtures
-	$(CARGO) build --release -p sandbox-host
+	$(CARGO) build --release -p sandbox-host -p sandbox-dev
 	$(CARGO) bench -p provider-bench --bench report
 
 ## Throughput and memory of the embedded cluster alone (BENCH_SANDBOXES=N live Sandboxes).

@@ -1,18 +1,22 @@
 //! `make bench`: one run measures the components (size, compile, cached load), per-call costs
-//! (instantiate, WASM / native per operation and per lifecycle), execute against a plain exec, readiness detection (watch
-//! against polls), API requests per operation, warm-pool claims against cold starts, load at several concurrencies with a leak audit,
-//! faults under load, and a CLI call's cold start; prints one table per section and writes them
-//! all to `BENCHMARKS.md` with the command, the machine's core count and the date. Figures from
-//! one run are compared with each other (ratios), never with another machine's.
+//! (instantiate, WASM / native per operation and per lifecycle), execute against a plain exec,
+//! readiness detection (watch against polls), API requests per operation, warm-pool claims
+//! against cold starts, load at several concurrencies with a leak audit, the host's own cost
+//! with the cluster in another process, faults under load, and a CLI call's cold start; prints
+//! one table per section and writes them all to `BENCHMARKS.md` with the command, the machine's
+//! core count and the date. Figures from one run are compared with each other (ratios), never
+//! with another machine's.
 //!
-//! Everything runs in this process against the embedded cluster, apart from the CLI cold start,
-//! which starts the release `sandbox-host`.
+//! Everything runs in this process against the embedded cluster, apart from the host-cost section,
+//! whose cluster is a release `sandbox-dev cluster` process, and the CLI cold start, which starts
+//! the release `sandbox-host`.
 
 pub mod audit;
 pub mod charts;
 pub mod cold_start;
 pub mod component_size;
 pub mod execute;
+pub mod host_cost;
 pub mod load;
 pub mod load_tables;
 pub mod memory;
@@ -33,7 +37,7 @@ use std::time::Instant;
 use table::Table;
 
 /// The sections, in the order they run and print.
-pub const SECTIONS: [&str; 10] = [
+pub const SECTIONS: [&str; 11] = [
     "components",
     "per-call",
     "execute",
@@ -41,6 +45,7 @@ pub const SECTIONS: [&str; 10] = [
     "requests",
     "warm-pool",
     "load",
+    "host-cost",
     "faults",
     "cold-start",
     "paperclip",
@@ -146,6 +151,10 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
         let started = Instant::now();
         let tables = runtime.block_on(load_tables::load(&load_options, &mut charts))?;
         done(tables, started);
+    }
+    if options.wants("host-cost") {
+        let started = Instant::now();
+        done(vec![runtime.block_on(host_cost::measure(options.lifecycles))?], started);
     }
     if options.wants("faults") {
         let started = Instant::now();

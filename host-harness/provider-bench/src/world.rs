@@ -68,13 +68,18 @@ pub fn cache_dir() -> PathBuf {
 
 /// The provider loaded as a host would, under the default policy for the namespace.
 pub async fn load(cluster: &EmbeddedCluster, component: &Path, limits: Limits) -> anyhow::Result<ProviderHost> {
+    load_with_client(host_client(cluster).await?, component, limits).await
+}
+
+/// [`load`] through any client of a cluster.
+pub async fn load_with_client(client: kube::Client, component: &Path, limits: Limits) -> anyhow::Result<ProviderHost> {
     let policy = Policy {
         warm_pools: vec!["*".into()],
         claim_templates: vec!["*".into()],
         ..Policy::kubernetes_default([NAMESPACE])
     };
     let options = HostOptions { policy, limits, cache_dir: Some(cache_dir()) };
-    Ok(ProviderHost::load(ComponentSource::File(component.to_path_buf()), host_client(cluster).await?, options).await?)
+    Ok(ProviderHost::load(ComponentSource::File(component.to_path_buf()), client, options).await?)
 }
 
 /// The same transport (policy, ownership, client) the component's `kube` import is served by,
