@@ -8,14 +8,15 @@
 //! 2. The pod: the one the lease names, straight away, while the lease's own record has not
 //!    expired (the host proves the pod the lease's before anything of the command reaches
 //!    it). When the lease names none or has expired by its record, and when the named pod
-//!    cannot take the command (gone, completed), the lease is resume-checked
-//!    and the command goes to the pod the workload has *now* (a Job's pod may have been
-//!    replaced); a gone sandbox is an error that says to acquire again. A command goes to
-//!    another pod only when the first exec never started it.
+//!    cannot take the command (gone, completed), the lease is resume-checked and the command
+//!    goes to the pod the workload has *now* (a Job's pod may have been replaced); a gone
+//!    sandbox is an error that says to acquire again. A command goes to another pod only when
+//!    the first exec never started it.
 //! 3. The values to redact are gathered: the lease's Secret (its env's secret values; no read
-//!    when the lease's metadata records that it has none) and the request's secret env. A claim lease's pod is the template's, without the lease's env, so
-//!    its whole env comes from its Secret (see `secret`) and is exported into the command, the
-//!    request's env overriding it; the values travel in the stdin header like the request's.
+//!    when the lease's metadata records that it has none) and the request's secret env. A
+//!    claim lease's pod is the template's, without the lease's env, so its whole env comes from
+//!    its Secret (see `secret`) and is exported into the command, the request's env overriding
+//!    it; the values travel in the stdin header like the request's.
 //! 4. The command runs through [`exec_wrapper`]: nothing of the request in the exec URL, a
 //!    watchdog in the pod that kills it at its timeout, the host's stream closed a little later.
 //!    It runs in the sandbox container, or for a claim lease (whose template names the pod's
