@@ -129,8 +129,8 @@ pub async fn measure(lifecycles: usize) -> anyhow::Result<Table> {
             "host CPU per lifecycle",
             "lifecycles/s per host core",
             "acquire p50",
-            "peak RSS",
-            "RSS after",
+            "peak RSS, above start",
+            "RSS after, above start",
             "errors",
         ],
     );
@@ -147,8 +147,8 @@ pub async fn measure(lifecycles: usize) -> anyhow::Result<Table> {
             fmt_duration(per_lifecycle),
             format!("{:.0}", run.completed as f64 / used.as_secs_f64().max(1e-9)),
             fmt_duration(run.acquire.p50()),
-            fmt_bytes(run.peak_rss),
-            fmt_bytes(run.rss_after),
+            fmt_bytes(run.peak_rss.saturating_sub(rss_start)),
+            fmt_bytes(run.rss_after.saturating_sub(rss_start)),
             if run.errors.is_empty() { "none".to_string() } else { format!("{:?}", run.errors) },
         ]);
     }
@@ -163,15 +163,15 @@ pub async fn measure(lifecycles: usize) -> anyhow::Result<Table> {
          {WARM_UP} lifecycles at concurrency 16 ran first (not shown)."
     ));
     table.note(format!(
-        "Memory of this process: {} before the host was loaded (the earlier sections' leftovers), {} with the \
-         host loaded, {} after the runs, {} once the host was dropped. What a loaded host keeps is the compiled \
-         component, the pooling allocator's reserved slots (virtual, mostly not resident) and the client's \
-         connections; what the runs add and the allocator keeps is the difference between after the runs and \
-         loaded.",
+        "Memory of this process, above its resident size when the section started ({}, what the earlier \
+         sections' clusters left with the allocator): {} with the host loaded, {} after the runs, {} once the host \
+         was dropped. A loaded host holds the compiled component, the pooling allocator's slots (reserved, mostly \
+         not resident) and the client's connections; what the runs add beyond that stays with the allocator while \
+         the host lives.",
         fmt_bytes(rss_start),
-        fmt_bytes(rss_loaded),
-        fmt_bytes(rss_after_runs),
-        fmt_bytes(rss_dropped)
+        fmt_bytes(rss_loaded.saturating_sub(rss_start)),
+        fmt_bytes(rss_after_runs.saturating_sub(rss_start)),
+        fmt_bytes(rss_dropped.saturating_sub(rss_start))
     ));
     Ok(table)
 }
