@@ -26,6 +26,7 @@
 pub mod bindings;
 pub mod capabilities;
 pub mod compile_cache;
+mod config_fields;
 pub mod created_objects;
 pub mod discovery_cache;
 pub mod engine;

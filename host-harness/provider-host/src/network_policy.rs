@@ -31,8 +31,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config_fields;
 use crate::policy::{Policy, quoted};
-use crate::records::{Diagnostic, Severity};
+use crate::records::{Backend, Diagnostic, Severity};
 
 /// The label every pod the provider makes carries (its value is the acquisition id).
 pub use contract::labels::LABEL_ACQUISITION_ID as SANDBOX_POD_LABEL;
@@ -166,10 +167,10 @@ pub(crate) async fn probe_finding(
 ) -> Option<Diagnostic> {
     let client = client?;
     let config: Value = serde_json::from_str(config).ok()?;
-    let namespace = config.get("namespace")?.as_str()?;
+    let namespace = config_fields::namespace(&config)?;
     // A claim's pod is the warm pool template's and carries none of the provider's labels: the
     // template's own NetworkPolicy (`spec.networkPolicy`) is what isolates it.
-    if !policy.allows_namespace(namespace) || config.get("backend").and_then(Value::as_str) == Some("claim") {
+    if !policy.allows_namespace(namespace) || config_fields::backend(&config) == Some(Backend::Claim) {
         return None;
     }
     let apply = format!("sandbox-host network-policy -n {namespace} | kubectl apply -f -");

@@ -18,9 +18,10 @@
 use serde_json::Value;
 
 use crate::bindings::kube::{KubeError, ResourceType};
+use crate::config_fields;
 use crate::kube_host::KubeHost;
 use crate::policy::quoted;
-use crate::records::{Diagnostic, Severity};
+use crate::records::{Backend, Diagnostic, Severity};
 use contract::k8s::agent_sandbox::{EXTENSIONS_GROUP, EXTENSIONS_VERSIONS, TEMPLATES, WARM_POOLS};
 
 /// The probe error of a claim config whose template exceeds the ceiling.
@@ -175,10 +176,10 @@ pub(crate) async fn probe_findings(kube: &KubeHost, config: &str) -> Vec<Diagnos
     let Some(config) = kube.client.as_ref().and_then(|_| serde_json::from_str::<Value>(config).ok()) else {
         return Vec::new();
     };
-    if config.get("backend").and_then(Value::as_str) != Some("claim") {
+    if config_fields::backend(&config) != Some(Backend::Claim) {
         return Vec::new();
     }
-    let Some(namespace) = config.get("namespace").and_then(Value::as_str) else {
+    let Some(namespace) = config_fields::namespace(&config) else {
         return Vec::new();
     };
     if !kube.policy.allows_namespace(namespace) {

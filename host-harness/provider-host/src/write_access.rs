@@ -19,6 +19,7 @@ use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessR
 use kube::api::{Api, PostParams};
 use serde_json::Value;
 
+use crate::config_fields;
 use crate::policy::{AccessVerb, Policy};
 use crate::records::{Diagnostic, Severity};
 
@@ -67,18 +68,6 @@ fn writes(policy: &Policy, backend: Backend) -> Vec<Write> {
     out
 }
 
-/// The namespace and backend a config names, when it is a JSON object that names them (or
-/// names no backend: the default one).
-fn target(config: &str) -> Option<(String, Backend)> {
-    let config: Value = serde_json::from_str(config).ok()?;
-    let namespace = config.get("namespace")?.as_str()?.to_string();
-    let backend = match config.get("backend").and_then(Value::as_str) {
-        Some(name) => Backend::parse(name)?,
-        None => Backend::default(),
-    };
-    Some((namespace, backend))
-}
-
 /// Asks whether the credentials may make `write` in `namespace`.
 async fn allowed(client: &kube::Client, namespace: &str, write: &Write) -> Result<bool, kube::Error> {
     let review = SelfSubjectAccessReview {
@@ -106,12 +95,13 @@ pub(crate) async fn probe_finding(
     within: Duration,
 ) -> Option<Diagnostic> {
     let client = client?;
-    let (namespace, backend) = target(config)?;
-    if !policy.allows_namespace(&namespace) {
+    let config: Value = serde_json::from_str(config).ok()?;
+    let (namespace, backend) = (config_fields::namespace(&config)?, config_fields::backend(&config)?);
+    if !policy.allows_namespace(namespace) {
         return None;
     }
     let writes = writes(policy, backend);
-    let checks = futures::future::join_all(writes.iter().map(|w| allowed(&client, &namespace, w)));
+    let checks = futures::future::join_all(writes.iter().map(|w| allowed(&client, namespace, w)));
     let answers = match tokio::time::timeout(within, checks).await {
         Ok(answers) => answers,
         Err(_) => return Some(unchecked(format!("no answer within {} ms", within.as_millis()))),
@@ -175,13 +165,5 @@ mod tests {
         assert!(!job.iter().any(|w| w.contains("pods")), "pods are read-only: {job:?}");
         let sandbox: Vec<String> = writes(&policy, Backend::Sandbox).iter().map(Write::shown).collect();
         assert!(sandbox.contains(&"delete persistentvolumeclaims".to_string()), "{sandbox:?}");
-    }
-
-    #[test]
-    fn the_target_comes_from_the_config() {
-        assert_eq!(target(r#"{"namespace":"a","backend":"job"}"#), Some(("a".into(), Backend::Job)));
-        assert_eq!(target(r#"{"namespace":"a"}"#), Some(("a".into(), Backend::Sandbox)));
-        assert_eq!(target(r#"{"backend":"job"}"#), None);
-        assert_eq!(target("not json"), None);
     }
 }

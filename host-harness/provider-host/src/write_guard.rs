@@ -36,11 +36,12 @@
 use serde_json::Value;
 
 use crate::bindings::kube::{KubeError, PatchType, ResourceType};
+use crate::config_fields;
 use crate::kube_host::KubeHost;
 use crate::kube_url;
 use crate::ownership::{ControllerRef, Link, Owner};
 use crate::policy::{Policy, quoted};
-use crate::records::{Diagnostic, Severity};
+use crate::records::{Backend, Diagnostic, Severity};
 use crate::warm_pool_ceiling::{ClaimSource, names_no_pool};
 use contract::k8s::agent_sandbox;
 
@@ -283,7 +284,7 @@ fn claim_source_refusal<'a>(
 /// no pool (a claim names the template only then, on v1alpha1; v1beta1 claims carry the pool).
 pub(crate) fn claim_probe_finding(policy: &Policy, config: &str) -> Option<Diagnostic> {
     let config: Value = serde_json::from_str(config).ok()?;
-    if config.get("backend").and_then(Value::as_str) != Some("claim") {
+    if config_fields::backend(&config) != Some(Backend::Claim) {
         return None;
     }
     let text = |key: &str| config.pointer(key).and_then(Value::as_str);
