@@ -33,13 +33,15 @@ struct Proof {
     controller: Option<String>,
 }
 
-impl Proof {
-    fn of(pod: &Value) -> Option<Self> {
-        Some(Self { uid: uid(pod)?.to_string(), controller: controller_ref(pod).map(|c| c.uid) })
-    }
-}
-
 type Key = (String, String);
+
+/// Where a pod is kept (its namespace and name) and what would be kept of it; `None` for a pod
+/// without a name or uid, which cannot be bound to.
+fn entry(namespace: &str, pod: &Value) -> Option<(Key, Proof)> {
+    let name = pod.pointer("/metadata/name").and_then(Value::as_str)?;
+    let proof = Proof { uid: uid(pod)?.to_string(), controller: controller_ref(pod).map(|c| c.uid) };
+    Some(((namespace.to_string(), name.to_string()), proof))
+}
 
 #[derive(Debug, Default)]
 struct Kept {
@@ -57,19 +59,18 @@ pub struct ProvenPods {
 impl ProvenPods {
     /// Whether `pod`, as just read, is the pod object the host proved under its name.
     pub fn holds(&self, namespace: &str, pod: &Value) -> bool {
-        let (Some(name), Some(now)) = (pod.pointer("/metadata/name").and_then(Value::as_str), Proof::of(pod)) else {
+        let Some((key, now)) = entry(namespace, pod) else {
             return false;
         };
         let kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.proofs.get(&(namespace.to_string(), name.to_string())) == Some(&now)
+        kept.proofs.get(&key) == Some(&now)
     }
 
     /// Keeps the proof of `pod`, which the host has just proved the installation's.
     pub fn keep(&self, namespace: &str, pod: &Value) {
-        let (Some(name), Some(proof)) = (pod.pointer("/metadata/name").and_then(Value::as_str), Proof::of(pod)) else {
+        let Some((key, proof)) = entry(namespace, pod) else {
             return;
         };
-        let key = (namespace.to_string(), name.to_string());
         let mut kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if kept.proofs.insert(key.clone(), proof).is_none() {
             kept.order.push_back(key);

@@ -129,10 +129,9 @@ async fn a_pod_s_proof_is_kept_for_its_next_execs_and_dropped_when_it_is_replace
     // the new pod's, so it is proved again and refused before any exec is sent.
     let admin: Api<Pod> = Api::namespaced(client_for(&c, embedded_cluster::ADMIN_USER).await, NS);
     admin.delete(&pod, &kube::api::DeleteParams::default().grace_period(0)).await.expect("delete the pod");
-    for _ in 0..200 {
-        if admin.get_opt(&pod).await.expect("read the pod").is_none() {
-            break;
-        }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while admin.get_opt(&pod).await.expect("read the pod").is_some() {
+        assert!(std::time::Instant::now() < deadline, "pod {pod} was still there 60 s after its deletion");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let impostor: Pod = serde_json::from_value(json!({
