@@ -1,7 +1,8 @@
 //! Cold start of a CLI call: a new `sandbox-host` process, the component loaded from the
 //! host's cache of precompiled components, one operation, exit. That is what a script calling
 //! the CLI pays for every step. Beside it, the same operations as JSON lines to one running
-//! `sandbox-host serve`, which is what a host in another language (the Paperclip plugin) pays.
+//! `sandbox-host serve`, which is what a host in another language (the Paperclip plugin) pays,
+//! and what that host pays once per child: the start to `hello`, and its first call.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -98,8 +99,13 @@ pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) ->
             serde_json::json!({"method": "resume-check", "params": {"lease": lease, "config": config_text(&config)?}}),
         ),
     ];
-    let serve_samples =
-        tokio::task::spawn_blocking(move || serve_round_trips(&cli, &serve_args, &requests, rounds)).await??;
+    let resume_request = requests[1].1.clone();
+    let serve_samples = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let mut samples = serve_starts(&cli, &serve_args, &resume_request, rounds)?;
+        samples.extend(serve_round_trips(&cli, &serve_args, &requests, rounds)?);
+        Ok(samples)
+    })
+    .await??;
     for (name, samples) in serve_samples {
         table.row([
             name.to_string(),
@@ -109,12 +115,44 @@ pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) ->
         ]);
     }
     table.note("Process start, policy and kubeconfig read, the component loaded from the cache, one call, exit.");
+    table.note(
+        "serve start: a new process to its `hello` reply (policy, kubeconfig, the component from the cache), \
+         then its first call (what a plugin's first acquire after a child's start pays beyond a warm one).",
+    );
     table.note("serve: one process for all calls; a request line written, its reply line read, one call at a time.");
     Ok(table)
 }
 
 fn config_text(path: &str) -> anyhow::Result<String> {
     Ok(std::fs::read_to_string(path)?)
+}
+
+/// A new `sandbox-host serve` per round, as a client starts one: the time from the spawn to its
+/// `hello` reply, then the round trip of `first`, its first call.
+fn serve_starts(
+    cli: &Path,
+    args: &[String],
+    first: &serde_json::Value,
+    rounds: usize,
+) -> anyhow::Result<Vec<(&'static str, Samples)>> {
+    let (mut hello, mut first_call) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    // One start before the samples, as the other rows warm: the component's cache file is written.
+    for round in 0..=rounds {
+        let started = Instant::now();
+        let mut serve = Serve::start(cli, args)?;
+        serve.round_trip(&serde_json::json!({"method": "hello"}))?;
+        let to_hello = started.elapsed();
+        let call = serve.round_trip(first)?;
+        serve.stop()?;
+        if round > 0 {
+            hello.push(to_hello);
+            first_call.push(call);
+        }
+    }
+    Ok(vec![
+        ("sandbox-host serve: start -> hello", Samples::new(hello)),
+        ("sandbox-host serve: first resume-check after start", Samples::new(first_call)),
+    ])
 }
 
 /// Round trips of each request through one `sandbox-host serve`, after one that warms it.
@@ -124,36 +162,59 @@ fn serve_round_trips(
     requests: &[(&'static str, serde_json::Value)],
     rounds: usize,
 ) -> anyhow::Result<Vec<(&'static str, Samples)>> {
-    let mut child = Command::new(cli)
-        .arg("serve")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let mut input = child.stdin.take().ok_or_else(|| anyhow::anyhow!("serve has no stdin"))?;
-    let mut output = BufReader::new(child.stdout.take().ok_or_else(|| anyhow::anyhow!("serve has no stdout"))?);
-    let mut id = 0u64;
+    let mut serve = Serve::start(cli, args)?;
     let mut all = Vec::new();
-    let mut round_trip = |request: &serde_json::Value| -> anyhow::Result<Duration> {
-        id += 1;
+    for (name, request) in requests {
+        serve.round_trip(request)?;
+        let samples = (0..rounds).map(|_| serve.round_trip(request)).collect::<Result<_, _>>()?;
+        all.push((*name, Samples::new(samples)));
+    }
+    serve.stop()?;
+    Ok(all)
+}
+
+/// One `sandbox-host serve` child and its request lines.
+struct Serve {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+    id: u64,
+}
+
+impl Serve {
+    fn start(cli: &Path, args: &[String]) -> anyhow::Result<Self> {
+        let mut child = Command::new(cli)
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let input = child.stdin.take().ok_or_else(|| anyhow::anyhow!("serve has no stdin"))?;
+        let output = BufReader::new(child.stdout.take().ok_or_else(|| anyhow::anyhow!("serve has no stdout"))?);
+        Ok(Self { child, input, output, id: 0 })
+    }
+
+    /// Writes `request` (with the next id) and reads its reply line: the time between.
+    fn round_trip(&mut self, request: &serde_json::Value) -> anyhow::Result<Duration> {
+        self.id += 1;
         let mut request = request.clone();
-        request["id"] = id.into();
+        request["id"] = self.id.into();
         let started = Instant::now();
-        writeln!(input, "{request}")?;
+        writeln!(self.input, "{request}")?;
         let mut line = String::new();
-        output.read_line(&mut line)?;
+        self.output.read_line(&mut line)?;
         let took = started.elapsed();
         let reply: serde_json::Value = serde_json::from_str(&line)?;
         anyhow::ensure!(reply.get("result").is_some(), "serve answered {line}");
         Ok(took)
-    };
-    for (name, request) in requests {
-        round_trip(request)?;
-        all.push((*name, Samples::new((0..rounds).map(|_| round_trip(request)).collect::<Result<_, _>>()?)));
     }
-    // End of input: serve stops.
-    drop(input);
-    child.wait()?;
-    Ok(all)
+
+    /// End of input: serve stops once its calls have finished.
+    fn stop(self) -> anyhow::Result<()> {
+        let Self { mut child, input, .. } = self;
+        drop(input);
+        child.wait()?;
+        Ok(())
+    }
 }
