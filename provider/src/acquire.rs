@@ -19,8 +19,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::k8s_types::PodTemplateSpec;
 pub use contract::{AcquireRequest, EnvVar};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Value, json};
 
 use crate::adoption::{self, Origin, Workload};

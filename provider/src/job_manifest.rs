@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Value, json};
 
 use crate::config::JobSettings;
 use crate::errors::ProviderError;
+use crate::k8s_types::{Job, JobSpec, PodTemplateSpec};
 
 /// Everything a Job is made of.
 pub struct JobParams<'a> {
@@ -25,19 +24,17 @@ pub struct JobParams<'a> {
 
 /// The Job manifest.
 pub fn job(p: JobParams<'_>) -> Result<Value, ProviderError> {
-    let job = Job {
-        metadata: crate::naming::object_meta(p.name, p.namespace, p.labels, p.annotations),
-        spec: Some(JobSpec {
-            backoff_limit: Some(p.settings.backoff_limit),
-            ttl_seconds_after_finished: Some(p.settings.ttl_seconds_after_finished),
-            active_deadline_seconds: Some(p.active_deadline_seconds),
-            completions: Some(1),
-            parallelism: Some(1),
+    let job = Job::new(
+        crate::naming::object_meta(p.name, p.namespace, p.labels, p.annotations),
+        JobSpec {
+            backoff_limit: p.settings.backoff_limit,
+            ttl_seconds_after_finished: p.settings.ttl_seconds_after_finished,
+            active_deadline_seconds: p.active_deadline_seconds,
+            completions: 1,
+            parallelism: 1,
             template: p.template,
-            ..Default::default()
-        }),
-        status: None,
-    };
+        },
+    );
     serde_json::to_value(&job).map_err(|e| ProviderError::internal(format!("could not encode the Job: {e}")))
 }
 
@@ -56,7 +53,7 @@ pub fn deadline_patch(seconds: i64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::PodSpec;
+    use crate::k8s_types::PodSpec;
 
     #[test]
     fn job_defaults() {

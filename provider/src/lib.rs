@@ -24,6 +24,7 @@ pub mod host_fit;
 pub mod image_ref;
 pub mod input_limits;
 pub mod job_manifest;
+pub mod k8s_types;
 pub mod kube_api;
 pub mod lease;
 pub mod log;

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use contract::k8s::names;
 use contract::quote;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::input_limits::{DNS1123_LABEL_MAX_LEN, HOST_ID};
+use crate::k8s_types::ObjectMeta;
 
 /// `app.kubernetes.io/managed-by`: the host stamps it, with its installation's owner id, on
 /// every object the provider creates, and proves ownership by it; the provider never sets it.
@@ -172,7 +172,6 @@ pub fn object_meta(
         namespace: Some(namespace.to_string()),
         labels: Some(labels.clone()),
         annotations: Some(annotations.clone()),
-        ..Default::default()
     }
 }
 

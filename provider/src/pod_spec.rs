@@ -14,14 +14,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, LocalObjectReference, PodSecurityContext, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration, Volume, VolumeMount,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use crate::config::Config;
+use crate::k8s_types::{
+    Capabilities, Container, EnvVar, LocalObjectReference, ObjectMeta, PodSecurityContext, PodSpec, PodTemplateSpec,
+    ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
+};
 use crate::naming::{CONTAINER_NAME, WORKSPACE_VOLUME};
 
 /// Where the workspace volume is mounted (and the default working directory).
@@ -31,16 +28,12 @@ pub const HOME_DIR: &str = "/home/sandbox";
 /// The writable `/tmp`, an emptyDir.
 pub const TMP_DIR: &str = "/tmp";
 
-fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantity>> {
-    if map.is_empty() { None } else { Some(map.iter().map(|(k, v)| (k.clone(), Quantity(v.clone()))).collect()) }
+fn non_empty_map(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, String>> {
+    if map.is_empty() { None } else { Some(map.clone()) }
 }
 
 fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
     if items.is_empty() { None } else { Some(items) }
-}
-
-fn empty_dir(name: &str) -> Volume {
-    Volume { name: name.to_string(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() }
 }
 
 /// What the pod needs beyond the config.
@@ -69,48 +62,30 @@ pub fn pod_template(config: &Config, inputs: PodInputs) -> PodTemplateSpec {
         working_dir: Some(config.working_dir.clone()),
         env: non_empty(inputs.env),
         resources: Some(ResourceRequirements {
-            requests: quantities(&config.resources.requests),
-            limits: quantities(&config.resources.limits),
-            ..Default::default()
+            requests: non_empty_map(&config.resources.requests),
+            limits: non_empty_map(&config.resources.limits),
         }),
         security_context: Some(SecurityContext {
-            run_as_non_root: Some(security.run_as_non_root),
-            run_as_user: Some(security.run_as_user),
-            run_as_group: Some(security.run_as_group),
-            allow_privilege_escalation: Some(security.allow_privilege_escalation),
-            read_only_root_filesystem: Some(security.read_only_root_filesystem),
-            capabilities: Some(Capabilities {
+            run_as_non_root: security.run_as_non_root,
+            run_as_user: security.run_as_user,
+            run_as_group: security.run_as_group,
+            allow_privilege_escalation: security.allow_privilege_escalation,
+            read_only_root_filesystem: security.read_only_root_filesystem,
+            capabilities: Capabilities {
                 drop: non_empty(security.capabilities.drop.clone()),
                 add: non_empty(security.capabilities.add.clone()),
-            }),
-            ..Default::default()
+            },
         }),
         volume_mounts: Some(vec![
-            VolumeMount {
-                name: WORKSPACE_VOLUME.to_string(),
-                mount_path: WORKSPACE_DIR.to_string(),
-                ..Default::default()
-            },
-            VolumeMount { name: "home".to_string(), mount_path: HOME_DIR.to_string(), ..Default::default() },
-            VolumeMount { name: "tmp".to_string(), mount_path: TMP_DIR.to_string(), ..Default::default() },
+            VolumeMount { name: WORKSPACE_VOLUME.to_string(), mount_path: WORKSPACE_DIR.to_string() },
+            VolumeMount { name: "home".to_string(), mount_path: HOME_DIR.to_string() },
+            VolumeMount { name: "tmp".to_string(), mount_path: TMP_DIR.to_string() },
         ]),
-        ..Default::default()
     };
-    let mut volumes = vec![empty_dir("home"), empty_dir("tmp")];
+    let mut volumes = vec![Volume::empty_dir("home"), Volume::empty_dir("tmp")];
     if !inputs.workspace_claim {
-        volumes.insert(0, empty_dir(WORKSPACE_VOLUME));
+        volumes.insert(0, Volume::empty_dir(WORKSPACE_VOLUME));
     }
-    let tolerations = config
-        .tolerations
-        .iter()
-        .map(|t| Toleration {
-            key: t.key.clone(),
-            operator: t.operator.clone(),
-            value: t.value.clone(),
-            effect: t.effect.clone(),
-            toleration_seconds: t.toleration_seconds,
-        })
-        .collect();
     let spec = PodSpec {
         containers: vec![container],
         restart_policy: inputs.restart_never.then(|| "Never".to_string()),
@@ -118,24 +93,19 @@ pub fn pod_template(config: &Config, inputs: PodInputs) -> PodTemplateSpec {
         service_account_name: config.service_account_name.clone(),
         runtime_class_name: config.runtime_class_name.clone(),
         node_selector: if config.node_selector.is_empty() { None } else { Some(config.node_selector.clone()) },
-        tolerations: non_empty(tolerations),
+        tolerations: non_empty(config.tolerations.clone()),
         image_pull_secrets: non_empty(
             config.image_pull_secrets.iter().map(|n| LocalObjectReference { name: n.clone() }).collect(),
         ),
         security_context: Some(PodSecurityContext {
-            run_as_non_root: Some(security.run_as_non_root),
-            run_as_user: Some(security.run_as_user),
-            run_as_group: Some(security.run_as_group),
-            fs_group: Some(security.fs_group),
-            seccomp_profile: Some(SeccompProfile {
-                type_: security.seccomp_profile.as_str().to_string(),
-                ..Default::default()
-            }),
-            ..Default::default()
+            run_as_non_root: security.run_as_non_root,
+            run_as_user: security.run_as_user,
+            run_as_group: security.run_as_group,
+            fs_group: security.fs_group,
+            seccomp_profile: SeccompProfile { type_: security.seccomp_profile.as_str().to_string() },
         }),
         volumes: Some(volumes),
         share_process_namespace: Some(true),
-        ..Default::default()
     };
     PodTemplateSpec {
         metadata: Some(ObjectMeta {

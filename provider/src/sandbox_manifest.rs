@@ -5,15 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaimSpec, PodTemplateSpec, VolumeResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::api_versions::SandboxVersion;
 use crate::config::WorkspaceVolume;
 use crate::errors::ProviderError;
+use crate::k8s_types::{ObjectMeta, PersistentVolumeClaimSpec, PodTemplateSpec, VolumeResourceRequirements};
 use crate::naming::WORKSPACE_VOLUME;
 
 #[derive(Serialize)]
@@ -73,13 +71,11 @@ pub fn sandbox(p: &SandboxParams<'_>) -> Result<Value, ProviderError> {
         .map(|w| ClaimTemplate {
             metadata: ClaimMeta { name: WORKSPACE_VOLUME, labels: p.labels.clone() },
             spec: PersistentVolumeClaimSpec {
-                access_modes: Some(vec!["ReadWriteOnce".to_string()]),
-                resources: Some(VolumeResourceRequirements {
-                    requests: Some(BTreeMap::from([("storage".to_string(), Quantity(w.size.clone()))])),
-                    ..Default::default()
-                }),
+                access_modes: vec!["ReadWriteOnce".to_string()],
+                resources: VolumeResourceRequirements {
+                    requests: BTreeMap::from([("storage".to_string(), w.size.clone())]),
+                },
                 storage_class_name: w.storage_class_name.clone(),
-                ..Default::default()
             },
         })
         .into_iter()
@@ -128,7 +124,7 @@ pub fn resume_patch(version: SandboxVersion) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::PodSpec;
+    use crate::k8s_types::PodSpec;
 
     fn render(version: SandboxVersion, workspace: Option<&WorkspaceVolume>) -> Value {
         let labels = BTreeMap::from([("app.kubernetes.io/managed-by".to_string(), "x".to_string())]);

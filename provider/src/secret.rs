@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use contract::quote;
-use k8s_openapi::api::core::v1::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
 use serde_json::{Value, json};
 
 use base64::Engine;
@@ -27,6 +26,7 @@ use crate::config::is_env_name;
 use crate::errors::ProviderError;
 use crate::exec_wrapper::RESERVED_ENV_PREFIX;
 use crate::input_limits::{ENV_VARS, PLAIN_ENV, env_entry_len};
+use crate::k8s_types::{EnvVar as PodEnvVar, EnvVarSource, Secret, SecretKeySelector};
 use crate::pod_spec::HOME_DIR;
 
 /// The container env and the Secret data it refers to.
@@ -118,12 +118,11 @@ pub fn plan_env(
                     name: name.clone(),
                     value: None,
                     value_from: Some(EnvVarSource {
-                        secret_key_ref: Some(SecretKeySelector {
+                        secret_key_ref: SecretKeySelector {
                             name: secret_name.to_string(),
                             key: name.clone(),
-                            optional: Some(false),
-                        }),
-                        ..Default::default()
+                            optional: false,
+                        },
                     }),
                 });
                 secret_data.insert(name, value);
@@ -211,12 +210,7 @@ pub fn secret_manifest(
     annotations: &BTreeMap<String, String>,
     data: &BTreeMap<String, String>,
 ) -> Result<Value, ProviderError> {
-    let secret = Secret {
-        metadata: crate::naming::object_meta(name, namespace, labels, annotations),
-        string_data: Some(data.clone()),
-        type_: Some("Opaque".to_string()),
-        ..Default::default()
-    };
+    let secret = Secret::opaque(crate::naming::object_meta(name, namespace, labels, annotations), data.clone());
     serde_json::to_value(&secret).map_err(|e| ProviderError::internal(format!("could not encode the Secret: {e}")))
 }
 
@@ -243,7 +237,7 @@ mod tests {
         assert!(!env.contains("s3cr3t-value"), "{env}");
         assert_eq!(plan.pod_env[0].name, "HOME");
         assert_eq!(plan.pod_env[1].value.as_deref(), Some("fast"), "the request wins over config");
-        let reference = plan.pod_env[2].value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
+        let reference = &plan.pod_env[2].value_from.as_ref().unwrap().secret_key_ref;
         assert_eq!((reference.name.as_str(), reference.key.as_str()), ("pc-1-env", "API_KEY"));
         assert_eq!(plan.secret_data["API_KEY"], "s3cr3t-value");
         assert!(!format!("{plan:?}").contains("s3cr3t-value"));

@@ -14,8 +14,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::k8s_types::ObjectMeta;
 use contract::k8s::agent_sandbox::{CLAIM_KIND, shutdown_policy, warm_pool_policy};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde_json::{Value, json};
 
