@@ -126,7 +126,7 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
     if options.wants("per-call") {
         let started = Instant::now();
         let mut micro = micro::Micro::new(options.quick);
-        done(per_call::measure(&runtime, &mut micro, if options.quick { 5 } else { 30 })?, started);
+        done(per_call::measure(&runtime, &mut micro, if options.quick { 5 } else { 200 })?, started);
     }
     if options.wants("execute") {
         let started = Instant::now();
