@@ -92,14 +92,12 @@ pub async fn measure(cluster: &EmbeddedCluster, lease: &Lease, rounds: usize) ->
     }
     let serve_args: Vec<String> =
         describe[1..].iter().chain(&["--allow-namespace", NAMESPACE]).map(|a| a.to_string()).collect();
+    let resume_request =
+        serde_json::json!({"method": "resume-check", "params": {"lease": lease, "config": config_text(&config)?}});
     let requests = [
         ("sandbox-host serve: describe (one line each way)", serde_json::json!({"method": "describe"})),
-        (
-            "sandbox-host serve: resume-check (one GET)",
-            serde_json::json!({"method": "resume-check", "params": {"lease": lease, "config": config_text(&config)?}}),
-        ),
+        ("sandbox-host serve: resume-check (one GET)", resume_request.clone()),
     ];
-    let resume_request = requests[1].1.clone();
     let serve_samples = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let mut samples = serve_starts(&cli, &serve_args, &resume_request, rounds)?;
         samples.extend(serve_round_trips(&cli, &serve_args, &requests, rounds)?);

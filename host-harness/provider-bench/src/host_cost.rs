@@ -62,8 +62,8 @@ impl ClusterProcess {
 
 impl Drop for ClusterProcess {
     fn drop(&mut self) {
-        let stopped = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-        if stopped.is_err() {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        if rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_err() {
             let _ = self.0.kill();
         }
         let _ = self.0.wait();
@@ -83,9 +83,12 @@ fn cpu_time() -> Duration {
 }
 
 /// A client of the cluster process, from the kubeconfig it writes once it serves.
-async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
+async fn client(cluster: &mut ClusterProcess, kubeconfig: &Path) -> anyhow::Result<kube::Client> {
     let started = Instant::now();
     while !std::fs::metadata(kubeconfig).is_ok_and(|m| m.len() > 0) {
+        if let Some(status) = cluster.0.try_wait()? {
+            anyhow::bail!("`sandbox-dev cluster` exited ({status}) before it wrote its kubeconfig");
+        }
         anyhow::ensure!(
             started.elapsed() < START_DEADLINE,
             "`sandbox-dev cluster` wrote no kubeconfig at {} within {} s",
@@ -107,8 +110,8 @@ pub async fn measure(lifecycles: usize) -> anyhow::Result<Table> {
     let dir = world::workspace_root().join("target/bench-host-cost");
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = dir.join("kubeconfig");
-    let _cluster = ClusterProcess::start(&kubeconfig)?;
-    let client = client(&kubeconfig).await?;
+    let mut cluster = ClusterProcess::start(&kubeconfig)?;
+    let client = client(&mut cluster, &kubeconfig).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": world::NAMESPACE}}))?)
