@@ -190,4 +190,36 @@ mod tests {
             spec["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
         assert_eq!(volumes, vec!["home", "tmp"], "the claim template provides the workspace volume");
     }
+
+    /// A template as the version before this one wrote it (with k8s-openapi's types), for a
+    /// config that sets every field the template takes. The adoption fingerprint hashes this
+    /// JSON: any change to it makes a retried acquire refuse a workload an older host made.
+    const EARLIER_TEMPLATE: &str = r#"{"metadata":{"annotations":{"c":"d"},"labels":{"a":"b"}},"spec":{"automountServiceAccountToken":true,"containers":[{"args":["--serve"],"command":["a"],"env":[{"name":"HOME","value":"/home/sandbox"},{"name":"X","value":"y"}],"image":"img","imagePullPolicy":"Always","name":"sandbox","resources":{"requests":{"cpu":"1"}},"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"add":["NET_ADMIN"]},"readOnlyRootFilesystem":false,"runAsGroup":1000,"runAsNonRoot":true,"runAsUser":1000},"volumeMounts":[{"mountPath":"/workspace","name":"workspace"},{"mountPath":"/home/sandbox","name":"home"},{"mountPath":"/tmp","name":"tmp"}],"workingDir":"/workspace"}],"imagePullSecrets":[{"name":"regcred"}],"nodeSelector":{"pool":"sbx"},"runtimeClassName":"gvisor","securityContext":{"fsGroup":1000,"runAsGroup":1000,"runAsNonRoot":true,"runAsUser":1000,"seccompProfile":{"type":"RuntimeDefault"}},"serviceAccountName":"runner","shareProcessNamespace":true,"tolerations":[{"effect":"NoExecute","key":"dedicated","operator":"Equal","tolerationSeconds":5,"value":"sbx"}],"volumes":[{"emptyDir":{},"name":"workspace"},{"emptyDir":{},"name":"home"},{"emptyDir":{},"name":"tmp"}]}}"#;
+
+    #[test]
+    fn the_template_s_json_is_what_earlier_versions_wrote() {
+        let config = config::parse(
+            &json!({
+                "namespace": "ns", "image": "img", "command": ["a"], "args": ["--serve"],
+                "nodeSelector": {"pool": "sbx"}, "runtimeClassName": "gvisor", "serviceAccountName": "runner",
+                "imagePullSecrets": ["regcred"], "imagePullPolicy": "Always",
+                "resources": {"requests": {"cpu": "1"}, "limits": {}},
+                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "sbx", "effect": "NoExecute",
+                                 "tolerationSeconds": 5}],
+                "security": {"readOnlyRootFilesystem": false, "automountServiceAccountToken": true,
+                             "capabilities": {"add": ["NET_ADMIN"], "drop": []}}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let env = crate::secret::plan_env(&BTreeMap::from([("X".to_string(), "y".to_string())]), &[], "sec").unwrap();
+        let inputs = PodInputs {
+            labels: BTreeMap::from([("a".to_string(), "b".to_string())]),
+            annotations: BTreeMap::from([("c".to_string(), "d".to_string())]),
+            env: env.pod_env,
+            workspace_claim: false,
+            restart_never: false,
+        };
+        assert_eq!(serde_json::to_value(pod_template(&config, inputs)).unwrap().to_string(), EARLIER_TEMPLATE);
+    }
 }
