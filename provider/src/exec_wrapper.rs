@@ -354,7 +354,14 @@ mod tests {
         let fake = dir.join("sleep");
         std::fs::write(&fake, script).expect("write the fake sleep");
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-        let mut inv = invocation("true", &[]);
+        // The command ends once the watchdog has asked for its timer: a command that ended at
+        // once could take the watchdog down before it asked, on a loaded machine.
+        let wait_for_timer = vec![
+            "-c".to_string(),
+            "until grep -qx 2 \"$0\" 2>/dev/null; do :; done".to_string(),
+            calls.display().to_string(),
+        ];
+        let mut inv = invocation("sh", &wait_for_timer);
         inv.timeout = Duration::from_millis(1_500);
         let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
         let argv = argv();
@@ -367,7 +374,19 @@ mod tests {
             .spawn()
             .expect("sh runs");
         child.stdin.take().expect("stdin").write_all(&stdin(&inv, None)).expect("writes");
-        assert_eq!(child.wait().expect("waits").code(), Some(0));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waits") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let asked = std::fs::read_to_string(&calls).unwrap_or_default();
+                panic!("the wrapper had not ended 60 s after its command started; the fake sleep was asked {asked:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0));
         let asked = std::fs::read_to_string(&calls).expect("the fake sleep was called");
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(asked, "0.0\n2\n", "the probe, then the timer in whole seconds (rounded up)");
