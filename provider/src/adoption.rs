@@ -221,15 +221,14 @@ pub fn put_workload<K: Kube>(
 
 /// Whether any ownerReference of `object` names `uid`.
 fn owned_by(object: &Value, uid: &str) -> bool {
-    object
-        .pointer("/metadata/ownerReferences")
+    object::at(object, "/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid)))
 }
 
 /// The kind and uid of an object's first owner, if it has one.
 fn first_owner(object: &Value) -> Option<(&str, &str)> {
-    let owner = object.pointer("/metadata/ownerReferences/0")?;
+    let owner = object::at(object, "/metadata/ownerReferences/0")?;
     Some((owner.get("kind")?.as_str()?, owner.get("uid")?.as_str()?))
 }
 

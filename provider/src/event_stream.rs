@@ -81,7 +81,7 @@ impl<'k, K: Kube> EventStream<'k, K> {
                 continue_token: token.clone(),
                 resource_version: None,
             };
-            let list = match self.kube.list(&self.resource, Some(&self.namespace), &options) {
+            let mut list = match self.kube.list(&self.resource, Some(&self.namespace), &options) {
                 // The continue token expired mid-way: start the list again.
                 Err(KubeError::Gone(_)) if token.is_some() => {
                     items.clear();
@@ -98,7 +98,7 @@ impl<'k, K: Kube> EventStream<'k, K> {
                     list
                 }
             };
-            items.extend(object::list_items(&list));
+            items.extend(object::list_items(&mut list));
             let rv = object::str_at(&list, "/metadata/resourceVersion").map(str::to_string);
             match object::str_at(&list, "/metadata/continue") {
                 Some(next) => token = Some(next.to_string()),

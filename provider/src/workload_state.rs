@@ -158,20 +158,20 @@ pub enum PodState {
 }
 
 fn container_statuses(pod: &Value) -> impl Iterator<Item = &Value> {
-    let list = |key: &str| pod.pointer(&format!("/status/{key}")).and_then(Value::as_array).into_iter().flatten();
+    let list = |key: &str| pod.get("status").and_then(|s| s.get(key)).and_then(Value::as_array).into_iter().flatten();
     list("initContainerStatuses").chain(list("containerStatuses"))
 }
 
 fn pod_ip(pod: &Value) -> Option<String> {
     object::str_at(pod, "/status/podIP")
-        .or_else(|| pod.pointer("/status/podIPs/0/ip").and_then(Value::as_str).filter(|s| !s.is_empty()))
+        .or_else(|| object::at(pod, "/status/podIPs/0/ip").and_then(Value::as_str).filter(|s| !s.is_empty()))
         .map(str::to_string)
 }
 
 /// The last exit of the first container that has one, for messages (`exit code 1 (Error)`).
 fn last_exit(pod: &Value) -> Option<String> {
     container_statuses(pod).find_map(|s| {
-        let terminated = s.pointer("/state/terminated").or_else(|| s.pointer("/lastState/terminated"))?;
+        let terminated = object::at(s, "/state/terminated").or_else(|| object::at(s, "/lastState/terminated"))?;
         let code = terminated.get("exitCode").and_then(Value::as_i64)?;
         let reason = terminated.get("reason").and_then(Value::as_str).unwrap_or("");
         Some(if reason.is_empty() { format!("exit code {code}") } else { format!("exit code {code} ({reason})") })
@@ -216,7 +216,7 @@ pub fn pod_state(pod: &Value, own_secret: Option<&str>) -> PodState {
         _ => {}
     }
     for status in container_statuses(pod) {
-        let Some(waiting) = status.pointer("/state/waiting") else {
+        let Some(waiting) = object::at(status, "/state/waiting") else {
             continue;
         };
         let reason = waiting.get("reason").and_then(Value::as_str).unwrap_or("");
@@ -293,7 +293,7 @@ pub fn pod_state(pod: &Value, own_secret: Option<&str>) -> PodState {
         ("Running", false, _) => PodState::Starting(format!("pod {name} is Running but not Ready")),
         _ => {
             let waiting = container_statuses(pod)
-                .find_map(|s| s.pointer("/state/waiting/reason").and_then(Value::as_str))
+                .find_map(|s| object::at(s, "/state/waiting/reason").and_then(Value::as_str))
                 .map(|r| format!(" ({r})"))
                 .unwrap_or_default();
             PodState::Starting(format!("pod {name} is {phase}{waiting}"))
@@ -319,7 +319,7 @@ pub enum SandboxState {
 /// Whether the Sandbox's spec asks for suspension, in either API version.
 pub fn sandbox_spec_suspended(sandbox: &Value) -> bool {
     object::str_at(sandbox, "/spec/operatingMode") == Some("Suspended")
-        || sandbox.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0)
+        || object::at(sandbox, "/spec/replicas").and_then(Value::as_i64) == Some(0)
 }
 
 /// Reads a Sandbox.

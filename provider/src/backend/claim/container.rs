@@ -32,8 +32,7 @@ pub(crate) fn claim_container<K: Kube>(kube: &K, namespace: &str, pod: &str) -> 
 /// names when it is one of the pod's, else the one named [`CONTAINER_NAME`], else the only one;
 /// several without a hint are refused.
 fn pick_container(pod: &Value, what: &str) -> Result<String, ProviderError> {
-    let names: Vec<&str> = pod
-        .pointer("/spec/containers")
+    let names: Vec<&str> = object::at(pod, "/spec/containers")
         .and_then(Value::as_array)
         .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
         .unwrap_or_default();

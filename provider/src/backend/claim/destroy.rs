@@ -84,8 +84,8 @@ fn labelled<K: Kube>(kube: &K, id: &LeaseId, claim: &Value, sandboxes: &Resource
         return Vec::new();
     };
     let options = ListOptions { label_selector: Some(format!("{CLAIM_UID_LABEL}={uid}")), ..Default::default() };
-    let list = kube.list(sandboxes, Some(&id.namespace), &options).unwrap_or_default();
-    object::list_items(&list).iter().filter_map(|item| object::name(item).map(str::to_string)).collect()
+    let mut list = kube.list(sandboxes, Some(&id.namespace), &options).unwrap_or_default();
+    object::list_items(&mut list).iter().filter_map(|item| object::name(item).map(str::to_string)).collect()
 }
 
 /// The Sandbox resource in the preferred served version; `None` when none is served.

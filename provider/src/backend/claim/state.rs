@@ -46,7 +46,7 @@ fn refused(claim: &Value, what: &str, reason: &str, message: &str) -> Failure {
     let spec = |pointer: &str| object::str_at(claim, pointer).map(|s| quote(s).to_string());
     let pool = spec("/spec/warmPoolRef/name").or_else(|| spec("/spec/warmpool")).unwrap_or_else(|| "?".into());
     let said = if message.is_empty() { String::new() } else { format!(" (the controller says {})", quote(message)) };
-    let alpha = claim.pointer("/spec/sandboxTemplateRef").is_some();
+    let alpha = object::at(claim, "/spec/sandboxTemplateRef").is_some();
     let text = match reason {
         claim_reason::TEMPLATE_NOT_FOUND if alpha => format!(
             "{what}: its SandboxTemplate {} does not exist{said}. Create the template, or fix claim.template.",
