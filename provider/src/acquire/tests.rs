@@ -419,3 +419,19 @@ fn acquire_warns_of_what_validate_config_warns_of() {
     let log = env.log_text();
     assert!(log.contains("Warn the config has a problem") && log.contains("path=/leaseTtlSecond"), "{log}");
 }
+
+#[test]
+fn the_fingerprint_s_text_is_what_earlier_versions_hashed() {
+    // Adoption compares a workload's recorded fingerprint with a new one: the canonical text
+    // must not change between versions, whatever the code that writes it.
+    let material = json!({
+        "z": [1, -2.5, true, null, "s\"q\\u{1}"],
+        "a": {"y": {}, "x": [], "é/\n": "tab\there\u{1}"},
+        "m": {"nested": [{"b": 2, "a": 1}]},
+    });
+    assert_eq!(
+        String::from_utf8_lossy(&canonical_json(&material)),
+        r#"{"a":{"x":[],"y":{},"é/\n":"tab\there\u0001"},"m":{"nested":[{"a":1,"b":2}]},"z":[1,-2.5,true,null,"s\"q\\u{1}"]}"#
+    );
+    assert_eq!(fingerprint(&material), "6e163a5e0f7de9bb");
+}
