@@ -10,6 +10,7 @@ pub mod acquire;
 mod adoption;
 pub mod api_versions;
 mod backend;
+pub mod call_arena;
 pub mod clock;
 pub mod compensation;
 pub mod config;
