@@ -15,6 +15,7 @@ use crate::kube_api::{
 };
 use crate::log::{Level, Log};
 use crate::placement::{self, NeutralLease, Placement};
+use crate::response_body;
 use crate::{
     AccessVerb, AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, ExecRequest, ExecResult, Lease,
     LeaseRef, ProbeResult, Provider, ProviderError, ProviderInfo, ResumeOutcome, Severity, SystemClock, Validation,
@@ -90,20 +91,15 @@ fn kube_error(e: host::KubeError) -> KubeError {
     }
 }
 
-fn json(text: &str) -> Result<Value, KubeError> {
-    serde_json::from_str(text)
-        .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
-}
-
 impl Kube for HostKube {
     type Watch = HostWatch;
 
     fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
-        json(&host::get(&resource(r), namespace, name).map_err(kube_error)?)
+        response_body::parse(&host::get(&resource(r), namespace, name).map_err(kube_error)?)
     }
 
     fn create(&self, r: &kube_api::ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError> {
-        json(&host::create(&resource(r), namespace, &body.to_string()).map_err(kube_error)?)
+        response_body::parse(&host::create(&resource(r), namespace, &body.to_string()).map_err(kube_error)?)
     }
 
     fn patch(
@@ -121,7 +117,7 @@ impl Kube for HostKube {
             PatchType::Strategic => host::PatchType::Strategic,
         };
         let answer = host::patch(&resource(r), namespace, name, patch_type, &body.to_string(), subresource);
-        json(&answer.map_err(kube_error)?)
+        response_body::parse(&answer.map_err(kube_error)?)
     }
 
     fn delete(
@@ -157,7 +153,7 @@ impl Kube for HostKube {
             continue_token: options.continue_token.clone(),
             resource_version: options.resource_version.clone(),
         };
-        json(&host::list(&resource(r), namespace, &options).map_err(kube_error)?)
+        response_body::parse(&host::list(&resource(r), namespace, &options).map_err(kube_error)?)
     }
 
     fn watch(
@@ -209,9 +205,9 @@ impl kube_api::Watch for HostWatch {
         let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
         let event = match self.0.next(timeout_ms).map_err(kube_error)? {
             None => return Ok(None),
-            Some(host::WatchEvent::Added(o)) => WatchEvent::Added(json(&o)?),
-            Some(host::WatchEvent::Modified(o)) => WatchEvent::Modified(json(&o)?),
-            Some(host::WatchEvent::Deleted(o)) => WatchEvent::Deleted(json(&o)?),
+            Some(host::WatchEvent::Added(o)) => WatchEvent::Added(response_body::parse(&o)?),
+            Some(host::WatchEvent::Modified(o)) => WatchEvent::Modified(response_body::parse(&o)?),
+            Some(host::WatchEvent::Deleted(o)) => WatchEvent::Deleted(response_body::parse(&o)?),
             Some(host::WatchEvent::Bookmark(rv)) => WatchEvent::Bookmark(rv),
         };
         Ok(Some(event))

@@ -39,6 +39,7 @@ pub mod readiness;
 pub mod redact;
 pub mod release;
 pub mod renew;
+pub mod response_body;
 pub mod resume;
 pub mod retry;
 /// RFC 3339 time stamps, written once in the contract for the host to read the same way.

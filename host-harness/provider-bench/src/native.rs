@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use provider::SystemClock;
 use provider::kube_api::{self, DeleteOptions, Kube, KubeError, ListOptions, PatchType, WatchOptions};
 use provider::log::NoLog;
+use provider::response_body;
 use provider_host::bindings::kube as wit;
 use provider_host::{KubeHost, WatchStream};
 use serde_json::Value;
@@ -41,21 +42,20 @@ fn resource(r: &kube_api::ResourceType) -> wit::ResourceType {
     wit::ResourceType { group: r.group.clone(), version: r.version.clone(), plural: r.plural.clone() }
 }
 
-fn json(text: &str) -> Result<Value, KubeError> {
-    serde_json::from_str(text)
-        .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
-}
-
 impl Kube for NativeKube {
     type Watch = NativeWatch;
 
     fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
-        json(&self.runtime.block_on(self.host.get(&resource(r), namespace, name)).map_err(KubeError::from)?)
+        response_body::parse(
+            &self.runtime.block_on(self.host.get(&resource(r), namespace, name)).map_err(KubeError::from)?,
+        )
     }
 
     fn create(&self, r: &kube_api::ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError> {
         let body = body.to_string();
-        json(&self.runtime.block_on(self.host.create(&resource(r), namespace, &body)).map_err(KubeError::from)?)
+        response_body::parse(
+            &self.runtime.block_on(self.host.create(&resource(r), namespace, &body)).map_err(KubeError::from)?,
+        )
     }
 
     fn patch(
@@ -75,7 +75,7 @@ impl Kube for NativeKube {
         let body = body.to_string();
         let answer =
             self.runtime.block_on(self.host.patch(&resource(r), namespace, name, patch_type, &body, subresource));
-        json(&answer.map_err(KubeError::from)?)
+        response_body::parse(&answer.map_err(KubeError::from)?)
     }
 
     fn delete(
@@ -111,7 +111,9 @@ impl Kube for NativeKube {
             continue_token: options.continue_token.clone(),
             resource_version: options.resource_version.clone(),
         };
-        json(&self.runtime.block_on(self.host.list(&resource(r), namespace, &options)).map_err(KubeError::from)?)
+        response_body::parse(
+            &self.runtime.block_on(self.host.list(&resource(r), namespace, &options)).map_err(KubeError::from)?,
+        )
     }
 
     fn watch(
@@ -165,9 +167,9 @@ impl kube_api::Watch for NativeWatch {
         let event = self.runtime.block_on(self.host.next_event(&mut self.stream, timeout)).map_err(KubeError::from)?;
         Ok(match event {
             None => None,
-            Some(wit::WatchEvent::Added(o)) => Some(kube_api::WatchEvent::Added(json(&o)?)),
-            Some(wit::WatchEvent::Modified(o)) => Some(kube_api::WatchEvent::Modified(json(&o)?)),
-            Some(wit::WatchEvent::Deleted(o)) => Some(kube_api::WatchEvent::Deleted(json(&o)?)),
+            Some(wit::WatchEvent::Added(o)) => Some(kube_api::WatchEvent::Added(response_body::parse(&o)?)),
+            Some(wit::WatchEvent::Modified(o)) => Some(kube_api::WatchEvent::Modified(response_body::parse(&o)?)),
+            Some(wit::WatchEvent::Deleted(o)) => Some(kube_api::WatchEvent::Deleted(response_body::parse(&o)?)),
             Some(wit::WatchEvent::Bookmark(rv)) => Some(kube_api::WatchEvent::Bookmark(rv)),
         })
     }
