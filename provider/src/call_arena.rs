@@ -16,7 +16,7 @@
 //!
 //! The rules: a small allocation is cut from the region's free end. Freeing the latest block
 //! gives its bytes back, and reallocating it grows or shrinks it in place; freeing any other
-//! region block does nothing. Everything else (large layouts, and every allocation once the
+//! region block does nothing, and shrinking one leaves it where it is. Everything else (large layouts, and every allocation once the
 //! region is full or could not be reserved) goes to the system allocator, and a block is freed
 //! by whichever allocator it came from (its address says which). A call that outgrows the
 //! region therefore still runs, reusing memory as before; only its first [`REGION_BYTES`] of
@@ -99,9 +99,10 @@ impl<S: Source, F: GlobalAlloc> Arena<S, F> {
             return None;
         }
         let start = self.source.reserve(REGION_BYTES)?;
+        let end = start.checked_add(REGION_BYTES)?;
         self.start.set(start);
         self.next.set(start);
-        self.end.set(start + REGION_BYTES);
+        self.end.set(end);
         self.bump(layout)
     }
 }
@@ -139,6 +140,10 @@ unsafe impl<S: Source, F: GlobalAlloc> GlobalAlloc for Arena<S, F> {
             && let Some(after) = at.checked_add(new_size).filter(|after| *after <= self.end.get())
         {
             self.next.set(after);
+            return ptr;
+        }
+        // Any other region block keeps its place when it shrinks: its tail is never reused.
+        if new_size <= layout.size() {
             return ptr;
         }
         // SAFETY: `realloc`'s contract makes this a valid layout.

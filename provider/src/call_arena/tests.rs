@@ -134,9 +134,11 @@ fn the_latest_block_is_given_back_and_grown_in_place() {
     assert_eq!(grown, again, "the latest block grows where it is");
     assert!(holds(grown, 16, 3));
 
-    let moved = unsafe { arena.realloc(first, layout(24, 8), 100) };
-    assert_ne!(moved, first, "a block that is not the latest moves");
-    assert!(in_region(&arena, moved) && holds(moved, 24, 1));
+    let shrunk = unsafe { arena.realloc(first, layout(24, 8), 8) };
+    assert_eq!(shrunk, first, "a block that shrinks stays");
+    let moved = unsafe { arena.realloc(shrunk, layout(8, 8), 100) };
+    assert_ne!(moved, first, "a block that is not the latest moves to grow");
+    assert!(in_region(&arena, moved) && holds(moved, 8, 1));
     assert_eq!(arena.fallback.allocs.get(), 0);
 }
 
