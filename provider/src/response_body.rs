@@ -3,8 +3,8 @@
 //!
 //! A real API server records in every object which manager set which fields
 //! ([server-side apply](https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management)):
-//! a Job's pod carries the controller-manager's copy of its whole template and the kubelet's of
-//! its status, often as much JSON as the rest of the pod. The provider never reads it and
+//! a Job's pod carries an entry of the controller-manager (every field of its template) and
+//! one of the kubelet (its status fields). The provider never reads them and
 //! never writes an object back whole (its writes are patches of its own fields), so it is
 //! skipped while parsing: an answer's JSON tree, which the component builds for every object it
 //! reads, is then about what the provider reads. Skipped are the `managedFields` of the
@@ -21,17 +21,22 @@ use crate::kube_api::KubeError;
 /// An answer of the host as JSON, without the `managedFields` (see the module docs).
 pub fn parse(text: &str) -> Result<Value, KubeError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let pruned = Object.deserialize(&mut deserializer).and_then(|value| deserializer.end().map(|()| value));
+    let pruned = Level::Object.deserialize(&mut deserializer).and_then(|value| deserializer.end().map(|()| value));
     pruned
         .or_else(|_| serde_json::from_str(text))
         .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
 }
 
-/// An object: its `metadata` without `managedFields`, a List's `items` each an [`Object`].
-/// Anything else fails, and [`parse`] parses the whole text as it is.
-struct Object;
+/// A map the parser builds: an object (its `metadata` a [`Level::Metadata`], a List's `items`
+/// each an object) or an object's metadata (without `managedFields`). Anything else fails,
+/// and [`parse`] parses the whole text as it is.
+#[derive(Debug, Clone, Copy)]
+enum Level {
+    Object,
+    Metadata,
+}
 
-impl<'de> DeserializeSeed<'de> for Object {
+impl<'de> DeserializeSeed<'de> for Level {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -39,60 +44,35 @@ impl<'de> DeserializeSeed<'de> for Object {
     }
 }
 
-impl<'de> Visitor<'de> for Object {
+impl<'de> Visitor<'de> for Level {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a Kubernetes object")
+        f.write_str(match self {
+            Level::Object => "a Kubernetes object",
+            Level::Metadata => "an object's metadata",
+        })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
+        let mut map = Map::new();
         while let Some(key) = fields.next_key::<String>()? {
-            let value = match key.as_str() {
-                "metadata" => fields.next_value_seed(Metadata)?,
-                "items" => fields.next_value_seed(Items)?,
+            let value = match (self, key.as_str()) {
+                (Level::Object, "metadata") => fields.next_value_seed(Level::Metadata)?,
+                (Level::Object, "items") => fields.next_value_seed(Items)?,
+                (Level::Metadata, "managedFields") => {
+                    fields.next_value::<IgnoredAny>()?;
+                    continue;
+                }
                 _ => fields.next_value()?,
             };
-            object.insert(key, value);
+            map.insert(key, value);
         }
-        Ok(Value::Object(object))
+        Ok(Value::Object(map))
     }
 }
 
-/// An object's `metadata`, without `managedFields`.
-struct Metadata;
-
-impl<'de> DeserializeSeed<'de> for Metadata {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Metadata {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object's metadata")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<Value, A::Error> {
-        let mut metadata = Map::new();
-        while let Some(key) = fields.next_key::<String>()? {
-            if key == "managedFields" {
-                fields.next_value::<IgnoredAny>()?;
-            } else {
-                let value = fields.next_value()?;
-                metadata.insert(key, value);
-            }
-        }
-        Ok(Value::Object(metadata))
-    }
-}
-
-/// A List's `items`, each an [`Object`].
+/// A List's `items`, each a [`Level::Object`].
 struct Items;
 
 impl<'de> DeserializeSeed<'de> for Items {
@@ -112,7 +92,7 @@ impl<'de> Visitor<'de> for Items {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
         let mut out = Vec::with_capacity(items.size_hint().unwrap_or(0));
-        while let Some(item) = items.next_element_seed(Object)? {
+        while let Some(item) = items.next_element_seed(Level::Object)? {
             out.push(item);
         }
         Ok(Value::Array(out))
