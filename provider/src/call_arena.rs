@@ -16,11 +16,11 @@
 //!
 //! The rules: a small allocation is cut from the region's free end. Freeing the latest block
 //! gives its bytes back, and reallocating it grows or shrinks it in place; freeing any other
-//! region block does nothing, and shrinking one leaves it where it is. Everything else (large layouts, and every allocation once the
-//! region is full or could not be reserved) goes to the system allocator, and a block is freed
-//! by whichever allocator it came from (its address says which). A call that outgrows the
-//! region therefore still runs, reusing memory as before; only its first [`REGION_BYTES`] of
-//! small allocations are never reused.
+//! region block does nothing, and shrinking one leaves it where it is. Everything else (large
+//! layouts, and every allocation once the region is full or could not be reserved) goes to the
+//! system allocator, and a block is freed by whichever allocator it came from (its address says
+//! which). A call that outgrows the region therefore still runs, reusing memory as before; only
+//! its first [`REGION_BYTES`] of small allocations are never reused.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
