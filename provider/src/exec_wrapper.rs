@@ -274,11 +274,22 @@ mod tests {
         let mut line = String::new();
         BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("reads stderr");
         let script = child.wait().expect("the script exits");
-        let still_held = sleep_running("987.333");
+        // The background process was forked before the script ended; it may exec `sleep` only
+        // after the script has exited, so its command line is waited for.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let still_held = loop {
+            if sleep_running("987.333") {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
         let _ = Command::new("kill").args(["-9", "--", &format!("-{}", child.id())]).status();
         assert_eq!(line, format!("{MARKER}0\n"));
         assert_eq!(script.code(), Some(0));
-        assert!(still_held, "the background process was still running, holding the output");
+        assert!(still_held, "no `sleep 987.333` showed in /proc within 60 s of the script's end");
     }
 
     #[test]
