@@ -276,16 +276,7 @@ mod tests {
         let script = child.wait().expect("the script exits");
         // The background process was forked before the script ended; it may exec `sleep` only
         // after the script has exited, so its command line is waited for.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let still_held = loop {
-            if sleep_running("987.333") {
-                break true;
-            }
-            if Instant::now() > deadline {
-                break false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let still_held = within_a_minute(|| sleep_running("987.333").then_some(())).is_some();
         let _ = Command::new("kill").args(["-9", "--", &format!("-{}", child.id())]).status();
         assert_eq!(line, format!("{MARKER}0\n"));
         assert_eq!(script.code(), Some(0));
@@ -385,22 +376,30 @@ mod tests {
             .spawn()
             .expect("sh runs");
         child.stdin.take().expect("stdin").write_all(&stdin(&inv, None)).expect("writes");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("waits") {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let asked = std::fs::read_to_string(&calls).unwrap_or_default();
-                panic!("the wrapper had not ended 60 s after its command started; the fake sleep was asked {asked:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let Some(status) = within_a_minute(|| child.try_wait().expect("waits")) else {
+            let _ = child.kill();
+            let asked = std::fs::read_to_string(&calls).unwrap_or_default();
+            panic!("the wrapper had not ended 60 s after its command started; the fake sleep was asked {asked:?}");
         };
         assert_eq!(status.code(), Some(0));
         let asked = std::fs::read_to_string(&calls).expect("the fake sleep was called");
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(asked, "0.0\n2\n", "the probe, then the timer in whole seconds (rounded up)");
+    }
+
+    /// What `check` finds, asked every 20 ms for up to a minute (a generous deadline: these
+    /// waits are for a shell on a loaded machine); `None` if it found nothing by then.
+    fn within_a_minute<T>(mut check: impl FnMut() -> Option<T>) -> Option<T> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(found) = check() {
+                return Some(found);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Whether a live process runs `sleep` with this argument (a zombie has no command line).
