@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo demo-paperclip paperclip-plugin paperclip-lane contract contract-full cluster bench bench-cluster lint fmt toolchain component fixtures
+.PHONY: all test demo demo-paperclip paperclip-plugin paperclip-lane contract contract-full cluster bench bench-lane bench-cluster lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/component/provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
@@ -96,11 +96,22 @@ cluster: toolchain
 ## Every figure of BENCHMARKS.md in one run (release build): component sizes and load times,
 ## per-call costs, WASM / native, execute against a plain exec, readiness, requests per operation,
 ## load, the host's own cost with the cluster in another process, faults under load, a CLI call's
-## cold start. BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
+## cold start, and the Paperclip lane's agent runs (the lane is run by the report, on what
+## bench-lane prepares). BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
 ## sections; BENCH_LIFECYCLES, BENCH_CONCURRENCY; see host-harness/provider-bench/src/lib.rs.
+BENCH_LANE := $(if $(BENCH_ONLY),$(findstring paperclip,$(BENCH_ONLY)),paperclip)
 bench: component fixtures
 	$(CARGO) build --release -p sandbox-host -p sandbox-dev
+	$(if $(BENCH_LANE),$(MAKE) --no-print-directory bench-lane)
 	$(CARGO) bench -p provider-bench --bench report
+
+## What the report's Paperclip section runs the lane on: Node 24 and Paperclip, both plugin
+## packages in release (as operators install them), the lane compiled.
+bench-lane: component
+	bash paperclip-plugin/lane/install.sh
+	$(MAKE) --no-print-directory paperclip-plugin
+	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROVIDER=reference
+	cd paperclip-plugin && npx tsc -p lane/tsconfig.json
 
 ## Throughput and memory of the embedded cluster alone (BENCH_SANDBOXES=N live Sandboxes).
 bench-cluster: toolchain

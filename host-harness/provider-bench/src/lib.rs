@@ -2,14 +2,14 @@
 //! (instantiate, WASM / native per operation and per lifecycle), execute against a plain exec,
 //! readiness detection (watch against polls), API requests per operation, warm-pool claims
 //! against cold starts, load at several concurrencies with a leak audit, the host's own cost
-//! with the cluster in another process, faults under load, and a CLI call's cold start; prints
-//! one table per section and writes them all to `BENCHMARKS.md` with the command, the machine's
-//! core count and the date. Figures from one run are compared with each other (ratios), never
-//! with another machine's.
+//! with the cluster in another process, faults under load, a CLI call's cold start, and agent
+//! runs in the real Paperclip server (the lane); prints one table per section and writes them
+//! all to `BENCHMARKS.md` with the command, the machine's core count and the date. Figures from
+//! one run are compared with each other (ratios), never with another machine's.
 //!
 //! Everything runs in this process against the embedded cluster, apart from the host-cost section,
-//! whose cluster is a release `sandbox-dev cluster` process, and the CLI cold start, which starts
-//! the release `sandbox-host`.
+//! whose cluster is a release `sandbox-dev cluster` process, the CLI cold start, which starts
+//! the release `sandbox-host`, and the Paperclip lane, which runs under Node with its own cluster.
 
 pub mod audit;
 pub mod charts;
@@ -166,7 +166,7 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
     }
     if options.wants("paperclip") {
         let started = Instant::now();
-        done(vec![paperclip_lane::table()], started);
+        done(vec![paperclip_lane::measure()?], started);
     }
     Ok(Report { tables, charts })
 }
