@@ -1,15 +1,20 @@
-//! What the host's `kube` answers are parsed into: the object (or List) as JSON, without
-//! `metadata.managedFields`.
+//! What the host's `kube` answers are parsed into: the object (or List) as JSON, without the
+//! parts the provider never reads: `metadata.managedFields` and a workload's pod template.
 //!
 //! A real API server records in every object which manager set which fields
 //! ([server-side apply](https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management)):
 //! a Job's pod carries an entry of the controller-manager (every field of its template) and
-//! one of the kubelet (its status fields). The provider never reads them and
-//! never writes an object back whole (its writes are patches of its own fields), so it is
-//! skipped while parsing: an answer's JSON tree, which the component builds for every object it
-//! reads, is then about what the provider reads. Skipped are the `managedFields` of the
-//! object's own `metadata` and of a List's items; anything that is not an object with an
-//! object `metadata` is parsed whole.
+//! one of the kubelet (its status fields). A Sandbox carries its pod's template in
+//! `spec.podTemplate` and a Job in `spec.template`: the provider wrote them, fingerprints them
+//! when it writes them (an annotation, never the live object), and reads the pod itself when it
+//! needs to know what runs. It never writes an object back whole (its writes are patches of its
+//! own fields), so these are skipped while parsing: an answer's JSON tree, which the component
+//! builds for every object it reads, is then about what the provider reads. Skipped are those
+//! of the object itself and of a List's items; anything that is not an object with an object
+//! `metadata` (and, when there is one, an object `spec`) is parsed whole.
+//!
+//! The fake cluster of the unit tests answers through [`parse`] too, so the provider's logic
+//! is tested on the shapes it gets from the host.
 
 use std::fmt;
 
@@ -18,7 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::kube_api::KubeError;
 
-/// An answer of the host as JSON, without the `managedFields` (see the module docs).
+/// An answer of the host as JSON, without the parts never read (see the module docs).
 pub fn parse(text: &str) -> Result<Value, KubeError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let pruned = Level::Object.deserialize(&mut deserializer).and_then(|value| deserializer.end().map(|()| value));
@@ -27,13 +32,15 @@ pub fn parse(text: &str) -> Result<Value, KubeError> {
         .map_err(|e| KubeError::Transport(format!("the host returned a body that is not JSON: {e}")))
 }
 
-/// A map the parser builds: an object (its `metadata` a [`Level::Metadata`], a List's `items`
-/// each an object) or an object's metadata (without `managedFields`). Anything else fails,
-/// and [`parse`] parses the whole text as it is.
+/// A map the parser builds: an object (its `metadata` a [`Level::Metadata`], its `spec` a
+/// [`Level::Spec`], a List's `items` each an object), an object's metadata (without
+/// `managedFields`) or its spec (without a pod template). Anything else fails, and [`parse`]
+/// parses the whole text as it is.
 #[derive(Debug, Clone, Copy)]
 enum Level {
     Object,
     Metadata,
+    Spec,
 }
 
 impl<'de> DeserializeSeed<'de> for Level {
@@ -51,6 +58,7 @@ impl<'de> Visitor<'de> for Level {
         f.write_str(match self {
             Level::Object => "a Kubernetes object",
             Level::Metadata => "an object's metadata",
+            Level::Spec => "an object's spec",
         })
     }
 
@@ -59,8 +67,9 @@ impl<'de> Visitor<'de> for Level {
         while let Some(key) = fields.next_key::<String>()? {
             let value = match (self, key.as_str()) {
                 (Level::Object, "metadata") => fields.next_value_seed(Level::Metadata)?,
+                (Level::Object, "spec") => fields.next_value_seed(Level::Spec)?,
                 (Level::Object, "items") => fields.next_value_seed(Items)?,
-                (Level::Metadata, "managedFields") => {
+                (Level::Metadata, "managedFields") | (Level::Spec, "podTemplate" | "template") => {
                     fields.next_value::<IgnoredAny>()?;
                     continue;
                 }
@@ -130,6 +139,33 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_s_pod_template_is_dropped_and_the_rest_of_its_spec_kept() {
+        let sandbox = r#"{"kind":"Sandbox","metadata":{"name":"s"},"spec":{"podTemplate":{"spec":{"containers":[]}},
+            "operatingMode":"Running","shutdownTime":"2026-12-05T10:00:00Z"},"status":{"replicas":1}}"#;
+        assert_eq!(
+            parse(sandbox).unwrap(),
+            json!({"kind": "Sandbox", "metadata": {"name": "s"},
+                "spec": {"operatingMode": "Running", "shutdownTime": "2026-12-05T10:00:00Z"}, "status": {"replicas": 1}})
+        );
+        let jobs = r#"{"kind":"JobList","metadata":{},"items":[{"metadata":{"name":"j"},
+            "spec":{"template":{"spec":{"containers":[]}},"activeDeadlineSeconds":60}}]}"#;
+        assert_eq!(
+            parse(jobs).unwrap(),
+            json!({"kind": "JobList", "metadata": {}, "items": [
+                {"metadata": {"name": "j"}, "spec": {"activeDeadlineSeconds": 60}},
+            ]})
+        );
+    }
+
+    #[test]
+    fn only_a_spec_s_own_template_goes() {
+        // A pod's spec has no template; a template key deeper down or outside the spec stays.
+        let text = r#"{"metadata":{"annotations":{"template":"a"}},"spec":{"containers":[{"template":"b"}],
+            "volumes":[{"ephemeral":{"volumeClaimTemplate":{"spec":{}}}}]},"data":{"podTemplate":"c"}}"#;
+        assert_eq!(parse(text).unwrap(), serde_json::from_str::<Value>(text).unwrap());
+    }
+
+    #[test]
     fn only_managed_fields_of_metadata_go() {
         // A field of that name elsewhere (a ConfigMap's data, a spec) is the object's own.
         let text = r#"{"metadata":{"annotations":{"managedFields":"kept"}},"data":{"managedFields":"kept too"}}"#;
@@ -146,6 +182,7 @@ mod tests {
             r#"{"metadata": "odd", "managedFields": []}"#,
             r#"{"items": [1, {"metadata": {}}]}"#,
             r#"{"items": {"not": "a list"}}"#,
+            r#"{"metadata": {}, "spec": ["not", "a map"], "template": 1}"#,
         ] {
             assert_eq!(parse(text).unwrap(), serde_json::from_str::<Value>(text).unwrap(), "{text}");
         }

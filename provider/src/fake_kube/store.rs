@@ -107,7 +107,8 @@ impl State {
     pub(super) fn present(resource: &ResourceType, object: &Value) -> Value {
         let mut o = object.clone();
         o["apiVersion"] = json!(resource.api_version());
-        o
+        // As the component glue parses the host's answers: without the parts never read.
+        crate::response_body::parse(&o.to_string()).unwrap_or(o)
     }
 
     pub(super) fn emit(&mut self, key: &Key, kind: EventKind, object: &Value) {
