@@ -2,7 +2,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
-.PHONY: all test demo demo-paperclip paperclip-plugin paperclip-lane contract contract-full cluster bench bench-lane bench-cluster lint fmt toolchain component fixtures
+.PHONY: all test demo demo-paperclip paperclip-plugin paperclip-lane contract contract-full cluster bench lane-setup bench-cluster lint fmt toolchain component fixtures
 
 COMPONENT := target/wasm32-wasip2/component/provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
@@ -49,14 +49,21 @@ paperclip-plugin: component
 ## sandboxes on the embedded cluster.
 LANE_NODE := $(CURDIR)/target/paperclip-lane/node24/bin
 paperclip-lane: component
-	bash paperclip-plugin/lane/install.sh
-	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug
-	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROFILE=debug PLUGIN_PROVIDER=reference
+	$(MAKE) --no-print-directory lane-setup PLUGIN_PROFILE=debug
 	cd paperclip-plugin && PATH=$(LANE_NODE):$$PATH SANDBOX_HOST_BIN=$(CURDIR)/target/debug/sandbox-host \
 		SANDBOX_DEV_BIN=$(CURDIR)/target/debug/sandbox-dev \
 		SANDBOX_HOST_COMPONENT=$(CURDIR)/$(COMPONENT) npm test
-	cd paperclip-plugin && npx tsc -p lane/tsconfig.json && \
+	cd paperclip-plugin && \
 		SANDBOX_DEV_BIN=$(CURDIR)/target/debug/sandbox-dev PAPERCLIP_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_PACKAGE) node --test --test-concurrency=1 --test-reporter=spec dist/lane/
+
+## What the lane runs on: Node 24 and Paperclip (installed once), both plugin packages in
+## PLUGIN_PROFILE (`make test` packages the debug build, `make bench` the release one), the
+## lane compiled.
+lane-setup: component
+	bash paperclip-plugin/lane/install.sh
+	$(MAKE) --no-print-directory paperclip-plugin
+	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROVIDER=reference
+	cd paperclip-plugin && npx tsc -p lane/tsconfig.json
 
 ## Build the components and everything else, then run every test (the Paperclip lane last).
 test: component fixtures
@@ -97,21 +104,13 @@ cluster: toolchain
 ## per-call costs, WASM / native, execute against a plain exec, readiness, requests per operation,
 ## load, the host's own cost with the cluster in another process, faults under load, a CLI call's
 ## cold start, and the Paperclip lane's agent runs (the lane is run by the report, on what
-## bench-lane prepares). BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
+## lane-setup prepares). BENCH_QUICK=1 for a smoke run; BENCH_ONLY=load,faults for some
 ## sections; BENCH_LIFECYCLES, BENCH_CONCURRENCY; see host-harness/provider-bench/src/lib.rs.
 BENCH_LANE := $(if $(BENCH_ONLY),$(findstring paperclip,$(BENCH_ONLY)),paperclip)
 bench: component fixtures
 	$(CARGO) build --release -p sandbox-host -p sandbox-dev
-	$(if $(BENCH_LANE),$(MAKE) --no-print-directory bench-lane)
+	$(if $(BENCH_LANE),$(MAKE) --no-print-directory lane-setup PLUGIN_PROFILE=release)
 	$(CARGO) bench -p provider-bench --bench report
-
-## What the report's Paperclip section runs the lane on: Node 24 and Paperclip, both plugin
-## packages in release (as operators install them), the lane compiled.
-bench-lane: component
-	bash paperclip-plugin/lane/install.sh
-	$(MAKE) --no-print-directory paperclip-plugin
-	$(MAKE) --no-print-directory paperclip-plugin PLUGIN_PROVIDER=reference
-	cd paperclip-plugin && npx tsc -p lane/tsconfig.json
 
 ## Throughput and memory of the embedded cluster alone (BENCH_SANDBOXES=N live Sandboxes).
 bench-cluster: toolchain
