@@ -36,8 +36,11 @@ use paperclip::sandbox_provider::types as wit;
 /// The host's `kube` import.
 struct HostKube;
 
-/// An open watch of the host.
-struct HostWatch(host::Watch);
+/// An open watch of the host, and what it is of (its events are parsed for that resource).
+struct HostWatch {
+    watch: host::Watch,
+    resource: kube_api::ResourceType,
+}
 
 /// The host's `log` import.
 struct HostLog;
@@ -95,11 +98,11 @@ impl Kube for HostKube {
     type Watch = HostWatch;
 
     fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
-        response_body::parse(&host::get(&resource(r), namespace, name).map_err(kube_error)?)
+        response_body::parse(&host::get(&resource(r), namespace, name).map_err(kube_error)?, r)
     }
 
     fn create(&self, r: &kube_api::ResourceType, namespace: Option<&str>, body: &Value) -> Result<Value, KubeError> {
-        response_body::parse(&host::create(&resource(r), namespace, &body.to_string()).map_err(kube_error)?)
+        response_body::parse(&host::create(&resource(r), namespace, &body.to_string()).map_err(kube_error)?, r)
     }
 
     fn patch(
@@ -117,7 +120,7 @@ impl Kube for HostKube {
             PatchType::Strategic => host::PatchType::Strategic,
         };
         let answer = host::patch(&resource(r), namespace, name, patch_type, &body.to_string(), subresource);
-        response_body::parse(&answer.map_err(kube_error)?)
+        response_body::parse(&answer.map_err(kube_error)?, r)
     }
 
     fn delete(
@@ -153,7 +156,7 @@ impl Kube for HostKube {
             continue_token: options.continue_token.clone(),
             resource_version: options.resource_version.clone(),
         };
-        response_body::parse(&host::list(&resource(r), namespace, &options).map_err(kube_error)?)
+        response_body::parse(&host::list(&resource(r), namespace, &options).map_err(kube_error)?, r)
     }
 
     fn watch(
@@ -169,7 +172,8 @@ impl Kube for HostKube {
             timeout_seconds: options.timeout_seconds,
             allow_bookmarks: options.allow_bookmarks,
         };
-        host::open_watch(&resource(r), namespace, &options).map(HostWatch).map_err(kube_error)
+        let watch = host::open_watch(&resource(r), namespace, &options).map_err(kube_error)?;
+        Ok(HostWatch { watch, resource: r.clone() })
     }
 
     fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
@@ -203,11 +207,11 @@ impl Kube for HostKube {
 impl kube_api::Watch for HostWatch {
     fn next(&mut self, timeout: Duration) -> Result<Option<WatchEvent>, KubeError> {
         let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
-        let event = match self.0.next(timeout_ms).map_err(kube_error)? {
+        let event = match self.watch.next(timeout_ms).map_err(kube_error)? {
             None => return Ok(None),
-            Some(host::WatchEvent::Added(o)) => WatchEvent::Added(response_body::parse(&o)?),
-            Some(host::WatchEvent::Modified(o)) => WatchEvent::Modified(response_body::parse(&o)?),
-            Some(host::WatchEvent::Deleted(o)) => WatchEvent::Deleted(response_body::parse(&o)?),
+            Some(host::WatchEvent::Added(o)) => WatchEvent::Added(response_body::parse(&o, &self.resource)?),
+            Some(host::WatchEvent::Modified(o)) => WatchEvent::Modified(response_body::parse(&o, &self.resource)?),
+            Some(host::WatchEvent::Deleted(o)) => WatchEvent::Deleted(response_body::parse(&o, &self.resource)?),
             Some(host::WatchEvent::Bookmark(rv)) => WatchEvent::Bookmark(rv),
         };
         Ok(Some(event))

@@ -28,6 +28,8 @@ pub struct NativeWatch {
     host: KubeHost,
     stream: WatchStream,
     runtime: Handle,
+    /// What the watch is of, for parsing its events as the component does.
+    resource: kube_api::ResourceType,
 }
 
 /// The provider compiled for the host.
@@ -48,6 +50,7 @@ impl Kube for NativeKube {
     fn get(&self, r: &kube_api::ResourceType, namespace: Option<&str>, name: &str) -> Result<Value, KubeError> {
         response_body::parse(
             &self.runtime.block_on(self.host.get(&resource(r), namespace, name)).map_err(KubeError::from)?,
+            r,
         )
     }
 
@@ -55,6 +58,7 @@ impl Kube for NativeKube {
         let body = body.to_string();
         response_body::parse(
             &self.runtime.block_on(self.host.create(&resource(r), namespace, &body)).map_err(KubeError::from)?,
+            r,
         )
     }
 
@@ -75,7 +79,7 @@ impl Kube for NativeKube {
         let body = body.to_string();
         let answer =
             self.runtime.block_on(self.host.patch(&resource(r), namespace, name, patch_type, &body, subresource));
-        response_body::parse(&answer.map_err(KubeError::from)?)
+        response_body::parse(&answer.map_err(KubeError::from)?, r)
     }
 
     fn delete(
@@ -113,6 +117,7 @@ impl Kube for NativeKube {
         };
         response_body::parse(
             &self.runtime.block_on(self.host.list(&resource(r), namespace, &options)).map_err(KubeError::from)?,
+            r,
         )
     }
 
@@ -131,7 +136,7 @@ impl Kube for NativeKube {
         };
         let stream =
             self.runtime.block_on(self.host.watch(&resource(r), namespace, &options)).map_err(KubeError::from)?;
-        Ok(NativeWatch { host: self.host.clone(), stream, runtime: self.runtime.clone() })
+        Ok(NativeWatch { host: self.host.clone(), stream, runtime: self.runtime.clone(), resource: r.clone() })
     }
 
     fn served_versions(&self, group: &str) -> Result<Vec<String>, KubeError> {
@@ -167,9 +172,15 @@ impl kube_api::Watch for NativeWatch {
         let event = self.runtime.block_on(self.host.next_event(&mut self.stream, timeout)).map_err(KubeError::from)?;
         Ok(match event {
             None => None,
-            Some(wit::WatchEvent::Added(o)) => Some(kube_api::WatchEvent::Added(response_body::parse(&o)?)),
-            Some(wit::WatchEvent::Modified(o)) => Some(kube_api::WatchEvent::Modified(response_body::parse(&o)?)),
-            Some(wit::WatchEvent::Deleted(o)) => Some(kube_api::WatchEvent::Deleted(response_body::parse(&o)?)),
+            Some(wit::WatchEvent::Added(o)) => {
+                Some(kube_api::WatchEvent::Added(response_body::parse(&o, &self.resource)?))
+            }
+            Some(wit::WatchEvent::Modified(o)) => {
+                Some(kube_api::WatchEvent::Modified(response_body::parse(&o, &self.resource)?))
+            }
+            Some(wit::WatchEvent::Deleted(o)) => {
+                Some(kube_api::WatchEvent::Deleted(response_body::parse(&o, &self.resource)?))
+            }
             Some(wit::WatchEvent::Bookmark(rv)) => Some(kube_api::WatchEvent::Bookmark(rv)),
         })
     }

@@ -108,7 +108,7 @@ impl State {
         let mut o = object.clone();
         o["apiVersion"] = json!(resource.api_version());
         // As the component glue parses the host's answers: without the parts never read.
-        crate::response_body::parse(&o.to_string()).unwrap_or(o)
+        crate::response_body::parse(&o.to_string(), resource).unwrap_or(o)
     }
 
     pub(super) fn emit(&mut self, key: &Key, kind: EventKind, object: &Value) {
