@@ -68,6 +68,7 @@ fn config(limits: &Limits) -> Config {
         .pagemap_scan(Enabled::Auto);
     let mut config = Config::new();
     config.wasm_component_model(true).epoch_interruption(true).cranelift_opt_level(OptLevel::Speed);
+    config.consume_fuel(limits.count_guest_instructions);
     if limits.pooling {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }

@@ -3,8 +3,9 @@
 //! an input the host passes in and a body the host sends out may be.
 //!
 //! Every call gets a fresh store, so a limit that fires ends only that store: the host keeps
-//! running and the next call starts clean. Fuel is not used: a wall-clock deadline (epoch ticks
-//! plus a `tokio` timeout) is what a caller actually cares about and costs less.
+//! running and the next call starts clean. Fuel is not a limit here: a wall-clock deadline (epoch
+//! ticks plus a `tokio` timeout) is what a caller actually cares about and costs less; a
+//! benchmark may have it counted (`count_guest_instructions`).
 
 use std::time::Duration;
 
@@ -61,6 +62,12 @@ pub struct Limits {
     /// call allocates its instance on demand: slower, but nothing is reserved up front (for
     /// hosts whose address space is limited).
     pub pooling: bool,
+    /// Count the WebAssembly instructions each call's guest runs (wasmtime's fuel, never
+    /// exhausted here), for [`crate::ProviderHost::guest_instructions`]: the guest's own work
+    /// as a figure that does not move with the machine's load, for benchmarks. Not a limit and
+    /// not settable from a config file: the count slows the guest's code.
+    #[serde(skip)]
+    pub count_guest_instructions: bool,
 }
 
 impl Default for Limits {
@@ -77,6 +84,7 @@ impl Default for Limits {
             max_executes_per_lease: 4,
             max_exec_output_bytes: 1024 * 1024,
             pooling: true,
+            count_guest_instructions: false,
         }
     }
 }

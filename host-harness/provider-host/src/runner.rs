@@ -81,8 +81,15 @@ pub struct ProviderHost {
     lease_slots: LeaseSlots,
     cache: CacheOutcome,
     calls: AtomicU64,
+    /// WebAssembly instructions run by the guest in all calls, when counted.
+    guest_instructions: AtomicU64,
     _engine: HostEngine,
 }
+
+/// The fuel each call's store starts with when instructions are counted: far more than any
+/// call runs (a call runs for seconds at most, a guest a few billion instructions a second),
+/// so it never runs out, and what is left after the call says what was used.
+const COUNTED_FUEL: u64 = 1 << 62;
 
 /// A boxed export call borrowing the bound instance and the store.
 type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
@@ -165,6 +172,7 @@ impl ProviderHost {
             lease_slots,
             cache,
             calls: AtomicU64::new(0),
+            guest_instructions: AtomicU64::new(0),
             _engine: engine,
         };
         // A 0.1.0 component cannot declare its access; asking it would only run its code. The
@@ -203,6 +211,13 @@ impl ProviderHost {
     /// How many calls have started (each on its own instance).
     pub fn calls_started(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
+    }
+
+    /// WebAssembly instructions the guest has run in this host's calls so far (instantiation
+    /// included); `None` unless `limits.count_guest_instructions`. The difference across one
+    /// call is that call's work in the guest, the same on any machine for the same answers.
+    pub fn guest_instructions(&self) -> Option<u64> {
+        self.limits.count_guest_instructions.then(|| self.guest_instructions.load(Ordering::Relaxed))
     }
 
     /// The per-call limits the host applies.
@@ -520,6 +535,13 @@ impl ProviderHost {
             run(&bound, store_ref).await.map_err(Stage::Call)
         })
         .await;
+        // Asked only when counting: uncounted, the answer is an error, and making one captures a
+        // backtrace when RUST_BACKTRACE is set.
+        if self.limits.count_guest_instructions
+            && let Ok(left) = store.get_fuel()
+        {
+            self.guest_instructions.fetch_add(COUNTED_FUEL.saturating_sub(left), Ordering::Relaxed);
+        }
         let result = match outcome {
             Err(_) => Err(HostError::Timeout { call, limit_ms: millis(limit) }),
             Ok(Ok(value)) => Ok(value),
@@ -540,6 +562,11 @@ impl ProviderHost {
         let kube = self.kube.clone().scoped(scope);
         let mut store = Store::new(self.pre.engine(), CallState::new(call, kube, &self.limits, deadline));
         store.limiter(|state| &mut state.limiter);
+        if self.limits.count_guest_instructions
+            && let Err(e) = store.set_fuel(COUNTED_FUEL)
+        {
+            tracing::warn!(target: "provider_host", call, error = %e, "cannot count the guest's instructions");
+        }
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })

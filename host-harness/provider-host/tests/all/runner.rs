@@ -84,6 +84,30 @@ async fn a_valid_call_returns_the_mirrored_record() {
     assert_eq!(host.cache_outcome(), &CacheOutcome::Compiled);
 }
 
+/// Counted, a call's guest instructions are the same every time it runs on the same input, and
+/// a call that fails still counts what it ran; not counted, there is no figure at all.
+#[tokio::test]
+async fn the_guest_s_instructions_are_counted_when_asked() {
+    let loop_then_trap = "(local $i i32) (loop $again (local.set $i (i32.add (local.get $i) (i32.const 1))) \
+        (br_if $again (i32.lt_u (local.get $i) (i32.const 100000)))) unreachable";
+    let counting = Limits { count_guest_instructions: true, ..Limits::default() };
+    let host = load(fake_provider(loop_then_trap), counting).await.expect("loads");
+    let before = host.guest_instructions().expect("counted");
+    still_serving(&host).await;
+    let once = host.guest_instructions().expect("counted") - before;
+    still_serving(&host).await;
+    let twice = host.guest_instructions().expect("counted") - before;
+    assert!(once > 0, "validate-config ran no instruction");
+    assert_eq!(twice, 2 * once, "the same call on the same input counted differently");
+    assert!(host.describe().await.is_err(), "the describe traps");
+    let looped = host.guest_instructions().expect("counted") - before - twice;
+    assert!(looped > 100_000, "a loop of 100000 rounds counted {looped} instructions");
+
+    let uncounted = load(fake_provider(loop_then_trap), Limits::default()).await.expect("loads");
+    still_serving(&uncounted).await;
+    assert_eq!(uncounted.guest_instructions(), None);
+}
+
 /// The fake provider is a contract 0.1.0 component, which has no `execute`: the host answers
 /// `unsupported` itself, naming the contract, and the component stays served.
 #[tokio::test]
