@@ -1,6 +1,8 @@
 //! Per call: what a fresh instance costs (pooling allocator and on demand), and each operation
 //! through the WebAssembly host next to the same provider logic compiled natively over the same
-//! transport (`native`), for the ratio WASM / native per operation and for a whole lifecycle.
+//! transport (`native`), for the ratio WASM / native per operation and for a whole lifecycle;
+//! and the guest's instructions per operation ([`guest_work`]), which do not move with the
+//! machine's load.
 //!
 //! The cluster runs with no kubelet delay, so a lifecycle's time is the provider's, the host's
 //! and the API server's, not a simulated container start.
@@ -12,6 +14,7 @@ use provider_host::records::{Lease, ResumeOutcome};
 use provider_host::{KubeHost, Limits, ProviderHost};
 use tokio::runtime::Runtime;
 
+use crate::guest_work;
 use crate::micro::Micro;
 use crate::native;
 use crate::stats::{Samples, fmt_duration};
@@ -22,6 +25,8 @@ use crate::world::{self, BACKENDS};
 const INSTANTIATE_TARGET: Duration = Duration::from_micros(10);
 /// The lifecycle ratio the host is held to.
 const LIFECYCLE_RATIO_TARGET: f64 = 1.10;
+/// Lifecycles whose guest instructions are counted: counts repeat, so a few show the spread.
+const GUEST_WORK_ROUNDS: usize = 5;
 
 /// What the per-call section measures against.
 struct Bench<'a> {
@@ -182,7 +187,8 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
         "Native: the provider crate compiled for the host, each `kube` request driven on the same runtime through \
          the same `KubeHost` (policy, ownership, client) that serves the component's import.",
     );
-    Ok(vec![instantiate, ratio])
+    let guest = guest_work::measure(runtime, &cluster, &component, GUEST_WORK_ROUNDS)?;
+    Ok(vec![instantiate, ratio, guest])
 }
 
 fn lifecycle_wasm(bench: &Bench<'_>, config: &str, id: &str) -> anyhow::Result<()> {
