@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Deadline};
 use crate::compensation::COMPENSATION_BUDGET;
-use crate::config::{ConfigProblem, Validation};
+use crate::config::{Config, ConfigProblem, Validation};
 use crate::kube_api::Kube;
 
 /// Time kept free at the end of a call on top of the clean-up budget: the last API answers and
@@ -55,10 +55,10 @@ pub fn problems<K: Kube>(namespace: &str, readiness_seconds: u32, kube: &K, cloc
     out
 }
 
-/// `validation` with the host's problems added; a config that does not fit is not ok and has
-/// no normalized form.
-pub fn check<K: Kube>(mut validation: Validation, kube: &K, clock: &dyn Clock) -> Validation {
-    let Some(config) = validation.normalized_config.as_deref().and_then(|c| crate::config::parse(c).ok()) else {
+/// `validation` of `config` (none when it has errors) with the host's problems added; a config
+/// that does not fit is not ok and has no normalized form.
+pub fn check<K: Kube>(mut validation: Validation, config: Option<&Config>, kube: &K, clock: &dyn Clock) -> Validation {
+    let Some(config) = config else {
         return validation;
     };
     let found = problems(&config.namespace, config.readiness_timeout_seconds, kube, clock);

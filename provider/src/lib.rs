@@ -98,7 +98,8 @@ impl<K: Kube, C: Clock, L: Log> Provider<K, C, L> {
     /// Every problem of a config with its path, warnings, and the normalized config; a config
     /// the host's policy or deadline cannot run is invalid too ([`host_fit`]).
     pub fn validate_config(&self, config: &str) -> Validation {
-        host_fit::check(config::validate(config), &self.kube, &self.clock)
+        let (validation, parsed) = config::validate_and_parse(config);
+        host_fit::check(validation, parsed.as_ref(), &self.kube, &self.clock)
     }
 
     /// Whether a config can work against the cluster; problems are diagnostics, never errors.

@@ -45,14 +45,14 @@ fn unreachable_code(error: &KubeError) -> &'static str {
 /// Probes a config (see the module docs).
 pub fn probe<K: Kube>(kube: &K, clock: &dyn Clock, log: &dyn Log, config_text: &str) -> ProbeResult {
     let mut found = Findings(Vec::new());
-    let validation = config::validate(config_text);
+    let (validation, config) = config::validate_and_parse(config_text);
     for problem in &validation.errors {
         found.add(Severity::Error, "config-invalid", format!("{}: {}", problem.path, problem.message));
     }
     for problem in &validation.warnings {
         found.add(Severity::Warning, "config-warning", format!("{}: {}", problem.path, problem.message));
     }
-    let Ok(config) = config::parse(config_text) else {
+    let Some(config) = config else {
         return found.finish(String::new());
     };
     let ns = config.namespace.as_str();

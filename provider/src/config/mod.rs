@@ -291,10 +291,16 @@ pub(crate) const CAPABILITIES_KEYS: &[&str] = &["drop", "add"];
 /// many more), warnings for unknown keys and loosened defaults, and the normalized config when
 /// there are no errors.
 pub fn validate(text: &str) -> Validation {
+    validate_and_parse(text).0
+}
+
+/// [`validate`], and the config it checked when it has no errors: for a caller that goes on to
+/// use the config (the host's fit, a probe) without walking the text a second time.
+pub fn validate_and_parse(text: &str) -> (Validation, Option<Config>) {
     let (config, checker) = check::check(text);
     let normalized_config = config.as_ref().and_then(normalized);
     let (errors, warnings) = checker.into_problems();
-    Validation { ok: config.is_some(), warnings, errors, normalized_config }
+    (Validation { ok: config.is_some(), warnings, errors, normalized_config }, config)
 }
 
 /// The normalized config a host stores: every default filled in; for backend `claim`, without
