@@ -28,6 +28,7 @@ pub mod job_manifest;
 pub mod k8s_types;
 pub mod kube_api;
 pub mod lease;
+pub mod lenient_json;
 pub mod log;
 pub mod naming;
 pub use contract::k8s::object;
