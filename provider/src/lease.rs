@@ -4,9 +4,10 @@
 //! fields, so metadata that a host lost or mangled is read leniently and never fails a call.
 
 use contract::k8s::agent_sandbox::{LAUNCH_COLD, LAUNCH_WARM};
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::input_limits::LEASE_METADATA;
+use crate::lenient_json::{self, Fields, Kind, Schema};
 
 /// This provider's lease ids read `k8s:<backend>:<namespace>:<name>[:pvc]`, its API versions
 /// `agents.x-k8s.io/v1beta1`, `agents.x-k8s.io/v1alpha1`, `batch/v1` or (claim leases)
@@ -15,21 +16,57 @@ use crate::input_limits::LEASE_METADATA;
 pub use contract::{ClaimedSandbox, Lease, LeaseRef};
 
 /// How metadata records a claim lease's Sandbox (its launch type as the label says it).
-fn sandbox_to_json(sandbox: &ClaimedSandbox) -> Value {
-    let launch = if sandbox.warm { LAUNCH_WARM } else { LAUNCH_COLD };
-    json!({"api-version": sandbox.api_version, "name": sandbox.name, "uid": sandbox.uid, "launch-type": launch})
+struct SandboxWritten<'a>(&'a ClaimedSandbox);
+
+impl Serialize for SandboxWritten<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let sandbox = self.0;
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("api-version", &sandbox.api_version)?;
+        map.serialize_entry("name", &sandbox.name)?;
+        map.serialize_entry("uid", &sandbox.uid)?;
+        map.serialize_entry("launch-type", if sandbox.warm { LAUNCH_WARM } else { LAUNCH_COLD })?;
+        map.end()
+    }
 }
 
+/// How metadata records a claim lease's Sandbox, for [`lenient_json::read`].
+pub static SANDBOX: Schema = Schema(&[
+    ("api-version", Kind::Scalar),
+    ("name", Kind::Scalar),
+    ("uid", Kind::Scalar),
+    ("launch-type", Kind::Scalar),
+]);
+
 /// Whole or not at all: a record missing a field, or with another launch type, reads as none.
-fn sandbox_from_json(value: &Value) -> Option<ClaimedSandbox> {
-    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
-    let warm = match value.get("launch-type").and_then(Value::as_str)? {
+pub fn sandbox_from(mut record: Fields) -> Option<ClaimedSandbox> {
+    let warm = match record.take("launch-type").into_text()?.as_str() {
         LAUNCH_WARM => true,
         LAUNCH_COLD => false,
         _ => return None,
     };
-    Some(ClaimedSandbox { api_version: text("api-version")?, name: text("name")?, uid: text("uid")?, warm })
+    Some(ClaimedSandbox {
+        api_version: record.take("api-version").into_text()?,
+        name: record.take("name").into_text()?,
+        uid: record.take("uid").into_text()?,
+        warm,
+    })
 }
+
+/// The keys of [`LeaseMetadata`].
+static METADATA: Schema = Schema(&[
+    ("run-id", Kind::Scalar),
+    ("acquisition-id", Kind::Scalar),
+    ("agent-id", Kind::Scalar),
+    ("name", Kind::Scalar),
+    ("secret-name", Kind::Scalar),
+    ("workspace-pvc", Kind::Scalar),
+    ("acquired-at", Kind::Scalar),
+    ("adopted", Kind::Scalar),
+    ("previous-pod-uid", Kind::Scalar),
+    ("renewed-at", Kind::Scalar),
+    ("sandbox", Kind::Object(&SANDBOX)),
+]);
 
 /// What the provider records in `lease.metadata`. Never a secret value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,52 +103,73 @@ impl LeaseMetadata {
         if text.len() > LEASE_METADATA.max {
             return Self::default();
         }
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        let Some(mut f) = lenient_json::read(text, &METADATA) else {
             return Self::default();
         };
-        let string = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_string);
-        let int = |key: &str| map.get(key).and_then(Value::as_i64);
         Self {
-            run_id: string("run-id"),
-            acquisition_id: string("acquisition-id"),
-            agent_id: string("agent-id"),
-            name: string("name"),
-            secret_name: string("secret-name"),
-            workspace_pvc: string("workspace-pvc"),
-            acquired_at: int("acquired-at"),
-            adopted: map.get("adopted").and_then(Value::as_bool).unwrap_or(false),
-            previous_pod_uid: string("previous-pod-uid"),
-            renewed_at: int("renewed-at"),
-            sandbox: map.get("sandbox").and_then(sandbox_from_json),
+            run_id: f.take("run-id").into_text(),
+            acquisition_id: f.take("acquisition-id").into_text(),
+            agent_id: f.take("agent-id").into_text(),
+            name: f.take("name").into_text(),
+            secret_name: f.take("secret-name").into_text(),
+            workspace_pvc: f.take("workspace-pvc").into_text(),
+            acquired_at: f.take("acquired-at").as_int(),
+            adopted: f.take("adopted").as_bool().unwrap_or(false),
+            previous_pod_uid: f.take("previous-pod-uid").into_text(),
+            renewed_at: f.take("renewed-at").as_int(),
+            sandbox: f.take("sandbox").into_object().and_then(sandbox_from),
         }
     }
 
     /// The JSON a lease carries (absent fields are left out).
     pub fn to_json(&self) -> String {
-        let mut map = Map::new();
-        map.insert("format".into(), json!(FORMAT));
-        let mut put = |key: &str, value: Option<Value>| {
-            if let Some(v) = value {
-                map.insert(key.to_string(), v);
-            }
-        };
-        put("run-id", self.run_id.as_ref().map(|v| json!(v)));
-        put("acquisition-id", self.acquisition_id.as_ref().map(|v| json!(v)));
-        put("agent-id", self.agent_id.as_ref().map(|v| json!(v)));
-        put("name", self.name.as_ref().map(|v| json!(v)));
-        put("secret-name", self.secret_name.as_ref().map(|v| json!(v)));
-        put("workspace-pvc", self.workspace_pvc.as_ref().map(|v| json!(v)));
-        put("acquired-at", self.acquired_at.map(|v| json!(v)));
-        put("adopted", Some(json!(self.adopted)));
-        put("previous-pod-uid", self.previous_pod_uid.as_ref().map(|v| json!(v)));
-        put("renewed-at", self.renewed_at.map(|v| json!(v)));
-        put("sandbox", self.sandbox.as_ref().map(sandbox_to_json));
-        Value::Object(map).to_string()
+        self.to_json_with::<()>(None)
+    }
+
+    /// The JSON a lease carries, with one more key (`extra`) beside the provider's own.
+    pub fn to_json_with<T: Serialize>(&self, extra: Option<(&str, &T)>) -> String {
+        // Text keys and plain values cannot fail to write; were `extra` to, the lease would carry
+        // empty metadata, which every reader takes as lost.
+        serde_json::to_string(&Written { metadata: self, extra }).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+/// [`LeaseMetadata`] as JSON, written from its fields without building a JSON tree.
+struct Written<'a, T> {
+    metadata: &'a LeaseMetadata,
+    extra: Option<(&'a str, &'a T)>,
+}
+
+impl<T: Serialize> Serialize for Written<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        fn some<M: SerializeMap, V: Serialize>(map: &mut M, key: &str, value: Option<V>) -> Result<(), M::Error> {
+            value.map_or(Ok(()), |v| map.serialize_entry(key, &v))
+        }
+        let m = self.metadata;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("format", &FORMAT)?;
+        some(&mut map, "run-id", m.run_id.as_ref())?;
+        some(&mut map, "acquisition-id", m.acquisition_id.as_ref())?;
+        some(&mut map, "agent-id", m.agent_id.as_ref())?;
+        some(&mut map, "name", m.name.as_ref())?;
+        some(&mut map, "secret-name", m.secret_name.as_ref())?;
+        some(&mut map, "workspace-pvc", m.workspace_pvc.as_ref())?;
+        some(&mut map, "acquired-at", m.acquired_at)?;
+        map.serialize_entry("adopted", &m.adopted)?;
+        some(&mut map, "previous-pod-uid", m.previous_pod_uid.as_ref())?;
+        some(&mut map, "renewed-at", m.renewed_at)?;
+        some(&mut map, "sandbox", m.sandbox.as_ref().map(SandboxWritten))?;
+        if let Some((key, value)) = self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::config::Backend;
 
@@ -145,6 +203,15 @@ mod tests {
         assert_eq!(LeaseMetadata::parse_lenient(&json), claimed);
         let partial = r#"{"sandbox": {"name": "s", "uid": "u", "launch-type": "warm"}}"#;
         assert_eq!(LeaseMetadata::parse_lenient(partial).sandbox, None, "no api-version: not whole");
+    }
+
+    #[test]
+    fn metadata_is_written_with_one_more_key_and_reads_the_same() {
+        let m = LeaseMetadata { run_id: Some("r".into()), renewed_at: Some(-1), ..LeaseMetadata::default() };
+        let json = m.to_json_with(Some(("extra", &[1, 2])));
+        let value: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        assert_eq!(value, json!({"format": 1, "run-id": "r", "adopted": false, "renewed-at": -1, "extra": [1, 2]}));
+        assert_eq!(LeaseMetadata::parse_lenient(&json), m);
     }
 
     #[test]

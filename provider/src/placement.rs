@@ -10,16 +10,31 @@
 //! workload's uid is then unknown, and resume-check takes the object under the lease's name
 //! (which the host still proves is this installation's).
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 use crate::api_versions;
 use crate::config::Backend;
 pub use crate::lease::ClaimedSandbox;
-use crate::lease::{Lease, LeaseMetadata};
+use crate::lease::{self, Lease, LeaseMetadata};
+use crate::lenient_json::{self, Kind, Schema};
 use crate::naming::LeaseId;
 
 /// The metadata key of the placement.
 const KEY: &str = "kubernetes";
+
+/// The placement's keys.
+static PLACEMENT: Schema = Schema(&[
+    ("backend", Kind::Scalar),
+    ("namespace", Kind::Scalar),
+    ("api-version", Kind::Scalar),
+    ("workload-uid", Kind::Scalar),
+    ("pod-name", Kind::Scalar),
+    ("pod-uid", Kind::Scalar),
+    ("pod-ip", Kind::Scalar),
+]);
+
+/// What [`placement`] reads of the metadata: the placement, and a claim lease's Sandbox.
+static PLACED: Schema = Schema(&[(KEY, Kind::Object(&PLACEMENT)), ("sandbox", Kind::Object(&lease::SANDBOX))]);
 
 /// A lease as the neutral contract carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,30 +82,39 @@ impl Placement {
     }
 }
 
-/// The neutral form of `lease`: its placement moves into the metadata.
+/// The neutral form of `lease`: its placement moves into the metadata. The metadata is read
+/// as [`LeaseMetadata`] and written back with the placement, so keys the provider does not know
+/// are not kept (as resume-check and renew, which rewrite it, never kept them).
 pub fn neutral(lease: Lease) -> NeutralLease {
-    let mut map = match serde_json::from_str::<Value>(&lease.metadata) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
+    let placed = Written {
+        backend: lease.backend.as_str(),
+        namespace: &lease.namespace,
+        api_version: &lease.api_version,
+        workload_uid: &lease.workload_uid,
+        pod_name: &lease.pod_name,
+        pod_uid: &lease.pod_uid,
+        pod_ip: &lease.pod_ip,
     };
-    map.insert(
-        KEY.to_string(),
-        json!({
-            "backend": lease.backend.as_str(),
-            "namespace": lease.namespace,
-            "api-version": lease.api_version,
-            "workload-uid": lease.workload_uid,
-            "pod-name": lease.pod_name,
-            "pod-uid": lease.pod_uid,
-            "pod-ip": lease.pod_ip,
-        }),
-    );
+    let metadata = LeaseMetadata::parse_lenient(&lease.metadata).to_json_with(Some((KEY, &placed)));
     NeutralLease {
         provider_lease_id: lease.provider_lease_id,
         expires_at: lease.expires_at,
         reusable: lease.reusable,
-        metadata: Value::Object(map).to_string(),
+        metadata,
     }
+}
+
+/// The placement as metadata records it (a pod field not known yet as `null`).
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct Written<'a> {
+    backend: &'a str,
+    namespace: &'a str,
+    api_version: &'a str,
+    workload_uid: &'a str,
+    pod_name: &'a Option<String>,
+    pod_uid: &'a Option<String>,
+    pod_ip: &'a Option<String>,
 }
 
 /// The whole lease back from its neutral form (see the module docs for lost metadata).
@@ -119,28 +143,29 @@ pub fn whole(lease: NeutralLease) -> Lease {
 /// The placement recorded in a neutral lease's metadata, if it is there and whole. (The host
 /// bounds the size of what it passes in; a lease this provider just made is always read.)
 pub fn placement(lease: &NeutralLease) -> Option<Placement> {
-    let metadata: Value = serde_json::from_str(&lease.metadata).ok()?;
-    let p = metadata.get(KEY)?;
-    let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
-    let backend = Backend::parse(p.get("backend").and_then(Value::as_str)?)?;
+    let mut metadata = lenient_json::read(&lease.metadata, &PLACED)?;
+    let mut p = metadata.take(KEY).into_object()?;
+    let backend = Backend::parse(&p.take("backend").into_text()?)?;
     let sandbox = match backend {
-        Backend::Claim => LeaseMetadata::parse_lenient(&lease.metadata).sandbox,
+        Backend::Claim => metadata.take("sandbox").into_object().and_then(lease::sandbox_from),
         Backend::Sandbox | Backend::Job => None,
     };
     Some(Placement {
         backend,
-        namespace: text("namespace")?,
-        api_version: text("api-version")?,
-        workload_uid: text("workload-uid")?,
-        pod_name: text("pod-name"),
-        pod_uid: text("pod-uid"),
-        pod_ip: text("pod-ip"),
+        namespace: p.take("namespace").into_text()?,
+        api_version: p.take("api-version").into_text()?,
+        workload_uid: p.take("workload-uid").into_text()?,
+        pod_name: p.take("pod-name").into_text(),
+        pod_uid: p.take("pod-uid").into_text(),
+        pod_ip: p.take("pod-ip").into_text(),
         sandbox,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn lease() -> Lease {
@@ -169,6 +194,30 @@ mod tests {
         assert_eq!(placement(&neutral).map(|p| p.pod_name), Some(Some("pc-1-abcde".to_string())));
         let back = whole(neutral);
         assert_eq!(Lease { metadata: lease().metadata, ..back.clone() }, lease());
+    }
+
+    #[test]
+    fn the_neutral_form_keeps_the_provider_s_own_keys_and_one_placement() {
+        let stale = r#"{"format":1,"run-id":"r1","kubernetes":{"backend":"job","namespace":"old"},"unknown":[1]}"#;
+        let neutral = neutral(Lease { metadata: stale.into(), ..lease() });
+        let metadata: Value = serde_json::from_str(&neutral.metadata).expect("JSON");
+        let keys: Vec<&str> = metadata.as_object().expect("an object").keys().map(String::as_str).collect();
+        assert_eq!(keys, ["adopted", "format", "kubernetes", "run-id"], "{metadata}");
+        assert_eq!(metadata["kubernetes"]["namespace"], "team-a", "the lease's placement, not the stale one");
+        assert_eq!(metadata["kubernetes"]["pod-ip"], Value::Null, "not known yet");
+    }
+
+    #[test]
+    fn a_placement_field_of_another_type_reads_as_absent() {
+        let mut metadata: Value = serde_json::from_str(&neutral(lease()).metadata).expect("JSON");
+        metadata["kubernetes"]["pod-name"] = 7.into();
+        let mangled = NeutralLease { metadata: metadata.to_string(), ..neutral(lease()) };
+        assert_eq!(placement(&mangled).map(|p| (p.pod_name, p.pod_uid)), Some((None, Some("p-1".to_string()))));
+        metadata["kubernetes"]["workload-uid"] = Value::Null;
+        let unplaced = NeutralLease { metadata: metadata.to_string(), ..neutral(lease()) };
+        assert_eq!(placement(&unplaced), None, "a required field lost");
+        metadata["kubernetes"] = "job".into();
+        assert_eq!(placement(&NeutralLease { metadata: metadata.to_string(), ..neutral(lease()) }), None);
     }
 
     #[test]
