@@ -100,9 +100,9 @@ contract-full: component
 cluster: toolchain
 	$(CARGO) run --quiet -p sandbox-dev -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
 
-## Every figure of BENCHMARKS.md in one run (release build): component sizes and load times,
-## per-call costs, WASM / native, the guest's instructions per operation, execute against a plain
-## exec, readiness, requests per operation, load, the host's own cost with the cluster in another
+## Every figure of BENCHMARKS.md in one run (release build): execute against a plain exec,
+## component sizes and load times, per-call costs, WASM / native, the guest's instructions per
+## operation, readiness, requests per operation, load, the host's own cost with the cluster in another
 ## process, faults under load, a CLI call's cold start, and the Paperclip lane's agent runs (the
 ## lane is run by the report, on what lane-setup prepares). BENCH_QUICK=1 for a smoke run;
 ## BENCH_ONLY=load,faults for some sections; BENCH_LIFECYCLES, BENCH_CONCURRENCY; see
