@@ -36,11 +36,17 @@ pub enum Kind {
 /// What one key of a schema held (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Field {
+    /// The key is not there (or was taken already).
     Absent,
+    /// A JSON string.
     Text(String),
+    /// A JSON number that is an integer and fits an `i64`.
     Int(i64),
+    /// `true` or `false`.
     Bool(bool),
+    /// An object, read by the nested schema its key names.
     Object(Fields),
+    /// Any other value: `null`, a float, a list, an object where a scalar was asked for.
     Other,
 }
 
