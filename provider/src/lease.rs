@@ -206,6 +206,30 @@ mod tests {
     }
 
     #[test]
+    fn every_field_written_is_read_back() {
+        // The keys are named twice, where the metadata is read and where it is written.
+        let m = LeaseMetadata {
+            run_id: Some("r".into()),
+            acquisition_id: Some("a".into()),
+            agent_id: Some("g".into()),
+            name: Some("pc-a".into()),
+            secret_name: Some("pc-a-env".into()),
+            workspace_pvc: Some("pc-a-ws".into()),
+            acquired_at: Some(5),
+            adopted: true,
+            previous_pod_uid: Some("p-0".into()),
+            renewed_at: Some(6),
+            sandbox: Some(ClaimedSandbox {
+                api_version: "agents.x-k8s.io/v1beta1".into(),
+                name: "pool-x7k2p".into(),
+                uid: "u-s".into(),
+                warm: false,
+            }),
+        };
+        assert_eq!(LeaseMetadata::parse_lenient(&m.to_json()), m);
+    }
+
+    #[test]
     fn metadata_is_written_with_one_more_key_and_reads_the_same() {
         let m = LeaseMetadata { run_id: Some("r".into()), renewed_at: Some(-1), ..LeaseMetadata::default() };
         let json = m.to_json_with(Some(("extra", &[1, 2])));

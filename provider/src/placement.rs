@@ -177,7 +177,7 @@ mod tests {
             workload_uid: "u-1".into(),
             pod_name: Some("pc-1-abcde".into()),
             pod_uid: Some("p-1".into()),
-            pod_ip: None,
+            pod_ip: Some("10.244.0.7".into()),
             claimed_sandbox: None,
             expires_at: Some(1_700_000_000_000),
             reusable: false,
@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn the_neutral_form_keeps_the_provider_s_own_keys_and_one_placement() {
         let stale = r#"{"format":1,"run-id":"r1","kubernetes":{"backend":"job","namespace":"old"},"unknown":[1]}"#;
-        let neutral = neutral(Lease { metadata: stale.into(), ..lease() });
+        let neutral = neutral(Lease { pod_ip: None, metadata: stale.into(), ..lease() });
         let metadata: Value = serde_json::from_str(&neutral.metadata).expect("JSON");
         let keys: Vec<&str> = metadata.as_object().expect("an object").keys().map(String::as_str).collect();
         assert_eq!(keys, ["adopted", "format", "kubernetes", "run-id"], "{metadata}");
