@@ -11,9 +11,18 @@ use crate::kube_api::{Kube, ResourceType};
 /// agent-sandbox's API group.
 pub use contract::k8s::agent_sandbox::GROUP as SANDBOX_GROUP;
 
+/// Core pods' group, version and plural.
+const PODS: [&str; 3] = ["", "v1", "pods"];
+
 /// `v1` pods.
 pub fn pods() -> ResourceType {
-    ResourceType::new("", "v1", "pods")
+    ResourceType::new(PODS[0], PODS[1], PODS[2])
+}
+
+/// Whether `resource` is pods (any version), told without building a [`ResourceType`]: asked
+/// of every answer the provider parses.
+pub fn is_pods(resource: &ResourceType) -> bool {
+    resource.group == PODS[0] && resource.plural == PODS[2]
 }
 
 /// `v1` secrets.

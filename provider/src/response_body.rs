@@ -34,9 +34,7 @@ use crate::kube_api::{KubeError, ResourceType};
 /// An answer of the host to a request for `resource` (an object, a List of them, or a watch
 /// event's object) as JSON, without the parts never read (see the module docs).
 pub fn parse(text: &str, resource: &ResourceType) -> Result<Value, KubeError> {
-    let pods = api_versions::pods();
-    let shape =
-        if (&resource.group, &resource.plural) == (&pods.group, &pods.plural) { Shape::Pod } else { Shape::Other };
+    let shape = if api_versions::is_pods(resource) { Shape::Pod } else { Shape::Other };
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let pruned =
         Level::Object(shape).deserialize(&mut deserializer).and_then(|value| deserializer.end().map(|()| value));
