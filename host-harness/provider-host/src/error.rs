@@ -34,7 +34,7 @@ pub enum HostError {
     #[error("cannot load the provider component: {0}")]
     Load(String),
     /// The component is valid WebAssembly but does not fit the `kubernetes-provider` world
-    /// (an import the host does not offer, or a missing export).
+    /// (an import the host does not offer, an export missing or of another type).
     #[error("the component does not fit the kubernetes-provider world: {0}")]
     Link(String),
     /// A fresh instance could not be created (for example the instance pool is exhausted).

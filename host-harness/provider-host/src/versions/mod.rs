@@ -1,83 +1,113 @@
 //! Per-version glue: each released contract version's generated host traits, implemented over
 //! the one host implementation ([`crate::kube_host::KubeHost`], the `log` router, the call's
-//! deadline), and the version's exports called and converted to the contract's serde types.
+//! deadline), and the version's exports (declared with [`exports!`], each type-checked when a
+//! call runs it) called and converted to the contract's serde types.
 //!
-//! A new contract version adds a module here and a variant to [`Bound`]; old ones stay as they
-//! are, so a component built against them keeps loading.
+//! A new contract version adds a module here, with its `exports!`, and a variant to [`Bound`]
+//! and [`BoundPre`]; old ones stay as they are, so a component built against them keeps loading.
 
+mod exports;
 pub(crate) mod since_v0_1_0;
 pub(crate) mod since_v0_2_0;
 pub(crate) mod since_v0_3_0;
 pub(crate) mod since_v0_4_0;
 
-use crate::bindings;
+use wasmtime::Store;
+use wasmtime::component::{Component, InstancePre};
+
 use crate::records::{Backend, ClaimedSandbox, Lease, ProviderError};
 use crate::state::CallState;
 
-/// A linked component, bound to the contract version it was built against.
+pub(crate) use exports::exports;
+
+/// A linked component, bound to the contract version it was built against: its `InstancePre`
+/// and where that version's exports are in it.
 pub(crate) enum BoundPre {
-    SinceV0_1_0(bindings::since_v0_1_0::KubernetesProviderPre<CallState>),
-    SinceV0_2_0(bindings::since_v0_2_0::KubernetesProviderPre<CallState>),
-    SinceV0_3_0(bindings::since_v0_3_0::KubernetesProviderPre<CallState>),
-    SinceV0_4_0(bindings::since_v0_4_0::KubernetesProviderPre<CallState>),
+    SinceV0_1_0(InstancePre<CallState>, since_v0_1_0::ExportIndices),
+    SinceV0_2_0(InstancePre<CallState>, since_v0_2_0::ExportIndices),
+    SinceV0_3_0(InstancePre<CallState>, since_v0_3_0::ExportIndices),
+    SinceV0_4_0(InstancePre<CallState>, since_v0_4_0::ExportIndices),
 }
 
 /// An instantiated component of one call.
 pub(crate) enum Bound {
-    SinceV0_1_0(bindings::since_v0_1_0::KubernetesProvider),
-    SinceV0_2_0(bindings::since_v0_2_0::KubernetesProvider),
-    SinceV0_3_0(bindings::since_v0_3_0::KubernetesProvider),
-    SinceV0_4_0(bindings::since_v0_4_0::KubernetesProvider),
+    SinceV0_1_0(since_v0_1_0::Exports),
+    SinceV0_2_0(since_v0_2_0::Exports),
+    SinceV0_3_0(since_v0_3_0::Exports),
+    SinceV0_4_0(since_v0_4_0::Exports),
 }
 
 impl BoundPre {
-    /// Binds a pre-instantiated component to the as_0_4 contract version it exports.
-    pub(crate) fn new(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
-        let as_0_4 = match bindings::since_v0_4_0::KubernetesProviderPre::new(pre.clone()) {
-            Ok(bound) => return Ok(Self::SinceV0_4_0(bound)),
+    /// Binds a pre-instantiated component to the newest contract version whose exports it has
+    /// (by name: [`Self::check`] checks their types).
+    pub(crate) fn new(pre: InstancePre<CallState>) -> Result<Self, String> {
+        let component: &Component = pre.component();
+        let as_0_4 = match since_v0_4_0::ExportIndices::new(component) {
+            Ok(indices) => return Ok(Self::SinceV0_4_0(pre, indices)),
             Err(e) => e,
         };
-        let as_0_3 = match bindings::since_v0_3_0::KubernetesProviderPre::new(pre.clone()) {
-            Ok(bound) => return Ok(Self::SinceV0_3_0(bound)),
+        let as_0_3 = match since_v0_3_0::ExportIndices::new(component) {
+            Ok(indices) => return Ok(Self::SinceV0_3_0(pre, indices)),
             Err(e) => e,
         };
-        let as_0_2 = match bindings::since_v0_2_0::KubernetesProviderPre::new(pre.clone()) {
-            Ok(bound) => return Ok(Self::SinceV0_2_0(bound)),
+        let as_0_2 = match since_v0_2_0::ExportIndices::new(component) {
+            Ok(indices) => return Ok(Self::SinceV0_2_0(pre, indices)),
             Err(e) => e,
         };
-        bindings::since_v0_1_0::KubernetesProviderPre::new(pre).map(Self::SinceV0_1_0).map_err(|as_0_1| {
-            format!("not contract 0.4.0 ({as_0_4:?}), 0.3.0 ({as_0_3:?}), 0.2.0 ({as_0_2:?}) nor 0.1.0 ({as_0_1:?})")
-        })
+        match since_v0_1_0::ExportIndices::new(component) {
+            Ok(indices) => Ok(Self::SinceV0_1_0(pre, indices)),
+            Err(as_0_1) => Err(format!(
+                "not contract 0.4.0 ({as_0_4:?}), 0.3.0 ({as_0_3:?}), 0.2.0 ({as_0_2:?}) nor 0.1.0 ({as_0_1:?})"
+            )),
+        }
     }
 
     /// The contract version, for reports.
     pub(crate) fn version(&self) -> &'static str {
         match self {
-            Self::SinceV0_1_0(_) => "0.1.0",
-            Self::SinceV0_2_0(_) => "0.2.0",
-            Self::SinceV0_3_0(_) => "0.3.0",
-            Self::SinceV0_4_0(_) => "0.4.0",
+            Self::SinceV0_1_0(..) => "0.1.0",
+            Self::SinceV0_2_0(..) => "0.2.0",
+            Self::SinceV0_3_0(..) => "0.3.0",
+            Self::SinceV0_4_0(..) => "0.4.0",
         }
     }
 
     /// The engine the component was compiled with.
     pub(crate) fn engine(&self) -> &wasmtime::Engine {
+        self.instance_pre().engine()
+    }
+
+    fn instance_pre(&self) -> &InstancePre<CallState> {
         match self {
-            Self::SinceV0_1_0(pre) => pre.engine(),
-            Self::SinceV0_2_0(pre) => pre.engine(),
-            Self::SinceV0_3_0(pre) => pre.engine(),
-            Self::SinceV0_4_0(pre) => pre.engine(),
+            Self::SinceV0_1_0(pre, _)
+            | Self::SinceV0_2_0(pre, _)
+            | Self::SinceV0_3_0(pre, _)
+            | Self::SinceV0_4_0(pre, _) => pre,
         }
     }
 
-    /// A fresh instance in `store`.
-    pub(crate) async fn instantiate(&self, store: &mut wasmtime::Store<CallState>) -> wasmtime::Result<Bound> {
+    /// A fresh instance in `store`, its exports not yet type-checked (each is when called).
+    pub(crate) async fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<Bound> {
+        let instance = self.instance_pre().instantiate_async(&mut *store).await?;
         Ok(match self {
-            Self::SinceV0_1_0(pre) => Bound::SinceV0_1_0(pre.instantiate_async(store).await?),
-            Self::SinceV0_2_0(pre) => Bound::SinceV0_2_0(pre.instantiate_async(store).await?),
-            Self::SinceV0_3_0(pre) => Bound::SinceV0_3_0(pre.instantiate_async(store).await?),
-            Self::SinceV0_4_0(pre) => Bound::SinceV0_4_0(pre.instantiate_async(store).await?),
+            Self::SinceV0_1_0(_, indices) => Bound::SinceV0_1_0(indices.bind(instance)),
+            Self::SinceV0_2_0(_, indices) => Bound::SinceV0_2_0(indices.bind(instance)),
+            Self::SinceV0_3_0(_, indices) => Bound::SinceV0_3_0(indices.bind(instance)),
+            Self::SinceV0_4_0(_, indices) => Bound::SinceV0_4_0(indices.bind(instance)),
         })
+    }
+
+    /// Type-checks every export of an instance in `store`, once per component, when it is
+    /// loaded (calls check only the export they run). `Ok(Err)` is a component whose exports
+    /// do not have its version's types.
+    pub(crate) async fn check(&self, store: &mut Store<CallState>) -> wasmtime::Result<Result<(), String>> {
+        let checked = match self.instantiate(&mut *store).await? {
+            Bound::SinceV0_1_0(exports) => exports.check(&mut *store),
+            Bound::SinceV0_2_0(exports) => exports.check(&mut *store),
+            Bound::SinceV0_3_0(exports) => exports.check(&mut *store),
+            Bound::SinceV0_4_0(exports) => exports.check(&mut *store),
+        };
+        Ok(checked.map_err(|e| format!("not contract {}: {e}", self.version())))
     }
 }
 
@@ -89,18 +119,18 @@ impl BoundPre {
 macro_rules! on_each_version {
     ($bound:expr, $guest:ident => $call:expr) => {
         $crate::versions::on_each_version!($bound, $guest => $call, neutral world, _glue => {
-            let $guest = world.paperclip_sandbox_provider_provider();
+            let $guest = world.provider();
             $call
         })
     };
     ($bound:expr, $guest:ident => $call:expr, neutral $world:ident, $glue:ident => $neutral:expr) => {
         match $bound {
             $crate::versions::Bound::SinceV0_1_0(world) => {
-                let $guest = world.paperclip_sandbox_provider_provider();
+                let $guest = world.provider();
                 $call
             }
             $crate::versions::Bound::SinceV0_2_0(world) => {
-                let $guest = world.paperclip_sandbox_provider_provider();
+                let $guest = world.provider();
                 $call
             }
             $crate::versions::Bound::SinceV0_3_0($world) => {
@@ -329,16 +359,13 @@ pub(crate) fn placed_lease(
 
 /// The calls of a version with a neutral lease that read its `kubernetes` export: the
 /// description with its backends, and a lease (or resume outcome) with its placement. Expanded
-/// where `KubernetesProvider`, `wit`, `backend` and `placed` name that version's.
+/// where `Exports`, `wit`, `backend` and `placed` name that version's.
 macro_rules! neutral_lease_glue {
     () => {
         /// The provider's description, with the backends its `kubernetes` export names.
-        pub(crate) async fn describe(
-            world: &KubernetesProvider,
-            store: &mut Store<CallState>,
-        ) -> wasmtime::Result<ProviderInfo> {
-            let i = world.paperclip_sandbox_provider_provider().call_describe(&mut *store).await?;
-            let backends = world.paperclip_sandbox_provider_kubernetes().call_backends(&mut *store).await?;
+        pub(crate) async fn describe(world: &Exports, store: &mut Store<CallState>) -> wasmtime::Result<ProviderInfo> {
+            let i = world.provider().call_describe(&mut *store).await?;
+            let backends = world.kubernetes().call_backends(&mut *store).await?;
             Ok(ProviderInfo {
                 driver_key: i.driver_key,
                 display_name: i.display_name,
@@ -353,11 +380,11 @@ macro_rules! neutral_lease_glue {
         /// A lease the provider returned, with the placement it reports for it (asked in the
         /// same instance as the export that returned the lease).
         pub(crate) async fn lease(
-            world: &KubernetesProvider,
+            world: &Exports,
             store: &mut Store<CallState>,
             l: wit::Lease,
         ) -> wasmtime::Result<Result<Lease, ProviderError>> {
-            let placement = world.paperclip_sandbox_provider_kubernetes().call_placement_of(&mut *store, &l).await?;
+            let placement = world.kubernetes().call_placement_of(&mut *store, &l).await?;
             Ok($crate::versions::placed_lease(
                 l.provider_lease_id,
                 l.expires_at,
@@ -369,7 +396,7 @@ macro_rules! neutral_lease_glue {
 
         /// A `resume-outcome` with its lease's placement.
         pub(crate) async fn outcome(
-            world: &KubernetesProvider,
+            world: &Exports,
             store: &mut Store<CallState>,
             o: wit::ResumeOutcome,
         ) -> wasmtime::Result<Result<ResumeOutcome, ProviderError>> {

@@ -10,9 +10,24 @@ use crate::records::{
     ResumeOutcome, Severity, Validation, access_records, flat_lease_records, provider_errors, shared_records,
 };
 use crate::state::CallState;
-use crate::versions::{older_kube, same_kube_errors};
+use crate::versions::{exports, older_kube, same_kube_errors};
 
 shared_records!();
+
+exports! {
+    provider: Provider = "paperclip:sandbox-provider/provider@0.2.0" {
+        describe / call_describe("describe")() -> wit::ProviderInfo;
+        validate_config / call_validate_config("validate-config")(config: &str) -> wit::Validation;
+        probe / call_probe("probe")(config: &str) -> wit::ProbeResult;
+        acquire / call_acquire("acquire")(request: &wit::AcquireRequest) -> Result<wit::Lease, wit::ProviderError>;
+        resume_check / call_resume_check("resume-check")(lease: &wit::LeaseRef)
+            -> Result<wit::ResumeOutcome, wit::ProviderError>;
+        renew / call_renew("renew")(lease: &wit::LeaseRef, expires_at: i64)
+            -> Result<wit::ResumeOutcome, wit::ProviderError>;
+        release / call_release("release")(lease: &wit::LeaseRef) -> Result<(), wit::ProviderError>;
+        destroy / call_destroy("destroy")(lease: &wit::LeaseRef) -> Result<wit::DestroyReport, wit::ProviderError>;
+    }
+}
 flat_lease_records!();
 access_records!();
 

@@ -5,7 +5,6 @@
 use wasmtime::Store;
 
 use crate::bindings::kube as current;
-use crate::bindings::since_v0_3_0::KubernetesProvider;
 use crate::bindings::since_v0_3_0::exports::paperclip::sandbox_provider::kubernetes;
 use crate::bindings::since_v0_3_0::paperclip::sandbox_provider::{deadline, kube, log, types as wit};
 use crate::records::{
@@ -14,9 +13,30 @@ use crate::records::{
     ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation, neutral_records, shared_records,
 };
 use crate::state::CallState;
-use crate::versions::{Placed, neutral_lease_glue, older_kube, same_kube_errors};
+use crate::versions::{Placed, exports, neutral_lease_glue, older_kube, same_kube_errors};
 
 shared_records!();
+
+exports! {
+    provider: Provider = "paperclip:sandbox-provider/provider@0.3.0" {
+        describe / call_describe("describe")() -> wit::ProviderInfo;
+        validate_config / call_validate_config("validate-config")(config: &str) -> wit::Validation;
+        probe / call_probe("probe")(config: &str) -> wit::ProbeResult;
+        acquire / call_acquire("acquire")(request: &wit::AcquireRequest) -> Result<wit::Lease, wit::ProviderError>;
+        resume_check / call_resume_check("resume-check")(lease: &wit::LeaseRef)
+            -> Result<wit::ResumeOutcome, wit::ProviderError>;
+        renew / call_renew("renew")(lease: &wit::LeaseRef, expires_at: i64)
+            -> Result<wit::ResumeOutcome, wit::ProviderError>;
+        release / call_release("release")(lease: &wit::LeaseRef) -> Result<(), wit::ProviderError>;
+        destroy / call_destroy("destroy")(lease: &wit::LeaseRef) -> Result<wit::DestroyReport, wit::ProviderError>;
+        execute / call_execute("execute")(lease: &wit::LeaseRef, request: &wit::ExecRequest)
+            -> Result<wit::ExecResult, wit::ProviderError>;
+    }
+    kubernetes: Kubernetes = "paperclip:sandbox-provider/kubernetes@0.3.0" {
+        backends / call_backends("backends")() -> Vec<kubernetes::Backend>;
+        placement_of / call_placement_of("placement-of")(lease: &wit::Lease) -> Option<kubernetes::Placement>;
+    }
+}
 same_kube_errors!();
 
 older_kube!({

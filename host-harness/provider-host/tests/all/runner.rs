@@ -75,6 +75,24 @@ async fn a_component_without_the_provider_exports_does_not_link() {
     );
 }
 
+/// Calls type-check only the export they run, so the host checks them all when it loads a
+/// component: one export of another type refuses the component, naming that export.
+#[tokio::test]
+async fn a_component_with_a_mistyped_export_does_not_load() {
+    let fixture = include_str!("fixtures/fake-provider.wat").replace("DESCRIBE_BODY", TRAP);
+    let mistyped = fixture.replace(
+        "(result (result $destroy-report (error $provider-error)))",
+        "(result (result $destroy-report (error string)))",
+    );
+    assert_ne!(mistyped, fixture, "the fixture's destroy was not found");
+    let result = load(wat::parse_str(mistyped).expect("a valid component"), Limits::default()).await;
+    assert!(
+        matches!(&result, Err(HostError::Link(m)) if m.contains("destroy") && m.contains("0.1.0")),
+        "{:?}",
+        result.err()
+    );
+}
+
 #[tokio::test]
 async fn a_valid_call_returns_the_mirrored_record() {
     let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
