@@ -6,7 +6,7 @@
 //! reaches every pod and service of the cluster, the API server and the cloud's metadata
 //! endpoint, and any pod reaches it. The policy here selects the sandboxes' pods, denies all
 //! ingress and allows egress to the cluster DNS alone plus what the operator's policy lists
-//! (`egress`, [`crate::policy::EgressRule`]). See
+//! (`egress`, [`EgressRule`]). See
 //! <https://kubernetes.io/docs/concepts/services-networking/network-policies/> (the API:
 //! <https://kubernetes.io/docs/reference/kubernetes-api/policy-resources/network-policy-v1/>);
 //! only a network plugin that implements NetworkPolicy enforces it.

@@ -148,8 +148,8 @@ macro_rules! on_each_version {
 }
 pub(crate) use on_each_version;
 
-/// The `log` and `kube` imports of a version as_0_3 than the host's own types: its records
-/// converted to the current ones (an as_0_3 version only lacks cases and functions, so each of
+/// The `log` and `kube` imports of a version older than the host's own types: its records
+/// converted to the current ones (an older version only lacks cases and functions, so each of
 /// its values has one). Expanded where `kube` and `log` name that version's interfaces,
 /// `current` the host's `kube`, and `old_error` turns a current error into the version's;
 /// `$extra` are the version's `kube` functions beyond 0.1.0's.
