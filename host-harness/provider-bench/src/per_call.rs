@@ -98,8 +98,9 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
         ]);
     }
     instantiate.note(
-        "Instantiate: a Store with its limiter, epoch deadline and WASI context, and an instance from \
-         the `InstancePre` with its exports bound; no export runs. Teardown: dropping both, which \
+        "Instantiate: a Store with its limiter, epoch deadline and WASI context, an instance from the \
+         `InstancePre`, and the export a call runs bound and type-checked (acquire's, the largest; \
+         the others are checked once, when the component loads); no export runs. Teardown: dropping both, which \
          returns the instance's memory to the pool and resets it; a call pays it too, after its \
          result is ready. The target is the instantiate.",
     );
