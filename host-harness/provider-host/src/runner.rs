@@ -60,7 +60,8 @@ pub struct HostOptions {
 /// (which returns the instance's memory to the pool and resets it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstantiateTimes {
-    /// A fresh store and an instance from the pre-instantiated component.
+    /// A fresh store, an instance from the pre-instantiated component, and acquire's export
+    /// bound to it.
     pub instantiate: Duration,
     /// Dropping both.
     pub teardown: Duration,
@@ -101,9 +102,10 @@ enum Stage {
 }
 
 impl ProviderHost {
-    /// Builds the engine, compiles (or loads the cached precompiled) component and links it
-    /// against the host's imports once; calls then only instantiate. The provider's declared
-    /// access is read once here and intersected with the policy ([`ProviderHost::grants`]).
+    /// Builds the engine, compiles (or loads the cached precompiled) component, links it
+    /// against the host's imports and type-checks its exports once; calls then only instantiate
+    /// (and check the one export they run). The provider's declared access is read once here
+    /// and intersected with the policy ([`ProviderHost::grants`]).
     pub async fn load(source: ComponentSource, client: kube::Client, options: HostOptions) -> Result<Self, HostError> {
         Self::load_with(source, Some(client), options).await
     }
