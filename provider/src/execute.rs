@@ -4,7 +4,7 @@
 //! not be run (the lease's sandbox is gone, the host refused, the cluster failed). The steps:
 //!
 //! 1. The request is checked (a program, no NUL, env names the shell can export, the sizes of
-//!    [`input_limits`]) before anything is sent.
+//!    [`input_limits`](crate::input_limits)) before anything is sent.
 //! 2. The pod: the one the lease names, straight away, while the lease's own record has not
 //!    expired (the host proves the pod the lease's before anything of the command reaches
 //!    it). When the lease names none or has expired by its record, and when the named pod

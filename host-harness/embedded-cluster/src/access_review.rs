@@ -2,10 +2,10 @@
 //! what the review's spec describes, as kube-apiserver's
 //! `pkg/registry/authorization/selfsubjectaccessreview/rest.go` answers it. The spec's
 //! `resourceAttributes` (or `nonResourceAttributes`) go through the same authorizer as a
-//! request would ([`crate::authorization::authorize`]) for the identity that sent the review;
+//! request would (`authorization::authorize`) for the identity that sent the review;
 //! the review comes back, `201 Created`, with `status.allowed` and the reason, and nothing is
 //! stored. Every authenticated user may create one (`system:basic-user`, in the bootstrap
-//! policy). `kubectl auth can-i` sends its review as protobuf, which [`crate::protobuf`]
+//! policy). `kubectl auth can-i` sends its review as protobuf, which `protobuf`
 //! decodes.
 
 use serde_json::{Value, json};

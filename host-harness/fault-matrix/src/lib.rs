@@ -3,8 +3,8 @@
 //!
 //! For each operation the suite first records, on a clean run, every request it makes (the
 //! embedded cluster's request log, discovery included). Then it runs the operation again once
-//! per (request index x fault): the fault fires on exactly that request ([`faults`]). In every
-//! cell ([`judge`]): nothing traps and the call answers within its deadline; the answer is a
+//! per (request index x fault): the fault fires on exactly that request (`faults`). In every
+//! cell (`judge`): nothing traps and the call answers within its deadline; the answer is a
 //! success or a classified provider error, retryable unless the fault would stay (404, 409,
 //! 422); nothing is answered resumable or acquired that the cluster says is not usable, nor
 //! expired that it says is usable (unless the fault itself said the object was not found); the

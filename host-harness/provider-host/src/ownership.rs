@@ -89,7 +89,7 @@ fn proof_entries(owner_id: &str, signed: bool) -> Vec<(&'static str, &'static st
     entries
 }
 
-/// Refuses a patch that would change the metadata that proves ownership ([`proof_entries`]).
+/// Refuses a patch that would change the metadata that proves ownership (`proof_entries`).
 pub fn check_patch_keeps_owner(
     patch_type: PatchType,
     body: &Value,

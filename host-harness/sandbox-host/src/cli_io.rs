@@ -6,7 +6,7 @@
 //!
 //! `println!` panics when its reader went away. Restoring SIGPIPE's default action would end
 //! the process instead, but also on a write to any socket whose peer went away (a Kubernetes
-//! connection, an exec stream), so the commands print through [`outln!`] and [`out!`], which
+//! connection, an exec stream), so the commands print through `outln!` and `out!`, which
 //! end the process on a closed stdout alone, with the status a shell gives a command a closed
 //! pipe ended (141).
 

@@ -7,7 +7,7 @@
 //! defaults, and `schema` the JSON Schema that `describe` publishes.
 //!
 //! Backend `claim` takes the pod from a `SandboxTemplate`: the keys that shape the pod
-//! ([`POD_KEYS`]) do not apply to it, are warned about when set, and are left out of its
+//! (`POD_KEYS`) do not apply to it, are warned about when set, and are left out of its
 //! normalized config; `claim` names the warm pool and the template (at least one; which one
 //! the cluster's SandboxClaim version needs is checked at acquire and probe, where the served
 //! version is known).
