@@ -117,11 +117,12 @@ bench: component fixtures
 bench-cluster: toolchain
 	$(CARGO) bench -p embedded-cluster --bench cluster
 
-## Formatting and clippy, warnings as errors.
+## Formatting, clippy and the docs' links, warnings as errors.
 lint: toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p provider -p reference-provider -p hostile-provider --target wasm32-wasip2 -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 fmt:
 	$(CARGO) fmt --all
