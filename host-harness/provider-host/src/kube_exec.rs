@@ -4,7 +4,11 @@
 //! Checked like any other request first: the policy must grant `exec` on `pods` in the
 //! namespace, and the pod must be this installation's (its controller chain leads to an
 //! object the host created), proved by reading it as the host. The proof is kept for the pod's
-//! later execs, bound to its uid ([`crate::proven_pods`]): they read the pod but not its chain.
+//! later execs, bound to its uid ([`crate::proven_pods`]): they do not walk its chain again, and
+//! while the host's watch of the namespace's pods ([`crate::pod_watch`]) keeps the proof
+//! current they do not read the pod before the stream opens either; the lease's scope is then
+//! checked against what the host proved, and the read that binds the exec (below) is the
+//! call's read of the pod.
 //!
 //! ## Bound to the proven pod
 //! `pods/exec` names its pod by name, and the API server looks the name up when the exec's
@@ -14,7 +18,8 @@
 //! again: once the stream is open it reads the pod as the host a second time (a quorum read),
 //! and writes the provider's stdin only when the uid is the one it checked. The argument: the
 //! name was looked up before the stream opened, so before the second read; the checked pod held
-//! the name at the first read and still holds it at the second, and a pod that exists at two
+//! the name at the first read (or, for a current proof, at the read it came from, with no
+//! deletion seen since) and still holds it at the second, and a pod that exists at two
 //! moments exists in between, while no two pods share a name at once; so the stream reached the
 //! checked pod. Otherwise the host closes the stream, sends nothing, and refuses the call as
 //! `not-owned` (a pod gone is `not-found`). The process the stream started elsewhere gets
@@ -68,37 +73,58 @@ impl KubeHost {
         if options.command.is_empty() {
             return Err(KubeError::Invalid(format!("{}: the command is empty", target.describe())));
         }
-        let Some(object) = self.read_as_host(&pods, Some(namespace), pod).await? else {
-            return Err(KubeError::NotFound(format!("pods {} not found", crate::policy::quoted(pod))));
-        };
-        if self.proven_pods.holds(namespace, &object) {
-            self.require_in_scope(&target, &object)?;
-        } else {
-            self.require_visible(&target, &object).await?;
-            self.proven_pods.keep(namespace, &object);
-        }
-        let Some(proven) = object.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) else {
-            return Err(KubeError::Invalid(format!(
-                "{}: the pod has no uid, so the exec could not be bound to it",
-                target.describe()
-            )));
+        let proven = match self.proven_pods.current(namespace, pod) {
+            // The watch has seen nothing of this pod since the host proved it: no read first.
+            Some(kept) => {
+                self.require_in_scope(&target, &kept)?;
+                Proven { uid: uid_of(&target, &kept)?, read_first: false }
+            }
+            None => {
+                let session = self.proven_pods.session(namespace);
+                let Some(object) = self.read_as_host(&pods, Some(namespace), pod).await? else {
+                    return Err(KubeError::NotFound(format!("pods {} not found", crate::policy::quoted(pod))));
+                };
+                if self.proven_pods.holds(namespace, &object) {
+                    self.require_in_scope(&target, &object)?;
+                } else {
+                    self.require_visible(&target, &object).await?;
+                }
+                self.proven_pods.keep(namespace, &object, session);
+                Proven { uid: uid_of(&target, &object)?, read_first: true }
+            }
         };
         let client = self.client.clone().ok_or_else(|| KubeError::Transport("no cluster connection".to_string()))?;
         let started = Instant::now();
         let timeout = self.exec_budget(Duration::from_millis(u64::from(options.timeout_ms)));
         let cap = usize::try_from(options.max_output_bytes).unwrap_or(usize::MAX).min(self.max_exec_output);
-        let still_proven = self.still_the_pod(&target, proven);
+        let watching = client.clone();
+        self.proven_pods.watch(namespace, |feed| crate::pod_watch::start(watching, feed));
+        let still_proven = self.still_the_pod(&target, &proven);
         let result = run(Api::namespaced(client, namespace), pod, options, cap, timeout, still_proven).await;
+        if matches!(result, Err(KubeError::NotFound(_))) {
+            // Gone before its stream opened, whatever the watch has shown yet.
+            self.proven_pods.forget(namespace, pod);
+        }
         tracing::debug!(target: "provider_host::kube", verb = "exec", namespace, pod,
             ok = result.is_ok(), millis = started.elapsed().as_millis() as u64, "kube request");
         result
     }
 
+    /// Whether an exec into `pod` would open without reading it first: the host proved the pod,
+    /// and its watch of the namespace's pods, in step, has seen nothing of the pod since. For
+    /// diagnostics, and tests that wait for the watch.
+    pub fn proves_current(&self, namespace: &str, pod: &str) -> bool {
+        self.proven_pods.current(namespace, pod).is_some()
+    }
+
     /// Whether the pod under the target's name is still the one with uid `proven`, read again
-    /// as the host once the exec's stream is open (see "Bound to the proven pod").
-    async fn still_the_pod(&self, target: &Target<'_>, proven: &str) -> Result<(), KubeError> {
+    /// as the host once the exec's stream is open (see "Bound to the proven pod"). When no read
+    /// came before the stream (the proof was current), this read is the call's check of the pod:
+    /// its owner references must be the ones proved, and it must be in the lease's scope.
+    async fn still_the_pod(&self, target: &Target<'_>, proven: &Proven) -> Result<(), KubeError> {
         let pod = target.name.unwrap_or_default();
         let namespace = target.namespace.unwrap_or_default();
+        let session = self.proven_pods.session(namespace);
         let Some(now) = self.read_as_host(target.rt, target.namespace, pod).await? else {
             self.proven_pods.forget(namespace, pod);
             return Err(KubeError::NotFound(format!(
@@ -107,18 +133,34 @@ impl KubeHost {
             )));
         };
         let uid = now.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-        if uid == proven {
-            return Ok(());
+        if uid != proven.uid {
+            self.proven_pods.forget(namespace, pod);
+            let when = if proven.read_first { "while the exec's stream opened" } else { "since the host proved it" };
+            tracing::warn!(target: "provider_host::ownership", call = %target.describe(), checked = %proven.uid,
+                now = uid, "exec refused: the pod was replaced by another of that name {when}; nothing was sent to \
+                the process the stream started in it");
+            return Err(KubeError::NotOwned(format!(
+                "host refuses {}: the pod was replaced by another of that name {when}, so the stream may have reached \
+                 the new one; nothing was sent to it",
+                target.describe()
+            )));
         }
-        self.proven_pods.forget(namespace, pod);
-        tracing::warn!(target: "provider_host::ownership", call = %target.describe(), checked = proven, now = uid,
-            "exec refused: the pod was replaced by another of that name while the exec's stream opened; nothing \
-             was sent to the process the stream started in it");
-        Err(KubeError::NotOwned(format!(
-            "host refuses {}: the pod was replaced by another of that name while the exec's stream opened, so the \
-             stream may have reached the new one; nothing was sent to it",
-            target.describe()
-        )))
+        if !proven.read_first {
+            self.require_in_scope(target, &now)?;
+        }
+        if self.proven_pods.holds(namespace, &now) {
+            // Read in `session`: the proof is current again if the watch is in step.
+            self.proven_pods.keep(namespace, &now, session);
+        } else {
+            // The same pod with other owner references: proved again before anything is sent
+            // when this call did not read it before; its next exec proves it afresh either way.
+            self.proven_pods.forget(namespace, pod);
+            if !proven.read_first {
+                self.require_visible(target, &now).await?;
+                self.proven_pods.keep(namespace, &now, session);
+            }
+        }
+        Ok(())
     }
 
     /// The command's time: what it asked for, cut to the call's deadline.
@@ -129,6 +171,24 @@ impl KubeHost {
             }
             None => asked,
         }
+    }
+}
+
+/// The pod an exec is bound to: the uid the host proved, and whether this call read the pod
+/// before opening the stream (else the proof was current, [`crate::proven_pods`]).
+struct Proven {
+    uid: String,
+    read_first: bool,
+}
+
+/// The uid of the pod `object`, which an exec is bound to.
+fn uid_of(target: &Target<'_>, object: &Value) -> Result<String, KubeError> {
+    match object.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+        Some(uid) => Ok(uid.to_string()),
+        None => Err(KubeError::Invalid(format!(
+            "{}: the pod has no uid, so the exec could not be bound to it",
+            target.describe()
+        ))),
     }
 }
 

@@ -48,6 +48,7 @@ pub mod network_policy;
 pub mod owner_signature;
 pub mod ownership;
 pub mod pod_security_ceiling;
+mod pod_watch;
 pub mod policy;
 mod proven_pods;
 pub mod rbac;

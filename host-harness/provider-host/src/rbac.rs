@@ -4,7 +4,9 @@
 //!
 //! What the host adds: `get` on every type it patches or deletes (it reads the object first to
 //! prove ownership and take its uid as a precondition), `list` on every workload type it creates
-//! (a Sandbox, Job or SandboxClaim: the lease inventory, [`crate::inventory`]), `list` on
+//! (a Sandbox, Job or SandboxClaim: the lease inventory, [`crate::inventory`]), `list` and
+//! `watch` on pods wherever it may exec (its watch keeps its proofs of pods current, so an
+//! exec needs no read before it opens: `crate::pod_watch`), `list` on
 //! NetworkPolicies (`probe` checks one isolates the sandboxes, [`crate::network_policy`]), and,
 //! when claims may be
 //! created, `get` on warm pools and templates (a claim's template is checked against the
@@ -32,10 +34,11 @@ fn verbs(rule: &AccessRule) -> Vec<String> {
     let host_reads = rule.allows(AccessVerb::Patch) || rule.allows(AccessVerb::Delete) || rule.allows(AccessVerb::Exec);
     let inventory =
         rule.allows(AccessVerb::Create) && contract::Backend::of_workload(&rule.group, &rule.plural).is_some();
+    let pod_watch = rule.allows(AccessVerb::Exec);
     let order = [
         (AccessVerb::Get, rule.allows(AccessVerb::Get) || host_reads),
-        (AccessVerb::List, rule.allows(AccessVerb::List) || inventory),
-        (AccessVerb::Watch, rule.allows(AccessVerb::Watch)),
+        (AccessVerb::List, rule.allows(AccessVerb::List) || inventory || pod_watch),
+        (AccessVerb::Watch, rule.allows(AccessVerb::Watch) || pod_watch),
         (AccessVerb::Create, rule.allows(AccessVerb::Create)),
         (AccessVerb::Patch, rule.allows(AccessVerb::Patch)),
         (AccessVerb::Delete, rule.allows(AccessVerb::Delete)),

@@ -135,3 +135,12 @@ pub fn requests_by(c: &EmbeddedCluster, user: &str, mark: u64) -> Vec<String> {
         .map(|e| format!("{} {} {}", e.verb, e.resource, e.name))
         .collect()
 }
+
+/// Waits until `done` holds, checking every 20 ms; fails saying what it waited for after 60 s.
+pub async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "waited 60 s for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
