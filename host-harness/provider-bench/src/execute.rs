@@ -172,14 +172,16 @@ pub fn measure(runtime: &Runtime, rounds: usize) -> anyhow::Result<Table> {
         table.note(
             "Where execute's time goes, as differences of medians: stream = the floor; wrapper = the provider's \
              wrapper script (its header on stdin, its watchdog, its end line) through the same plain exec, minus \
-             the floor; host proof = the wrapper through the host's `kube.exec` (policy, the pod proved the \
-             installation's, the binding read once the stream is open), minus the plain wrapper; provider = the \
+             the floor; host proof = the wrapper through the host's `kube.exec` (policy, the pod's proof, which \
+             the host's watch of the namespace's pods keeps current after the first exec, and the binding read \
+             once the stream is open), minus the plain wrapper; provider = the \
              component's `execute` (a fresh instance, its reads, the request and output through JSON, redaction), \
              minus the host's exec.",
         );
         table.note(format!(
             "Requests: the provider identity's requests of one execute after the rounds (reads are gets and lists; \
-             exec is the pods/exec upgrade). Parallel: {PARALLEL} executes of `sleep {PARALLEL_SLEEP}` on one lease \
+             exec is the pods/exec upgrade; the host's watch of the namespace's pods, opened once by the first \
+             exec, is no request of an execute). Parallel: {PARALLEL} executes of `sleep {PARALLEL_SLEEP}` on one lease \
              at once took {} against {} for one alone ({:.2}x; 1.00x is no serialising).",
             fmt_duration(together),
             fmt_duration(alone),
