@@ -215,7 +215,10 @@ impl ProvenPods {
         let task = start(feed);
         let mut kept = self.lock();
         let watch = kept.watches.entry(namespace.to_string()).or_default();
-        watch.running = task.is_some();
+        // A task that already ended said so itself ([`WatchFeed::ended`]).
+        if task.is_none() {
+            watch.running = false;
+        }
         watch.task = task;
     }
 
@@ -460,13 +463,25 @@ mod tests {
             task()
         });
         assert_eq!(starts, 1, "started again");
+        // A task that ends before its start has returned, as one dropped with its runtime.
+        let (kept, feed) = watched("ns", &[]);
+        feed.ended(false);
+        kept.watch("ns", |f| {
+            f.ended(false);
+            task()
+        });
+        kept.watch("ns", |_| {
+            starts += 1;
+            task()
+        });
+        assert_eq!(starts, 2, "an ended task is not taken for a running one");
         let (kept, feed) = watched("ns", &[]);
         feed.ended(true);
         kept.watch("ns", |_| {
             starts += 1;
             None
         });
-        assert_eq!(starts, 1, "refused: not started again");
+        assert_eq!(starts, 2, "refused: not started again");
     }
 
     #[test]
