@@ -125,11 +125,10 @@ async fn a_pod_s_proof_is_kept_for_its_next_execs_and_dropped_when_it_is_replace
     let mark = c.requests().mark();
     call().exec(NS, &pod, sh("echo one", None, 1024)).await.expect("the first exec");
     assert_eq!(requests(mark), (2, 1, 1), "the first exec proves the pod through its Job, then binds to it");
-    let watches = c.requests().since(mark);
-    assert!(
-        watches.iter().any(|e| e.user == PROVIDER_USER && e.resource == "pods" && e.verb == "list"),
-        "the first exec starts the host's watch of the namespace's pods with a list"
-    );
+    wait_until("the first exec to start the host's watch of the namespace's pods with a list", || {
+        c.requests().since(mark).iter().any(|e| e.user == PROVIDER_USER && e.resource == "pods" && e.verb == "list")
+    })
+    .await;
     wait_until("the host's watch to make its proof of the pod current", || h.proves_current(NS, &pod)).await;
     let mark = c.requests().mark();
     let out = call().exec(NS, &pod, sh("echo two", None, 1024)).await.expect("the second exec");
