@@ -45,6 +45,34 @@ async fn owned_pod(c: &EmbeddedCluster, h: &KubeHost, name: &str) -> String {
     panic!("the Job's pod never ran");
 }
 
+/// Deletes `pod` at once and, once it is gone, puts a pod of nobody's under its name (no labels,
+/// no owner, as anyone with `create pods` could); returns when that pod runs.
+async fn replace_with_impostor(admin: &Api<Pod>, pod: &str) {
+    admin.delete(pod, &kube::api::DeleteParams::default().grace_period(0)).await.expect("delete the pod");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while admin.get_opt(pod).await.expect("read the pod").is_some() {
+        assert!(std::time::Instant::now() < deadline, "pod {pod} was still there 60 s after its deletion");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let impostor: Pod = serde_json::from_value(json!({
+        "metadata": {"name": pod},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}
+    }))
+    .expect("pod");
+    admin.create(&PostParams::default(), &impostor).await.expect("create the impostor under the pod's name");
+    loop {
+        let now = admin.get(pod).await.expect("read the impostor");
+        if now.status.and_then(|s| s.phase).as_deref() == Some("Running") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the impostor {pod} was not running 60 s after the pod's deletion"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A cluster whose controllers run the pods (the shared one runs none).
 async fn running_cluster() -> EmbeddedCluster {
     EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the cluster")
@@ -139,18 +167,7 @@ async fn a_pod_s_proof_is_kept_for_its_next_execs_and_dropped_when_it_is_replace
     // the deletion, the proof is no longer current, so the pod is read and proved again and
     // refused before any exec is sent.
     let admin: Api<Pod> = Api::namespaced(client_for(&c, embedded_cluster::ADMIN_USER).await, NS);
-    admin.delete(&pod, &kube::api::DeleteParams::default().grace_period(0)).await.expect("delete the pod");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while admin.get_opt(&pod).await.expect("read the pod").is_some() {
-        assert!(std::time::Instant::now() < deadline, "pod {pod} was still there 60 s after its deletion");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let impostor: Pod = serde_json::from_value(json!({
-        "metadata": {"name": pod},
-        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-    }))
-    .expect("pod");
-    admin.create(&PostParams::default(), &impostor).await.expect("create the impostor under the pod's name");
+    replace_with_impostor(&admin, &pod).await;
     wait_until("the host's watch to see the pod deleted", || !h.proves_current(NS, &pod)).await;
     let mark = c.requests().mark();
     match call().exec(NS, &pod, sh("echo taken", None, 1024)).await {
@@ -189,27 +206,7 @@ async fn a_current_proof_still_binds_the_exec_to_the_pod_it_proved() {
     let exec = host.exec(NS, &pod, sh("cat > \"$HOME/taken\"", Some("the provider's input"), 1024));
     let replace = async {
         wait_until("the exec's request to be held", || c.faults().holding(hold)).await;
-        admin.delete(&pod, &kube::api::DeleteParams::default().grace_period(0)).await.expect("delete the pod");
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while admin.get_opt(&pod).await.expect("read the pod").is_some() {
-            assert!(std::time::Instant::now() < deadline, "pod {pod} was still there 60 s after its deletion");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let impostor: Pod = serde_json::from_value(json!({
-            "metadata": {"name": pod},
-            "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}
-        }))
-        .expect("pod");
-        admin.create(&PostParams::default(), &impostor).await.expect("create the impostor under the pod's name");
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let now = admin.get(&pod).await.expect("read the impostor");
-            if now.status.and_then(|s| s.phase).as_deref() == Some("Running") {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "the impostor {pod} was not running 60 s after its creation");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        replace_with_impostor(&admin, &pod).await;
         c.faults().remove(hold);
     };
     let (ran, ()) = tokio::join!(exec, replace);
