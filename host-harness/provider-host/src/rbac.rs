@@ -207,6 +207,21 @@ mod tests {
     }
 
     #[test]
+    fn exec_brings_the_host_s_watch_of_the_pods() {
+        let mut policy = Policy::kubernetes_default(["a"]);
+        policy.resources = vec![AccessRule::new("", &["v1"], "pods", &[AccessVerb::Exec])];
+        let objects = manifests(&policy, "a", "host").expect("manifests");
+        assert_eq!(
+            objects[1]["rules"][0],
+            json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}),
+            "the host reads each pod it execs in and watches the namespace's pods"
+        );
+        policy.resources = vec![AccessRule::new("", &["v1"], "pods", &[AccessVerb::Get])];
+        let objects = manifests(&policy, "a", "host").expect("manifests");
+        assert_eq!(objects[1]["rules"][0]["verbs"], json!(["get"]), "no exec, no watch");
+    }
+
+    #[test]
     fn subresources_get_their_own_rule_and_each_namespace_its_role() {
         let mut policy = Policy::kubernetes_default(["a", "b"]);
         policy.resources = vec![AccessRule {
