@@ -90,7 +90,7 @@ enum Ended {
 
 /// Follows one watcher from its first list until it fails; a complete list resets `pause`.
 async fn follow(api: &Api<PartialObjectMeta<Pod>>, feed: &WatchFeed, pause: &mut Duration) -> Ended {
-    let mut events = std::pin::pin!(watcher(api.clone(), watcher::Config::default()));
+    let mut events = std::pin::pin!(kube::runtime::watcher(api.clone(), watcher::Config::default()));
     let mut listing: HashMap<String, String> = HashMap::new();
     while let Some(event) = events.next().await {
         let alive = match event {
@@ -126,12 +126,6 @@ async fn follow(api: &Api<PartialObjectMeta<Pod>>, feed: &WatchFeed, pause: &mut
     }
     Ended::Failed("the watch stream ended".to_string())
 }
-
-fn watcher(api: Api<PartialObjectMeta<Pod>>, config: watcher::Config) -> impl futures::Stream<Item = EventResult> {
-    kube::runtime::watcher(api, config)
-}
-
-type EventResult = Result<Event<PartialObjectMeta<Pod>>, watcher::Error>;
 
 fn name_and_uid(meta: &ObjectMeta) -> Option<(&str, &str)> {
     Some((meta.name.as_deref()?, meta.uid.as_deref()?))
