@@ -56,6 +56,7 @@ use crate::bindings::kube::{ExecOptions, ExecOutput, KubeError, OtherDetail, Res
 use crate::kube_errors;
 use crate::kube_host::{KubeHost, Target};
 use crate::kube_transport::DEADLINE_MARGIN;
+use crate::ownership::uid;
 use crate::policy::AccessVerb;
 
 impl KubeHost {
@@ -132,12 +133,12 @@ impl KubeHost {
                 crate::policy::quoted(pod)
             )));
         };
-        let uid = now.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-        if uid != proven.uid {
+        let now_uid = uid(&now).unwrap_or_default();
+        if now_uid != proven.uid {
             self.proven_pods.forget(namespace, pod);
             let when = if proven.read_first { "while the exec's stream opened" } else { "since the host proved it" };
             tracing::warn!(target: "provider_host::ownership", call = %target.describe(), checked = %proven.uid,
-                now = uid, "exec refused: the pod was replaced by another of that name {when}; nothing was sent to \
+                now = now_uid, "exec refused: the pod was replaced by another of that name {when}; nothing was sent to \
                 the process the stream started in it");
             return Err(KubeError::NotOwned(format!(
                 "host refuses {}: the pod was replaced by another of that name {when}, so the stream may have reached \
@@ -183,7 +184,7 @@ struct Proven {
 
 /// The uid of the pod `object`, which an exec is bound to.
 fn uid_of(target: &Target<'_>, object: &Value) -> Result<String, KubeError> {
-    match object.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+    match uid(object).filter(|u| !u.is_empty()) {
         Some(uid) => Ok(uid.to_string()),
         None => Err(KubeError::Invalid(format!(
             "{}: the pod has no uid, so the exec could not be bound to it",
