@@ -448,21 +448,19 @@ mod tests {
 
     #[test]
     fn a_watch_that_ended_is_started_again_unless_it_was_refused() {
+        let starts = std::cell::Cell::new(0);
+        let counted = |_: WatchFeed| {
+            starts.set(starts.get() + 1);
+            task()
+        };
         let (kept, feed) = watched("ns", &[]);
         kept.keep("ns", &pod("p", "u1", "c1"), kept.session("ns"));
-        let mut starts = 0;
-        kept.watch("ns", |_| {
-            starts += 1;
-            None
-        });
-        assert_eq!(starts, 0, "one runs");
+        kept.watch("ns", counted);
+        assert_eq!(starts.get(), 0, "one runs");
         feed.ended(false);
         assert_eq!(kept.current("ns", "p"), None, "no watch, no current proof");
-        kept.watch("ns", |_| {
-            starts += 1;
-            task()
-        });
-        assert_eq!(starts, 1, "started again");
+        kept.watch("ns", counted);
+        assert_eq!(starts.get(), 1, "started again");
         // A task that ends before its start has returned, as one dropped with its runtime.
         let (kept, feed) = watched("ns", &[]);
         feed.ended(false);
@@ -470,18 +468,12 @@ mod tests {
             f.ended(false);
             task()
         });
-        kept.watch("ns", |_| {
-            starts += 1;
-            task()
-        });
-        assert_eq!(starts, 2, "an ended task is not taken for a running one");
+        kept.watch("ns", counted);
+        assert_eq!(starts.get(), 2, "an ended task is not taken for a running one");
         let (kept, feed) = watched("ns", &[]);
         feed.ended(true);
-        kept.watch("ns", |_| {
-            starts += 1;
-            None
-        });
-        assert_eq!(starts, 2, "refused: not started again");
+        kept.watch("ns", counted);
+        assert_eq!(starts.get(), 2, "refused: not started again");
     }
 
     #[test]

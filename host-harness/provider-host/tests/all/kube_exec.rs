@@ -73,6 +73,11 @@ async fn replace_with_impostor(admin: &Api<Pod>, pod: &str) {
     }
 }
 
+/// The host as the provider's identity, under the tests' policy.
+async fn provider_host(c: &EmbeddedCluster) -> KubeHost {
+    KubeHost::new(client_for(c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10))
+}
+
 /// A cluster whose controllers run the pods (the shared one runs none).
 async fn running_cluster() -> EmbeddedCluster {
     EmbeddedCluster::start(ClusterConfig::default()).await.expect("start the cluster")
@@ -85,8 +90,7 @@ fn execs_since(c: &EmbeddedCluster, mark: u64) -> usize {
 #[tokio::test]
 async fn a_command_runs_in_an_owned_pod_with_its_input_exit_code_and_capped_output() {
     let c = running_cluster().await;
-    let h =
-        KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
+    let h = provider_host(&c).await;
     let pod = owned_pod(&c, &h, "exec-owned").await;
     let out = h.exec(NS, &pod, sh("head -c 3; echo err >&2; exit 5", Some("in\n"), 1024)).await.expect("exec");
     assert_eq!((out.exit_code, out.stdout.as_slice(), out.stderr.as_slice()), (Some(5), &b"in\n"[..], &b"err\n"[..]));
@@ -110,8 +114,7 @@ async fn someone_else_s_pod_and_a_policy_without_exec_are_refused_before_sending
     }))
     .expect("pod");
     pods.create(&PostParams::default(), &foreign).await.expect("create");
-    let h =
-        KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
+    let h = provider_host(&c).await;
     let mark = c.requests().mark();
     match h.exec(NS, "kubectl-made", sh("echo taken", None, 1024)).await {
         Err(KubeError::NotOwned(m)) => assert!(m.contains("not created by this installation"), "{m}"),
@@ -136,8 +139,7 @@ async fn someone_else_s_pod_and_a_policy_without_exec_are_refused_before_sending
 #[tokio::test]
 async fn a_pod_s_proof_is_kept_for_its_next_execs_and_dropped_when_it_is_replaced() {
     let c = running_cluster().await;
-    let h =
-        KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
+    let h = provider_host(&c).await;
     let pod = owned_pod(&c, &h, "exec-kept").await;
     // Each exec in its own call, as the runner makes them: nothing a call read is carried over.
     let call = || h.for_call(std::time::Instant::now() + Duration::from_secs(20));
@@ -180,8 +182,7 @@ async fn a_pod_s_proof_is_kept_for_its_next_execs_and_dropped_when_it_is_replace
 #[tokio::test]
 async fn a_current_proof_still_binds_the_exec_to_the_pod_it_proved() {
     let c = running_cluster().await;
-    let h =
-        KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
+    let h = provider_host(&c).await;
     let pod = owned_pod(&c, &h, "exec-bound").await;
     let call = || h.for_call(std::time::Instant::now() + Duration::from_secs(20));
     call().exec(NS, &pod, sh("echo one", None, 1024)).await.expect("the first exec");
@@ -246,8 +247,7 @@ async fn a_host_refused_the_watch_of_pods_reads_each_pod_before_its_exec() {
         probability: None,
     };
     c.faults().add(forbidden);
-    let h =
-        KubeHost::new(client_for(&c, PROVIDER_USER).await, std::sync::Arc::new(test_policy()), Duration::from_secs(10));
+    let h = provider_host(&c).await;
     let pod = owned_pod(&c, &h, "exec-unwatched").await;
     let call = || h.for_call(std::time::Instant::now() + Duration::from_secs(20));
     let lists = |mark| {
