@@ -99,6 +99,25 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// Holds the next exec into pod `namespace/name` (its `pods/exec` request) until the rule is
+    /// removed, for at most `longest`: a test replaces the pod while the exec is known to be in
+    /// flight, then lets it go.
+    pub fn hold_exec(namespace: &str, name: &str, longest: std::time::Duration) -> Self {
+        Self {
+            matches: Match {
+                resource: Some("pods".into()),
+                subresource: Some("exec".into()),
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                ..Match::default()
+            },
+            action: Action::Hold { millis: u64::try_from(longest.as_millis()).unwrap_or(u64::MAX) },
+            after: 0,
+            times: Some(1),
+            probability: None,
+        }
+    }
+
     /// A rule that fires once, on the request `entries[index]` records, when a run makes the
     /// same requests in the same order again: it matches that request exactly and lets through
     /// the earlier entries it also matches. `entries` is one run's log (one user's requests,

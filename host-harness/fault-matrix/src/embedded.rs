@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use contract_suite::simulator::{Hold, Identity, SeenRequest, Simulator};
 use embedded_cluster::behaviour::TERMINATION_DELAY;
-use embedded_cluster::faults::{Action, Match, Rule};
+use embedded_cluster::faults::Rule;
 use embedded_cluster::{ADMIN_USER, EmbeddedCluster, PROVIDER_USER};
 
 /// An embedded cluster, seen through the suite's hooks.
@@ -34,19 +34,7 @@ impl Simulator for Embedded<'_> {
     }
 
     fn hold_exec(&self, namespace: &str, pod: &str, longest: Duration) -> Hold {
-        Hold(self.0.faults().add(Rule {
-            matches: Match {
-                resource: Some("pods".into()),
-                subresource: Some("exec".into()),
-                namespace: Some(namespace.into()),
-                name: Some(pod.into()),
-                ..Match::default()
-            },
-            action: Action::Hold { millis: u64::try_from(longest.as_millis()).unwrap_or(u64::MAX) },
-            after: 0,
-            times: Some(1),
-            probability: None,
-        }))
+        Hold(self.0.faults().add(Rule::hold_exec(namespace, pod, longest)))
     }
 
     fn holding(&self, hold: Hold) -> bool {

@@ -189,19 +189,7 @@ async fn a_current_proof_still_binds_the_exec_to_the_pod_it_proved() {
     wait_until("the host's watch to make its proof of the pod current", || h.proves_current(NS, &pod)).await;
     // The exec's request held at the API server while the pod is replaced: the proof was
     // current when the exec began, and the read once the stream is open finds another pod.
-    let hold = c.faults().add(Rule {
-        matches: Match {
-            resource: Some("pods".into()),
-            subresource: Some("exec".into()),
-            namespace: Some(NS.into()),
-            name: Some(pod.clone()),
-            ..Match::default()
-        },
-        action: Action::Hold { millis: 120_000 },
-        after: 0,
-        times: Some(1),
-        probability: None,
-    });
+    let hold = c.faults().add(Rule::hold_exec(NS, &pod, Duration::from_secs(120)));
     let admin: Api<Pod> = Api::namespaced(client_for(&c, embedded_cluster::ADMIN_USER).await, NS);
     let host = call();
     let exec = host.exec(NS, &pod, sh("cat > \"$HOME/taken\"", Some("the provider's input"), 1024));
