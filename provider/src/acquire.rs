@@ -400,6 +400,7 @@ pub(crate) fn metadata(clock: &dyn Clock, plan: &Plan, workload: &Workload) -> L
         previous_pod_uid: None,
         renewed_at: None,
         sandbox: None,
+        container: None,
     }
 }
 

@@ -23,7 +23,10 @@
 //!    containers, and the API server picks none) in the container its backend picks
 //!    (`backend::claim::container`): the
 //!    one the pod's `kubectl.kubernetes.io/default-container` annotation names, else `sandbox`,
-//!    else the only one; a pod with several and no hint runs nothing.
+//!    else the only one; a pod with several and no hint runs nothing. The pick is made when the
+//!    lease gets its pod (acquire, resume-check) and recorded in the lease's metadata with the
+//!    pod's name, so a command to that pod reads nothing to pick it; a recorded container the
+//!    pod does not have (the API server refuses it) is picked again from the pod.
 //! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
 //!    stream, and scrubbed of every secret value.
 //!
@@ -124,12 +127,17 @@ pub fn execute<K: Kube>(
     };
     let started = clock.monotonic();
     // The namespace the checks above used: the lease id's, never the metadata's copy.
-    let mut attempt = exec_in(kube, steps, &id, &pod, &mut options);
+    let container = metadata.container.filter(|c| c.pod == pod).map(|c| c.name);
+    let mut attempt = exec_in(kube, steps, &id, &pod, container.as_deref(), &mut options);
+    if container.is_some() && matches!(attempt, Err(ExecFailure::Kube(KubeError::Invalid(_)))) {
+        // Metadata is informational: a container the pod refuses is picked again from the pod.
+        attempt = exec_in(kube, steps, &id, &pod, None, &mut options);
+    }
     if recorded.is_some() && matches!(attempt, Err(ref e) if never_started(e)) {
         let now = current_pod(kube, clock, log, lease_ref)?;
         if now != pod {
             pod = now;
-            attempt = exec_in(kube, steps, &id, &pod, &mut options);
+            attempt = exec_in(kube, steps, &id, &pod, None, &mut options);
         }
     }
     let mut output = attempt.map_err(|e| {
@@ -230,15 +238,20 @@ fn never_started(failure: &ExecFailure) -> bool {
     matches!(failure, ExecFailure::Kube(KubeError::NotFound(_) | KubeError::Invalid(_)))
 }
 
-/// Runs the wrapper in `pod`, in the container its backend picks.
+/// Runs the wrapper in `pod`, in `container` (what the lease recorded for the pod) or else the
+/// one its backend picks.
 fn exec_in<K: Kube>(
     kube: &K,
     steps: &dyn Steps<K>,
     id: &LeaseId,
     pod: &str,
+    container: Option<&str>,
     options: &mut ExecOptions,
 ) -> Result<ExecOutput, ExecFailure> {
-    options.container = Some(steps.exec_container(kube, &id.namespace, pod).map_err(ExecFailure::Container)?);
+    options.container = Some(match container {
+        Some(name) => name.to_string(),
+        None => steps.exec_container(kube, &id.namespace, pod).map_err(ExecFailure::Container)?,
+    });
     kube.exec(&id.namespace, pod, options).map_err(ExecFailure::Kube)
 }
 

@@ -53,6 +53,34 @@ pub fn sandbox_from(mut record: Fields) -> Option<ClaimedSandbox> {
     })
 }
 
+/// How metadata records the container a claim lease's commands run in.
+static CONTAINER: Schema = Schema(&[("pod", Kind::Scalar), ("name", Kind::Scalar)]);
+
+/// The container commands run in, picked when the lease got its pod: a claim's pod names its
+/// own containers (its pool's template), so execute would otherwise read the pod each time to
+/// pick one. Recorded with the pod it was picked in, and used only for that pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodContainer {
+    /// The pod's name.
+    pub pod: String,
+    /// The container's name.
+    pub name: String,
+}
+
+impl Serialize for PodContainer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("pod", &self.pod)?;
+        map.serialize_entry("name", &self.name)?;
+        map.end()
+    }
+}
+
+/// Whole or not at all.
+fn container_from(mut record: Fields) -> Option<PodContainer> {
+    Some(PodContainer { pod: record.take("pod").into_text()?, name: record.take("name").into_text()? })
+}
+
 /// The keys of [`LeaseMetadata`].
 static METADATA: Schema = Schema(&[
     ("run-id", Kind::Scalar),
@@ -66,6 +94,7 @@ static METADATA: Schema = Schema(&[
     ("previous-pod-uid", Kind::Scalar),
     ("renewed-at", Kind::Scalar),
     ("sandbox", Kind::Object(&SANDBOX)),
+    ("container", Kind::Object(&CONTAINER)),
 ]);
 
 /// What the provider records in `lease.metadata`. Never a secret value.
@@ -90,6 +119,8 @@ pub struct LeaseMetadata {
     pub renewed_at: Option<i64>,
     /// A claim lease's Sandbox.
     pub sandbox: Option<ClaimedSandbox>,
+    /// A claim lease's container for commands, in the pod it was picked in.
+    pub container: Option<PodContainer>,
 }
 
 /// The metadata format written today.
@@ -118,6 +149,7 @@ impl LeaseMetadata {
             previous_pod_uid: f.take("previous-pod-uid").into_text(),
             renewed_at: f.take("renewed-at").as_int(),
             sandbox: f.take("sandbox").into_object().and_then(sandbox_from),
+            container: f.take("container").into_object().and_then(container_from),
         }
     }
 
@@ -159,6 +191,7 @@ impl<T: Serialize> Serialize for Written<'_, T> {
         some(&mut map, "previous-pod-uid", m.previous_pod_uid.as_ref())?;
         some(&mut map, "renewed-at", m.renewed_at)?;
         some(&mut map, "sandbox", m.sandbox.as_ref().map(SandboxWritten))?;
+        some(&mut map, "container", m.container.as_ref())?;
         if let Some((key, value)) = self.extra {
             map.serialize_entry(key, value)?;
         }
@@ -187,6 +220,7 @@ mod tests {
             previous_pod_uid: None,
             renewed_at: None,
             sandbox: None,
+            container: None,
         };
         let json = m.to_json();
         assert!(json.contains("\"format\":1"), "{json}");
@@ -225,8 +259,11 @@ mod tests {
                 uid: "u-s".into(),
                 warm: false,
             }),
+            container: Some(PodContainer { pod: "pool-x7k2p".into(), name: "agent".into() }),
         };
         assert_eq!(LeaseMetadata::parse_lenient(&m.to_json()), m);
+        let partial = r#"{"container": {"name": "agent"}}"#;
+        assert_eq!(LeaseMetadata::parse_lenient(partial).container, None, "no pod: not whole");
     }
 
     #[test]

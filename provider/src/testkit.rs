@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use contract::k8s::agent_sandbox::TEMPLATES;
 use serde_json::{Value, json};
 
 use crate::Provider;
@@ -68,7 +69,14 @@ impl Env {
     /// Adds [`TEMPLATE`] and the warm pool [`POOL`] of `replicas` members, and lets the members
     /// become Ready (the clock moves 2 s).
     pub fn with_pool(&self, replicas: u32) {
+        self.with_pool_of(replicas, |_| {});
+    }
+
+    /// [`Env::with_pool`] from a template whose pod template `shape` changes (its containers,
+    /// its annotations) before any member is made.
+    pub fn with_pool_of(&self, replicas: u32, shape: impl FnOnce(&mut Value)) {
         self.kube.add_template(NS, TEMPLATE);
+        self.kube.modify(TEMPLATES, NS, TEMPLATE, |t| shape(&mut t["spec"]["podTemplate"]));
         self.kube.add_warm_pool(NS, POOL, TEMPLATE, replicas);
         // In steps: a timer due in the past schedules its next step from now.
         for _ in 0..20 {

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::backend::claim::container;
 use crate::errors::ProviderError;
 use crate::object::{self, condition};
 
@@ -142,6 +143,8 @@ pub struct PodInfo {
     pub name: String,
     pub uid: String,
     pub ip: Option<String>,
+    /// The container commands go to, when the pod names one (`backend::claim::container`).
+    pub command_container: Option<String>,
 }
 
 /// What a pod says.
@@ -286,9 +289,12 @@ pub fn pod_state(pod: &Value, own_secret: Option<&str>) -> PodState {
     let ready = condition(pod, "Ready").is_some_and(|c| c.is_true());
     let ip = pod_ip(pod);
     match (phase, ready, &ip) {
-        ("Running", true, Some(_)) => {
-            PodState::Ready(PodInfo { name: name.to_string(), uid: object::uid(pod).unwrap_or("").to_string(), ip })
-        }
+        ("Running", true, Some(_)) => PodState::Ready(PodInfo {
+            name: name.to_string(),
+            uid: object::uid(pod).unwrap_or("").to_string(),
+            ip,
+            command_container: container::command_container(pod),
+        }),
         ("Running", true, None) => PodState::Starting(format!("pod {name} is Ready but has no IP yet")),
         ("Running", false, _) => PodState::Starting(format!("pod {name} is Running but not Ready")),
         _ => {
@@ -524,7 +530,12 @@ mod tests {
             "conditions": [{"type": "Ready", "status": "True"}]}));
         assert_eq!(
             pod_state(&ready, None),
-            PodState::Ready(PodInfo { name: "p".into(), uid: "u1".into(), ip: Some("10.0.0.1".into()) })
+            PodState::Ready(PodInfo {
+                name: "p".into(),
+                uid: "u1".into(),
+                ip: Some("10.0.0.1".into()),
+                command_container: None
+            })
         );
         let no_ip = pod(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}));
         assert!(matches!(pod_state(&no_ip, None), PodState::Starting(_)));

@@ -253,20 +253,18 @@ fn a_claim_lease_whose_secret_holds_a_foreign_entry_runs_nothing() {
     assert_eq!(env.kube.count(Verb::Exec, "pods"), 0);
 }
 
-/// A claim lease whose pod has the containers `names` and, when given, the default-container
-/// annotation `annotated`.
+/// A claim lease whose pod (from its pool's template) has the containers `names` and, when
+/// given, the default-container annotation `annotated`.
 fn claim_pod_with(env: &Env, id: &str, names: &[&str], annotated: Option<&str>) -> (Lease, String) {
-    env.with_pool(1);
-    let config = claim_config(serde_json::json!({}));
-    let lease = env.provider().acquire(request(&config, id)).expect("acquires");
-    let pod = lease.pod_name.clone().expect("a pod");
-    env.kube.modify("pods", NS, &pod, |p| {
-        p["spec"]["containers"] =
+    env.with_pool_of(1, |pod| {
+        pod["spec"]["containers"] =
             names.iter().map(|n| serde_json::json!({"name": n, "image": "busybox:1.36"})).collect();
         if let Some(a) = annotated {
-            p["metadata"]["annotations"][DEFAULT_CONTAINER_ANNOTATION] = serde_json::json!(a);
+            pod["metadata"]["annotations"][DEFAULT_CONTAINER_ANNOTATION] = serde_json::json!(a);
         }
     });
+    let config = claim_config(serde_json::json!({}));
+    let lease = env.provider().acquire(request(&config, id)).expect("acquires");
     (lease, config)
 }
 
@@ -333,6 +331,53 @@ fn a_lease_that_names_its_pod_reads_only_its_secret_before_the_command() {
         assert_eq!(sent, [(Verb::Get, "secrets".into()), (Verb::Exec, "pods".into())], "{backend}");
         env.provider().destroy(stored(&lease, &config)).expect("destroys");
     }
+}
+
+#[test]
+fn a_claim_lease_runs_in_the_container_it_recorded_without_reading_its_pod() {
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-r", &["sidecar", "agent"], Some("agent"));
+    let recorded = LeaseMetadata::parse_lenient(&lease.metadata).container.expect("acquire records the container");
+    assert_eq!((recorded.pod.as_str(), recorded.name.as_str()), (lease.pod_name.as_deref().unwrap(), "agent"));
+    let sent = requests_of(&env, || {
+        assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("agent"));
+    });
+    assert_eq!(sent, [(Verb::Get, "secrets".into()), (Verb::Exec, "pods".into())], "no read of the pod");
+}
+
+#[test]
+fn a_recorded_container_the_pod_refuses_is_picked_again_from_the_pod() {
+    let env = Env::new();
+    let (mut lease, config) = claim_pod_with(&env, "acq-s", &["sidecar", "agent"], Some("agent"));
+    let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
+    metadata.container.as_mut().expect("recorded").name = "no-such-container".into();
+    lease.metadata = metadata.to_json();
+    let sent = requests_of(&env, || {
+        let result = env.provider().execute(stored(&lease, &config), sh("echo ok")).expect("runs");
+        assert_eq!(result.stdout, "ok\n");
+    });
+    let containers: Vec<_> = env.kube.execs().into_iter().map(|e| e.container).collect();
+    assert_eq!(containers, [Some("no-such-container".into()), Some("agent".into())]);
+    assert_eq!(
+        sent,
+        [
+            (Verb::Get, "secrets".into()),
+            (Verb::Exec, "pods".into()),
+            (Verb::Get, "pods".into()),
+            (Verb::Exec, "pods".into())
+        ]
+    );
+}
+
+#[test]
+fn a_container_recorded_for_another_pod_is_not_used() {
+    let env = Env::new();
+    let (mut lease, config) = claim_pod_with(&env, "acq-t", &["sidecar", "agent"], Some("agent"));
+    let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
+    let recorded = metadata.container.as_mut().expect("recorded");
+    (recorded.pod, recorded.name) = ("another-pod".into(), "sidecar".into());
+    lease.metadata = metadata.to_json();
+    assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("agent"), "picked from the pod the lease names");
 }
 
 #[test]

@@ -220,9 +220,8 @@ impl Kube for FakeKube {
             let mut s = self.state.borrow_mut();
             s.record(Verb::Exec, "pods", Some(pod))?;
             s.execs.push(options.clone());
-            if !s.objects.contains_key(&key("", "pods", Some(namespace), pod)) {
-                return Err(not_found("pods", pod));
-            }
+            let found = s.objects.get(&key("", "pods", Some(namespace), pod)).ok_or_else(|| not_found("pods", pod))?;
+            check_container(found, pod, options.container.as_deref())?;
             s.clock.clone()
         };
         // The fake clock moves by the time the process really ran, as a cluster's would.
@@ -239,6 +238,26 @@ impl Kube for FakeKube {
             }
             _ => Ok(()),
         }
+    }
+}
+
+/// The API server's refusals of an exec's container (400, as `pods/exec` answers): one the pod
+/// does not have, or none given for a pod with several.
+fn check_container(pod: &Value, name: &str, container: Option<&str>) -> Result<(), KubeError> {
+    let names: Vec<&str> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    match container {
+        Some(wanted) if !names.contains(&wanted) => {
+            Err(KubeError::Invalid(format!("container {wanted} is not valid for pod {name}")))
+        }
+        None if names.len() > 1 => Err(KubeError::Invalid(format!(
+            "a container name must be specified for pod {name}, choose one of: [{}]",
+            names.join(" ")
+        ))),
+        _ => Ok(()),
     }
 }
 

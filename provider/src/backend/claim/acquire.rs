@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::acquire::{self, AcquireRequest, Basics, Plan, Planned};
 use crate::adoption::Workload;
 use crate::api_versions::{self, ClaimVersion};
+use crate::backend::claim::container;
 use crate::backend::claim::manifest::{self, ClaimParams};
 use crate::backend::claim::readiness::{ClaimTarget, wait_claimed};
 use crate::clock::{Clock, Deadline};
@@ -134,6 +135,7 @@ pub(crate) fn finish<K: Kube>(
     );
     let mut metadata = acquire::metadata(clock, plan, workload);
     metadata.sandbox = Some(claimed.sandbox);
+    metadata.container = container::recorded(&claimed.pod);
     Ok(acquire::lease(plan, workload, claimed.pod, expires_at, metadata))
 }
 

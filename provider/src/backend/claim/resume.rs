@@ -16,6 +16,7 @@ use contract::k8s::agent_sandbox::{READY, claim_reason};
 use serde_json::Value;
 
 use crate::api_versions;
+use crate::backend::claim::container;
 use crate::backend::claim::readiness::{ClaimTarget, wait_claimed};
 use crate::backend::claim::state::{ClaimState, claim_state, sandbox_name};
 use crate::clock::Clock;
@@ -140,6 +141,7 @@ pub(crate) fn resume_check<K: Kube>(
     note_replaced_pod(log, &what, lease, &claimed.pod, &mut metadata);
     let expires_at = expiry_of(&claimed.claim).or(lease.expires_at);
     metadata.sandbox = Some(claimed.sandbox.clone());
+    metadata.container = container::recorded(&claimed.pod);
     Ok(ResumeOutcome::Resumable(Lease {
         claimed_sandbox: Some(claimed.sandbox),
         api_version: resource.api_version(),
@@ -205,6 +207,19 @@ mod tests {
         assert_eq!(after.sandbox, before.sandbox);
         assert_eq!(after.previous_pod_uid, None);
         assert_eq!(env.kube.count(Verb::Watch, "sandboxclaims"), 1, "a Ready claim is read, not watched again");
+    }
+
+    #[test]
+    fn resume_check_records_the_container_commands_go_to() {
+        let env = Env::new();
+        let (provider, mut lease) = acquired(&env, "r-c");
+        // A lease from before the container was recorded.
+        let mut metadata = LeaseMetadata::parse_lenient(&lease.lease.metadata);
+        assert!(metadata.container.take().is_some(), "acquire records it");
+        lease.lease.metadata = metadata.to_json();
+        let fresh = resumable(provider.resume_check(lease.clone()).unwrap());
+        let recorded = LeaseMetadata::parse_lenient(&fresh.metadata).container.expect("recorded");
+        assert_eq!((Some(recorded.pod), recorded.name.as_str()), (fresh.pod_name, "main"), "the template's only one");
     }
 
     #[test]
