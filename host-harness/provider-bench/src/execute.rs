@@ -21,14 +21,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams};
 use provider::exec_wrapper::{self, Invocation};
 use provider_host::bindings::kube::ExecOptions;
-use provider_host::records::{ExecRequest, LeaseRef};
+use provider_host::records::{AcquireRequest, ExecRequest, LeaseRef};
 use provider_host::{KubeHost, Limits, ProviderHost};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::runtime::Runtime;
 
 use crate::stats::{Samples, fmt_duration};
 use crate::table::Table;
-use crate::world;
+use crate::{warm_pool, world};
 
 /// The overhead over the floor the product is held to.
 const OVERHEAD_TARGET: Duration = Duration::from_millis(10);
@@ -166,6 +166,12 @@ pub fn measure(runtime: &Runtime, rounds: usize) -> anyhow::Result<Table> {
         if plain.reads > READS_TARGET || plain.execs != 1 {
             missed.push(format!("a lease without secret env: {}", plain.summary()));
         }
+        warm_pool::set_pool(&cluster.client().await?, warm_pool::POOL, 1).await?;
+        let claim = warm_pool::claim_config(warm_pool::POOL);
+        let claimed = one_execute(&host, &claim, world::request(&claim, "execute-bench-claim"), log).await?;
+        if claimed.reads > READS_TARGET || claimed.execs != 1 {
+            missed.push(format!("a claim lease: {}", claimed.summary()));
+        }
 
         table.note(format!(
             "{rounds} rounds per command, after one to warm up, on a Sandbox lease with a secret env var; the cluster \
@@ -198,6 +204,12 @@ pub fn measure(runtime: &Runtime, rounds: usize) -> anyhow::Result<Table> {
             plain.summary()
         ));
         table.note(format!(
+            "A claim lease (a warm pool's Sandbox, whose pod is the pool's template: its env is all in the lease's \
+             Secret, and its container is the one acquire picked and recorded): one execute of `true`, after one to \
+             warm up, made {}.",
+            claimed.summary()
+        ));
+        table.note(format!(
             "Targets: overhead over the floor < {} p50, at most {READS_TARGET} read and 1 exec per execute: {}.",
             fmt_duration(OVERHEAD_TARGET),
             if missed.is_empty() { "met".to_string() } else { format!("missed ({})", missed.join("; ")) }
@@ -211,6 +223,17 @@ pub fn measure(runtime: &Runtime, rounds: usize) -> anyhow::Result<Table> {
 async fn without_secret_env(host: &ProviderHost, config: &str, log: &RequestLog) -> anyhow::Result<Requests> {
     let mut request = world::request(config, "execute-bench-plain");
     request.env.retain(|var| !var.secret);
+    one_execute(host, config, request, log).await
+}
+
+/// The requests of one execute of `true` on a lease acquired by `request`, after one to warm up
+/// (its pod proved by the host); the lease is destroyed after.
+async fn one_execute(
+    host: &ProviderHost,
+    config: &str,
+    request: AcquireRequest,
+    log: &RequestLog,
+) -> anyhow::Result<Requests> {
     let lease = host.acquire(request).await?;
     let lease_ref = world::lease_ref(&lease, config);
     let truth = Case { name: "`true`", command: "true", args: vec![], stdin: None, floor: Vec::new() };

@@ -21,7 +21,7 @@ use crate::table::Table;
 use crate::{audit, load, world};
 
 /// The pool every warm acquire claims from, and the empty one every cold claim names.
-const POOL: &str = "bench-pool";
+pub(crate) const POOL: &str = "bench-pool";
 const EMPTY_POOL: &str = "bench-empty";
 const TEMPLATE: &str = "bench-template";
 
@@ -53,7 +53,8 @@ impl Sizes {
     }
 }
 
-fn claim_config(pool: &str) -> String {
+/// A claim lease's config: a Sandbox from `pool`, else a cold one from the bench's template.
+pub(crate) fn claim_config(pool: &str) -> String {
     json!({"namespace": world::NAMESPACE, "backend": "claim", "claim": {"warmPool": pool, "template": TEMPLATE}})
         .to_string()
 }
@@ -62,7 +63,8 @@ fn sandbox_config() -> String {
     json!({"namespace": world::NAMESPACE, "backend": "sandbox", "image": "busybox:1.36"}).to_string()
 }
 
-async fn set_pool(admin: &kube::Client, name: &str, replicas: u32) -> anyhow::Result<()> {
+/// Makes (or resizes) the pool `name` of the bench's template, and waits for `replicas` Ready.
+pub(crate) async fn set_pool(admin: &kube::Client, name: &str, replicas: u32) -> anyhow::Result<()> {
     let spec = PoolSpec {
         namespace: world::NAMESPACE.into(),
         name: name.into(),
