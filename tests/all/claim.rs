@@ -249,6 +249,51 @@ async fn a_pools_template_whose_main_process_is_pid_1_is_warned_of() {
     );
 }
 
+/// A pool whose template names several containers: a claim lease's commands go to the one the
+/// template's `kubectl.kubernetes.io/default-container` annotation marks, which acquire picks
+/// from the pod it gets; an execute then reads the pod once (the host's read that binds the
+/// exec to it), not a second time to pick the container.
+#[tokio::test]
+async fn a_claim_lease_runs_commands_in_the_container_its_template_marks() {
+    let h = Harness::start(SandboxVersions::Both).await;
+    let spec = PoolSpec {
+        namespace: NAMESPACE.into(),
+        name: "two-pool".into(),
+        template: "two".into(),
+        replicas: 1,
+        image: "busybox:1.36".into(),
+    };
+    let version = "v1beta1";
+    let mut template = warm_pool::template_manifest(&spec, version);
+    let pod = &mut template["spec"]["podTemplate"];
+    let base = pod["spec"]["containers"][0].clone();
+    let container = |name: &str| {
+        let mut c = base.clone();
+        c["name"] = json!(name);
+        c["env"].as_array_mut().expect("the suite's container env").push(json!({"name": "WHICH", "value": name}));
+        c
+    };
+    pod["spec"]["containers"] = json!([container("sidecar"), container("agent")]);
+    pod["metadata"]["annotations"] = json!({"kubectl.kubernetes.io/default-container": "agent"});
+    pool_with_template(&h, version, &spec, template).await;
+    warm_pool::wait_ready(&h.admin, NAMESPACE, "two-pool", 1, WAIT).await.expect("pool Ready");
+
+    let cfg = config("claim", json!({"claim": {"warmPool": "two-pool", "template": "two"}}));
+    let lease = h.host.acquire(request(&cfg, "two-1")).await.expect("acquire");
+    let stored = LeaseRef { lease: lease.clone(), config: cfg };
+    let exec: ExecRequest =
+        serde_json::from_value(json!({"command": "sh", "args": ["-c", "echo $WHICH"]})).expect("request");
+    let first = h.host.execute(stored.clone(), exec.clone()).await.expect("execute");
+    assert_eq!(first.stdout, "agent\n", "{first:?}");
+    let mark = h.cluster.requests().mark();
+    let out = h.host.execute(stored.clone(), exec).await.expect("execute");
+    assert_eq!(out.stdout, "agent\n", "{out:?}");
+    let calls = h.provider_calls_since(mark);
+    let pod_reads = calls.iter().filter(|e| e.resource == "pods" && e.subresource.is_empty()).count();
+    assert_eq!(pod_reads, 1, "the host's binding read alone: {calls:?}");
+    h.host.destroy(stored).await.expect("destroy");
+}
+
 /// A v1alpha1 claim names its own template besides its pool, and starts cold from it when the
 /// pool has no ready member: that template is held to the ceiling too, whatever the pool's is.
 #[tokio::test]
