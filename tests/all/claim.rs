@@ -23,14 +23,19 @@ const TEMPLATE: &str = "py";
 const POOL: &str = "py-pool";
 const EMPTY_POOL: &str = "py-empty";
 
-async fn pool(h: &Harness, name: &str, replicas: u32) {
-    let spec = PoolSpec {
+/// A pool `name` of `replicas` members from the template `template`, in the suite's namespace.
+fn pool_spec(name: &str, template: &str, replicas: u32) -> PoolSpec {
+    PoolSpec {
         namespace: NAMESPACE.into(),
         name: name.into(),
-        template: TEMPLATE.into(),
+        template: template.into(),
         replicas,
         image: "busybox:1.36".into(),
-    };
+    }
+}
+
+async fn pool(h: &Harness, name: &str, replicas: u32) {
+    let spec = pool_spec(name, TEMPLATE, replicas);
     warm_pool::apply(&h.admin, &spec).await.expect("apply the pool");
     warm_pool::wait_ready(&h.admin, NAMESPACE, name, replicas, WAIT).await.expect("pool Ready");
 }
@@ -181,13 +186,7 @@ async fn a_missing_pool_fails_fast_and_leaves_nothing() {
 #[tokio::test]
 async fn a_pools_template_above_the_pod_security_ceiling_is_refused() {
     let h = Harness::start(SandboxVersions::Both).await;
-    let spec = PoolSpec {
-        namespace: NAMESPACE.into(),
-        name: "root-pool".into(),
-        template: "root".into(),
-        replicas: 0,
-        image: "busybox:1.36".into(),
-    };
+    let spec = pool_spec("root-pool", "root", 0);
     let version = "v1beta1";
     let mut template = warm_pool::template_manifest(&spec, version);
     template["spec"]["podTemplate"]["spec"]["securityContext"] = json!({"runAsUser": 0});
@@ -225,13 +224,7 @@ async fn a_pools_template_whose_main_process_is_pid_1_is_warned_of() {
     };
     assert!(shared.ok && warned(&shared).is_none(), "{shared:?}");
 
-    let spec = PoolSpec {
-        namespace: NAMESPACE.into(),
-        name: "plain-pool".into(),
-        template: "plain".into(),
-        replicas: 0,
-        image: "busybox:1.36".into(),
-    };
+    let spec = pool_spec("plain-pool", "plain", 0);
     let version = "v1beta1";
     let mut template = warm_pool::template_manifest(&spec, version);
     let pod_spec = template["spec"]["podTemplate"]["spec"].as_object_mut().expect("the template's pod spec");
@@ -256,13 +249,7 @@ async fn a_pools_template_whose_main_process_is_pid_1_is_warned_of() {
 #[tokio::test]
 async fn a_claim_lease_runs_commands_in_the_container_its_template_marks() {
     let h = Harness::start(SandboxVersions::Both).await;
-    let spec = PoolSpec {
-        namespace: NAMESPACE.into(),
-        name: "two-pool".into(),
-        template: "two".into(),
-        replicas: 1,
-        image: "busybox:1.36".into(),
-    };
+    let spec = pool_spec("two-pool", "two", 1);
     let version = "v1beta1";
     let mut template = warm_pool::template_manifest(&spec, version);
     let pod = &mut template["spec"]["podTemplate"];
@@ -300,16 +287,7 @@ async fn a_claim_lease_runs_commands_in_the_container_its_template_marks() {
 async fn a_v1alpha1_claims_own_template_above_the_ceiling_is_refused() {
     let h = Harness::start(SandboxVersions::V1alpha1Only).await;
     pool(&h, EMPTY_POOL, 0).await;
-    let mut root = warm_pool::template_manifest(
-        &PoolSpec {
-            namespace: NAMESPACE.into(),
-            name: "unused".into(),
-            template: "root".into(),
-            replicas: 0,
-            image: "busybox:1.36".into(),
-        },
-        "v1alpha1",
-    );
+    let mut root = warm_pool::template_manifest(&pool_spec("unused", "root", 0), "v1alpha1");
     root["spec"]["podTemplate"]["spec"]["securityContext"] = json!({"runAsUser": 0});
     let gvk = GroupVersionKind::gvk("extensions.agents.x-k8s.io", "v1alpha1", "SandboxTemplate");
     let templates: Api<DynamicObject> =
