@@ -15,7 +15,7 @@ use embedded_cluster::faults::{Action, Match, Rule};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
-use provider_host::records::{Backend, DeleteOutcome, ExecRequest, LeaseRef, ResumeOutcome};
+use provider_host::records::{Backend, DeleteOutcome, ExecRequest, Lease, LeaseRef, ResumeOutcome};
 use serde_json::json;
 use tests::*;
 
@@ -273,11 +273,20 @@ async fn a_claim_lease_runs_commands_in_the_container_its_template_marks() {
     let first = h.host.execute(stored.clone(), exec.clone()).await.expect("execute");
     assert_eq!(first.stdout, "agent\n", "{first:?}");
     let mark = h.cluster.requests().mark();
-    let out = h.host.execute(stored.clone(), exec).await.expect("execute");
+    let out = h.host.execute(stored.clone(), exec.clone()).await.expect("execute");
     assert_eq!(out.stdout, "agent\n", "{out:?}");
     let calls = h.provider_calls_since(mark);
     let pod_reads = calls.iter().filter(|e| e.resource == "pods" && e.subresource.is_empty()).count();
     assert_eq!(pod_reads, 1, "the host's binding read alone: {calls:?}");
+
+    // Metadata is the host's to keep: a recorded container the pod lacks is refused by the API
+    // server, and the command goes to the one picked from the pod.
+    let mut metadata: serde_json::Value = serde_json::from_str(&lease.metadata).expect("metadata");
+    assert_eq!(metadata["container"]["name"], "agent", "acquire recorded the container: {metadata}");
+    metadata["container"]["name"] = json!("no-such-container");
+    let mangled = LeaseRef { lease: Lease { metadata: metadata.to_string(), ..lease }, config: stored.config.clone() };
+    let out = h.host.execute(mangled, exec).await.expect("execute with a mangled container");
+    assert_eq!(out.stdout, "agent\n", "{out:?}");
     h.host.destroy(stored).await.expect("destroy");
 }
 
