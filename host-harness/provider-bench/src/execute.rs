@@ -9,8 +9,9 @@
 //! component (the provider: instantiate, its own reads, JSON, redaction). Each layer's share is
 //! the difference of two medians, so the shares are estimates that add up to the medians.
 //!
-//! The requests of one execute come from the embedded cluster's request log; the parallel row
-//! runs several commands of one lease at once against one alone.
+//! The requests of one execute come from the embedded cluster's request log, for each command
+//! and for one command on a lease without secret env and on a claim lease (a warm pool's); the
+//! parallel row runs several commands of one lease at once against one alone.
 
 use std::time::{Duration, Instant};
 
