@@ -241,23 +241,38 @@ impl Kube for FakeKube {
     }
 }
 
-/// The API server's refusals of an exec's container (400, as `pods/exec` answers): one the pod
-/// does not have, or none given for a pod with several.
+/// The API server's refusals of an exec's container (400, as `pods/exec` answers): none given
+/// for a pod without exactly one container, or one that is none of its containers, init
+/// containers or ephemeral containers.
 fn check_container(pod: &Value, name: &str, container: Option<&str>) -> Result<(), KubeError> {
-    let names: Vec<&str> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
-        .unwrap_or_default();
-    match container {
-        Some(wanted) if !names.contains(&wanted) => {
-            Err(KubeError::Invalid(format!("container {wanted} is not valid for pod {name}")))
-        }
-        None if names.len() > 1 => Err(KubeError::Invalid(format!(
-            "a container name must be specified for pod {name}, choose one of: [{}]",
-            names.join(" ")
-        ))),
-        _ => Ok(()),
+    let names = |list: &str| -> Vec<&str> {
+        pod.pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
+            .unwrap_or_default()
+    };
+    let (containers, init) = (names("containers"), names("initContainers"));
+    let Some(wanted) = container else {
+        return match containers.len() {
+            1 => Ok(()),
+            0 => Err(KubeError::Invalid(format!("a container name must be specified for pod {name}"))),
+            _ => {
+                let init = if init.is_empty() {
+                    String::new()
+                } else {
+                    format!(" or one of the init containers: [{}]", init.join(" "))
+                };
+                Err(KubeError::Invalid(format!(
+                    "a container name must be specified for pod {name}, choose one of: [{}]{init}",
+                    containers.join(" ")
+                )))
+            }
+        };
+    };
+    if [containers, init, names("ephemeralContainers")].iter().any(|list| list.contains(&wanted)) {
+        Ok(())
+    } else {
+        Err(KubeError::Invalid(format!("container {wanted} is not valid for pod {name}")))
     }
 }
 
