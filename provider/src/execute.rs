@@ -25,8 +25,11 @@
 //!    one the pod's `kubectl.kubernetes.io/default-container` annotation names, else `sandbox`,
 //!    else the only one; a pod with several and no hint runs nothing. The pick is made when the
 //!    lease gets its pod (acquire, resume-check) and recorded in the lease's metadata with the
-//!    pod's name, so a command to that pod reads nothing to pick it; a recorded container the
-//!    pod does not have (the API server refuses it) is picked again from the pod.
+//!    pod's name, so a command to that pod reads nothing to pick it. When the pod refuses the
+//!    command (a 400: a recorded container it does not have, or a pod that cannot take
+//!    commands), the pick is made again from the pod, and the command sent again only to
+//!    another container. A recorded container is one of the lease's own pod, which the host
+//!    proves; what metadata can name there the provider could pick itself.
 //! 5. The output is decoded as UTF-8 (invalid bytes replaced), capped at [`OUTPUT_CAP`] per
 //!    stream, and scrubbed of every secret value.
 //!
@@ -126,12 +129,19 @@ pub fn execute<K: Kube>(
         max_output_bytes: OUTPUT_CAP,
     };
     let started = clock.monotonic();
+    // The container the lease recorded for this pod, when its backend records one (a claim's).
+    let container = steps.recorded_container(&metadata, &pod);
     // The namespace the checks above used: the lease id's, never the metadata's copy.
-    let container = metadata.container.filter(|c| c.pod == pod).map(|c| c.name);
     let mut attempt = exec_in(kube, steps, &id, &pod, container.as_deref(), &mut options);
-    if container.is_some() && matches!(attempt, Err(ExecFailure::Kube(KubeError::Invalid(_)))) {
-        // Metadata is informational: a container the pod refuses is picked again from the pod.
-        attempt = exec_in(kube, steps, &id, &pod, None, &mut options);
+    if let (Some(named), Err(ExecFailure::Kube(KubeError::Invalid(_)))) = (&container, &attempt) {
+        // Metadata is informational: when the pod refuses the command (a 400: an unknown
+        // container, or a pod that cannot take commands), the container is picked again from
+        // the pod, and the command sent again only when that pick is another container.
+        if let Ok(picked) = steps.exec_container(kube, &id.namespace, &pod)
+            && picked != *named
+        {
+            attempt = exec_in(kube, steps, &id, &pod, Some(&picked), &mut options);
+        }
     }
     if recorded.is_some() && matches!(attempt, Err(ref e) if never_started(e)) {
         let now = current_pod(kube, clock, log, lease_ref)?;

@@ -1,14 +1,15 @@
 //! Reading a Sandbox, a Job or a pod into what the provider must do next: it is ready, still
-//! starting (and why), or failed for a reason that waiting will not fix. (A SandboxClaim is read
-//! in `claim::state`, into the same causes.)
+//! starting (and why), or failed for a reason that waiting will not fix (and, of a ready pod,
+//! which container commands go to). (A SandboxClaim is read in `claim::state`, into the same
+//! causes.)
 //!
 //! Readiness (acquire) and resume-check share these readings; they differ only in what a
 //! failure becomes: an error for acquire, `expired` for resume when the sandbox is gone for good.
 
 use serde_json::Value;
 
-use crate::backend::claim::container;
 use crate::errors::ProviderError;
+use crate::naming::CONTAINER_NAME;
 use crate::object::{self, condition};
 
 pub use contract::k8s::agent_sandbox::{POD_NAME_ANNOTATION, SANDBOX_NAME_HASH_LABEL};
@@ -143,8 +144,29 @@ pub struct PodInfo {
     pub name: String,
     pub uid: String,
     pub ip: Option<String>,
-    /// The container commands go to, when the pod names one (`backend::claim::container`).
+    /// The container commands go to, when the pod names one ([`command_container`]): what a
+    /// claim lease records, whose pod is its pool's template.
     pub command_container: Option<String>,
+}
+
+/// The pod annotation that names the container `kubectl exec` and `kubectl logs` use.
+pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-container";
+
+/// The container of `pod` that commands go to when none is named (the API server picks none
+/// in a pod with several): the one the annotation [`DEFAULT_CONTAINER_ANNOTATION`] names when
+/// it is one of the pod's, else the one named [`CONTAINER_NAME`], else the only one; else the
+/// names there are to choose from (none, or several without a hint).
+pub fn command_container(pod: &Value) -> Result<&str, Vec<&str>> {
+    let names: Vec<&str> = object::at(pod, "/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    let annotated = object::annotation(pod, DEFAULT_CONTAINER_ANNOTATION).filter(|a| names.contains(a));
+    match annotated.or_else(|| names.iter().copied().find(|n| *n == CONTAINER_NAME)) {
+        Some(name) => Ok(name),
+        None if names.len() == 1 => Ok(names[0]),
+        None => Err(names),
+    }
 }
 
 /// What a pod says.
@@ -293,7 +315,7 @@ pub fn pod_state(pod: &Value, own_secret: Option<&str>) -> PodState {
             name: name.to_string(),
             uid: object::uid(pod).unwrap_or("").to_string(),
             ip,
-            command_container: container::command_container(pod),
+            command_container: command_container(pod).ok().map(str::to_string),
         }),
         ("Running", true, None) => PodState::Starting(format!("pod {name} is Ready but has no IP yet")),
         ("Running", false, _) => PodState::Starting(format!("pod {name} is Running but not Ready")),

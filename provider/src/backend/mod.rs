@@ -27,7 +27,7 @@ use crate::config::{Backend, Config};
 use crate::destroy::DestroyReport;
 use crate::errors::ProviderError;
 use crate::kube_api::{Kube, ResourceType};
-use crate::lease::{Lease, LeaseRef};
+use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::probe::Findings;
@@ -126,6 +126,12 @@ pub(crate) trait Steps<K: Kube> {
 
     /// Execute: the container of the lease's pod `namespace/pod` that commands run in.
     fn exec_container(&self, kube: &K, namespace: &str, pod: &str) -> Result<String, ProviderError>;
+
+    /// Execute: the container that the lease's `metadata` records for `pod`, for a backend that
+    /// records one (so that [`Steps::exec_container`] need not read the pod); none by default.
+    fn recorded_container(&self, _metadata: &LeaseMetadata, _pod: &str) -> Option<String> {
+        None
+    }
 
     /// Execute: what the lease's Secret `secret` (named by `what`) gives a command: variables to
     /// export and values to redact.

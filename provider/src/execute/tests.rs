@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::acquire::EnvVar;
-use crate::backend::claim::container::DEFAULT_CONTAINER_ANNOTATION;
 use crate::fake_kube::Verb;
-use crate::lease::Lease;
+use crate::lease::{Lease, PodContainer};
 use crate::testkit::{Env, NS, SECRET_VALUE, claim_config, config, request, stored};
+use crate::workload_state::DEFAULT_CONTAINER_ANNOTATION;
 
 fn acquired(env: &Env, backend: &str) -> (Lease, String) {
     let config = config(backend);
@@ -378,6 +378,37 @@ fn a_container_recorded_for_another_pod_is_not_used() {
     (recorded.pod, recorded.name) = ("another-pod".into(), "sidecar".into());
     lease.metadata = metadata.to_json();
     assert_eq!(ran_in(&env, &lease, &config).as_deref(), Some("agent"), "picked from the pod the lease names");
+}
+
+#[test]
+fn a_pod_that_refuses_a_claim_lease_s_command_gets_it_once() {
+    let env = Env::new();
+    let (lease, config) = claim_pod_with(&env, "acq-u", &["main"], None);
+    let completed = "cannot exec into a container in a completed pod; current phase is Succeeded";
+    env.kube.fail_always(Verb::Exec, "pods", KubeError::Invalid(completed.into()));
+    let error = env.provider().execute(stored(&lease, &config), sh("true")).expect_err("refused");
+    assert!(error.message().contains("completed pod"), "{error}");
+    assert_eq!(env.kube.count(Verb::Exec, "pods"), 1, "the pick from the pod is the recorded container");
+}
+
+#[test]
+fn metadata_does_not_choose_the_container_of_a_sandbox_or_job_lease() {
+    let env = Env::new();
+    for backend in ["sandbox", "job"] {
+        let (mut lease, config) = acquired(&env, backend);
+        let pod = lease.pod_name.clone().expect("a pod");
+        env.kube.modify("pods", NS, &pod, |p| {
+            p["spec"]["containers"].as_array_mut().expect("containers").push(serde_json::json!({"name": "sidecar"}));
+        });
+        let mut metadata = LeaseMetadata::parse_lenient(&lease.metadata);
+        metadata.container = Some(PodContainer { pod, name: "sidecar".into() });
+        lease.metadata = metadata.to_json();
+        let before = env.kube.execs().len();
+        env.provider().execute(stored(&lease, &config), sh("true")).expect("runs");
+        let containers: Vec<_> = env.kube.execs().into_iter().skip(before).map(|e| e.container).collect();
+        assert_eq!(containers, [Some(CONTAINER_NAME.to_string())], "{backend}");
+        env.provider().destroy(stored(&lease, &config)).expect("destroys");
+    }
 }
 
 #[test]

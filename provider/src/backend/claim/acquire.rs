@@ -135,7 +135,7 @@ pub(crate) fn finish<K: Kube>(
     );
     let mut metadata = acquire::metadata(clock, plan, workload);
     metadata.sandbox = Some(claimed.sandbox);
-    metadata.container = container::recorded(&claimed.pod);
+    metadata.container = container::record(&claimed.pod);
     Ok(acquire::lease(plan, workload, claimed.pod, expires_at, metadata))
 }
 

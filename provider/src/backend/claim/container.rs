@@ -5,10 +5,10 @@
 //! several and no hint runs nothing.
 //!
 //! The pick is made when the lease gets its pod (its Ready pod, read by acquire and
-//! resume-check) and recorded in the lease's metadata ([`recorded`]); execute reads the pod to
-//! pick ([`claim_container`]) only for a pod the metadata does not name, or whose recorded
-//! container the API server refuses. A pod's containers cannot change; its annotation can, and
-//! a new hint is taken at the next resume-check.
+//! resume-check) and recorded in the lease's metadata ([`record`]); execute reads the pod to
+//! pick ([`claim_container`]) only for a pod the metadata does not name, or when the pod refuses
+//! the command (a 400, as for a container it does not have). A pod's containers cannot change;
+//! its annotation can, and a new hint is taken at the next resume-check.
 
 use contract::quote;
 use serde_json::Value;
@@ -16,13 +16,9 @@ use serde_json::Value;
 use crate::api_versions;
 use crate::errors::{FromKube, ProviderError};
 use crate::kube_api::{Kube, KubeError};
-use crate::lease::PodContainer;
+use crate::lease::{LeaseMetadata, PodContainer};
 use crate::naming::CONTAINER_NAME;
-use crate::object;
-use crate::workload_state::PodInfo;
-
-/// The pod annotation that names the container `kubectl exec` and `kubectl logs` use.
-pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-container";
+use crate::workload_state::{DEFAULT_CONTAINER_ANNOTATION, PodInfo, command_container};
 
 /// The container of a claim lease's pod `namespace/pod` to run commands in (the API server has
 /// no default): read from the pod, see [`pick_container`].
@@ -36,21 +32,21 @@ pub(crate) fn claim_container<K: Kube>(kube: &K, namespace: &str, pod: &str) -> 
     }
 }
 
-/// The container of `pod` that commands go to (see [`choose`]), when the pod names one.
-pub(crate) fn command_container(pod: &Value) -> Option<String> {
-    choose(pod).ok().map(str::to_string)
-}
-
 /// What a claim lease records of its ready `pod`: the container its commands go to, so that
 /// execute need not read the pod again while the lease names that pod.
-pub(crate) fn recorded(pod: &PodInfo) -> Option<PodContainer> {
+pub(crate) fn record(pod: &PodInfo) -> Option<PodContainer> {
     pod.command_container.clone().map(|name| PodContainer { pod: pod.name.clone(), name })
 }
 
-/// The container of `pod` (`what` names it) that commands go to, see [`choose`]; a pod with
-/// none, or several without a hint, is refused.
+/// The container `metadata` records for `pod`, if it records one for that pod.
+pub(crate) fn recorded_for(metadata: &LeaseMetadata, pod: &str) -> Option<String> {
+    metadata.container.as_ref().filter(|c| c.pod == pod).map(|c| c.name.clone())
+}
+
+/// The container of `pod` (`what` names it) that commands go to, see [`command_container`]; a
+/// pod with none, or several without a hint, is refused.
 fn pick_container(pod: &Value, what: &str) -> Result<String, ProviderError> {
-    match choose(pod) {
+    match command_container(pod) {
         Ok(name) => Ok(name.to_string()),
         Err(names) if names.is_empty() => {
             Err(ProviderError::rejected(format!("{what} has no containers to run the command in.")))
@@ -60,21 +56,5 @@ fn pick_container(pod: &Value, what: &str) -> Result<String, ProviderError> {
              the template's pod annotation {DEFAULT_CONTAINER_ANNOTATION} (or name it {CONTAINER_NAME}).",
             several.iter().map(|n| quote(n).to_string()).collect::<Vec<_>>().join(", ")
         ))),
-    }
-}
-
-/// The container that the annotation [`DEFAULT_CONTAINER_ANNOTATION`] names when it is one of
-/// the pod's, else the one named [`CONTAINER_NAME`], else the only one; else the names there
-/// are to choose from (none, or several without a hint).
-fn choose(pod: &Value) -> Result<&str, Vec<&str>> {
-    let names: Vec<&str> = object::at(pod, "/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
-        .unwrap_or_default();
-    let annotated = object::annotation(pod, DEFAULT_CONTAINER_ANNOTATION).filter(|a| names.contains(a));
-    match annotated.or_else(|| names.iter().copied().find(|n| *n == CONTAINER_NAME)) {
-        Some(name) => Ok(name),
-        None if names.len() == 1 => Ok(names[0]),
-        None => Err(names),
     }
 }

@@ -29,7 +29,7 @@ use crate::config::Config;
 use crate::destroy::DestroyReport;
 use crate::errors::ProviderError;
 use crate::kube_api::Kube;
-use crate::lease::{Lease, LeaseRef};
+use crate::lease::{Lease, LeaseMetadata, LeaseRef};
 use crate::log::Log;
 use crate::naming::LeaseId;
 use crate::probe::Findings;
@@ -119,6 +119,10 @@ impl<K: Kube> Steps<K> for ClaimSteps {
 
     fn exec_container(&self, kube: &K, namespace: &str, pod: &str) -> Result<String, ProviderError> {
         container::claim_container(kube, namespace, pod)
+    }
+
+    fn recorded_container(&self, metadata: &LeaseMetadata, pod: &str) -> Option<String> {
+        container::recorded_for(metadata, pod)
     }
 
     /// The pod has none of the lease's env: all of it comes from the Secret.

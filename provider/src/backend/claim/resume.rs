@@ -141,7 +141,7 @@ pub(crate) fn resume_check<K: Kube>(
     note_replaced_pod(log, &what, lease, &claimed.pod, &mut metadata);
     let expires_at = expiry_of(&claimed.claim).or(lease.expires_at);
     metadata.sandbox = Some(claimed.sandbox.clone());
-    metadata.container = container::recorded(&claimed.pod);
+    metadata.container = container::record(&claimed.pod);
     Ok(ResumeOutcome::Resumable(Lease {
         claimed_sandbox: Some(claimed.sandbox),
         api_version: resource.api_version(),
