@@ -6,6 +6,7 @@
 //! Readiness (acquire) and resume-check share these readings; they differ only in what a
 //! failure becomes: an error for acquire, `expired` for resume when the sandbox is gone for good.
 
+use contract::k8s::pod_container::ContainerNames;
 use serde_json::Value;
 
 use crate::errors::ProviderError;
@@ -157,10 +158,7 @@ pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-co
 /// it is one of the pod's, else the one named [`CONTAINER_NAME`], else the only one; else the
 /// names there are to choose from (none, or several without a hint).
 pub fn command_container(pod: &Value) -> Result<&str, Vec<&str>> {
-    let names: Vec<&str> = object::at(pod, "/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
-        .unwrap_or_default();
+    let names = ContainerNames::of(pod).containers;
     let annotated = object::annotation(pod, DEFAULT_CONTAINER_ANNOTATION).filter(|a| names.contains(a));
     match annotated.or_else(|| names.iter().copied().find(|n| *n == CONTAINER_NAME)) {
         Some(name) => Ok(name),

@@ -1,5 +1,5 @@
 //! Kubernetes' own rules for names, label values, quantities, selectors, image registries,
-//! pod security and reading objects, written once for every side that must agree on them: the provider checks a
+//! pod security, the container a pod request addresses and reading objects, written once for every side that must agree on them: the provider checks a
 //! config with them before it sends anything, the host checks what a guest asks for, and the
 //! embedded cluster validates objects with them, so `validate-config` never passes what the API
 //! server then refuses.
@@ -11,6 +11,7 @@ pub mod agent_sandbox;
 pub mod image;
 pub mod names;
 pub mod object;
+pub mod pod_container;
 pub mod pod_security;
 pub mod quantity;
 pub mod selectors;

@@ -47,6 +47,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use base64::Engine as _;
+use contract::k8s::pod_container::ContainerNames;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
@@ -202,34 +203,25 @@ fn lost_node_address(api: &ApiServer, name: &str) -> Option<String> {
     internal["address"].as_str().map(str::to_string)
 }
 
-/// The container an exec runs in, chosen as `streamLocation` chooses it.
+/// The container an exec runs in, chosen as `streamLocation` chooses it
+/// ([`ContainerNames::addressed`]).
 fn pick_container(pod: &Pod, name: &str, wanted: Option<&str>) -> Result<Container, ApiError> {
     let spec = pod.spec.clone().unwrap_or_default();
-    let names = |cs: &[Container]| cs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" ");
-    let Some(wanted) = wanted else {
-        return match spec.containers.as_slice() {
-            [only] => Ok(only.clone()),
-            [] => Err(ApiError::bad_request(format!("a container name must be specified for pod {name}"))),
-            many => {
-                let mut message =
-                    format!("a container name must be specified for pod {name}, choose one of: [{}]", names(many));
-                let init = spec.init_containers.as_deref().unwrap_or_default();
-                if !init.is_empty() {
-                    message.push_str(&format!(" or one of the init containers: [{}]", names(init)));
-                }
-                Err(ApiError::bad_request(message))
-            }
-        };
+    let names = |cs: &[Container]| cs.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+    let (containers, init) = (names(&spec.containers), names(spec.init_containers.as_deref().unwrap_or_default()));
+    let ephemeral: Vec<String> = spec.ephemeral_containers.iter().flatten().map(|c| c.name.clone()).collect();
+    let listed = ContainerNames {
+        containers: containers.iter().map(String::as_str).collect(),
+        init: init.iter().map(String::as_str).collect(),
+        ephemeral: ephemeral.iter().map(String::as_str).collect(),
     };
-    let regular = spec.containers.iter().chain(spec.init_containers.iter().flatten()).find(|c| c.name == wanted);
+    let chosen = listed.addressed(name, wanted).map_err(ApiError::bad_request)?;
+    let regular = spec.containers.iter().chain(spec.init_containers.iter().flatten()).find(|c| c.name == chosen);
     let ephemeral = || {
-        let found = spec.ephemeral_containers.iter().flatten().find(|c| c.name == wanted)?;
+        let found = spec.ephemeral_containers.iter().flatten().find(|c| c.name == chosen)?;
         serde_json::to_value(found).ok().and_then(|v| serde_json::from_value::<Container>(v).ok())
     };
-    regular
-        .cloned()
-        .or_else(ephemeral)
-        .ok_or_else(|| ApiError::bad_request(format!("container {} is not valid for pod {name}", shown(wanted))))
+    regular.cloned().or_else(ephemeral).ok_or_else(|| ApiError::internal(format!("container {chosen} vanished")))
 }
 
 /// Refuses a pod that has completed and a container that is not running now.

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use contract::k8s::pod_container::ContainerNames;
 use serde_json::json;
 
 use super::store::{base64, fields_match, labels_match, merge, not_found};
@@ -221,7 +222,8 @@ impl Kube for FakeKube {
             s.record(Verb::Exec, "pods", Some(pod))?;
             s.execs.push(options.clone());
             let found = s.objects.get(&key("", "pods", Some(namespace), pod)).ok_or_else(|| not_found("pods", pod))?;
-            check_container(found, pod, options.container.as_deref())?;
+            // As `pods/exec` refuses an unknown container, or none in a pod with several.
+            ContainerNames::of(found).addressed(pod, options.container.as_deref()).map_err(KubeError::Invalid)?;
             s.clock.clone()
         };
         // The fake clock moves by the time the process really ran, as a cluster's would.
@@ -238,41 +240,6 @@ impl Kube for FakeKube {
             }
             _ => Ok(()),
         }
-    }
-}
-
-/// The API server's refusals of an exec's container (400, as `pods/exec` answers): none given
-/// for a pod without exactly one container, or one that is none of its containers, init
-/// containers or ephemeral containers.
-fn check_container(pod: &Value, name: &str, container: Option<&str>) -> Result<(), KubeError> {
-    let names = |list: &str| -> Vec<&str> {
-        pod.pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array)
-            .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
-            .unwrap_or_default()
-    };
-    let (containers, init) = (names("containers"), names("initContainers"));
-    let Some(wanted) = container else {
-        return match containers.len() {
-            1 => Ok(()),
-            0 => Err(KubeError::Invalid(format!("a container name must be specified for pod {name}"))),
-            _ => {
-                let init = if init.is_empty() {
-                    String::new()
-                } else {
-                    format!(" or one of the init containers: [{}]", init.join(" "))
-                };
-                Err(KubeError::Invalid(format!(
-                    "a container name must be specified for pod {name}, choose one of: [{}]{init}",
-                    containers.join(" ")
-                )))
-            }
-        };
-    };
-    if [containers, init, names("ephemeralContainers")].iter().any(|list| list.contains(&wanted)) {
-        Ok(())
-    } else {
-        Err(KubeError::Invalid(format!("container {wanted} is not valid for pod {name}")))
     }
 }
 
