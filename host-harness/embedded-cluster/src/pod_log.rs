@@ -1,8 +1,10 @@
 //! `pods/log`: the simulated kubelet runs no container processes (only `pods/exec` commands,
 //! whose output goes to the exec's client), so a started container's log is empty, but the
 //! request is answered and refused as kube-apiserver (through the kubelet) does: the container
-//! must be named when the pod has several, must exist, and must have started.
+//! must be named when the pod has several, must exist ([`ContainerNames::addressed`]), and must
+//! have started.
 
+use contract::k8s::pod_container::ContainerNames;
 use serde_json::Value;
 
 use crate::apiserver::{ApiServer, Ctx};
@@ -16,31 +18,13 @@ impl ApiServer {
             .store
             .get("pods", ctx.namespace.unwrap_or_default(), name)
             .ok_or_else(|| ApiError::not_found(ctx.subject(name)))?;
-        let containers: Vec<&str> = pod
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .into_iter()
+        let container =
+            ContainerNames::of(&pod).addressed(name, ctx.query.get("container")).map_err(ApiError::bad_request)?;
+        let status = ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"]
+            .iter()
+            .filter_map(|list| pod.pointer(&format!("/status/{list}")).and_then(Value::as_array))
             .flatten()
-            .filter_map(|c| c["name"].as_str())
-            .collect();
-        let container = match ctx.query.get("container") {
-            Some(c) => c.to_string(),
-            None if containers.len() == 1 => containers[0].to_string(),
-            None => {
-                return Err(ApiError::bad_request(format!(
-                    "a container name must be specified for pod {name}, choose one of: [{}]",
-                    containers.join(" ")
-                )));
-            }
-        };
-        if !containers.contains(&container.as_str()) {
-            let shown: String = container.chars().take(63).collect();
-            return Err(ApiError::bad_request(format!("container {shown} is not valid for pod {name}")));
-        }
-        let status = pod
-            .pointer("/status/containerStatuses")
-            .and_then(Value::as_array)
-            .and_then(|s| s.iter().find(|s| s["name"] == container.as_str()));
+            .find(|s| s["name"] == container);
         let waiting = match status {
             None => Some("ContainerCreating".to_string()),
             Some(s) if s["state"]["waiting"].is_object() => {

@@ -153,4 +153,21 @@ async fn pod_logs_answer_as_the_kubelet_would() {
         matches!(&err, kube::Error::Api(s) if s.code == 400 && s.message == "container other is not valid for pod p"),
         "{err:?}"
     );
+
+    // An init container's log is asked for by name, and its status is among the init ones.
+    let mut with_init = pod("q", json!({}));
+    with_init.spec.as_mut().expect("spec").init_containers =
+        Some(vec![typed(json!({"name": "setup", "image": "busybox:1.36"}))]);
+    pods.create(&PostParams::default(), &with_init).await.expect("pod");
+    let setup = LogParams { container: Some("setup".into()), ..Default::default() };
+    let err = pods.logs("q", &setup).await.expect_err("not started");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 400 && s.message == "container \"setup\" in pod \"q\" is waiting to start: ContainerCreating"),
+        "{err:?}"
+    );
+    let done = json!({"status": {"phase": "Pending", "initContainerStatuses": [{"name": "setup", "ready": false,
+        "restartCount": 0, "image": "busybox:1.36", "imageID": "",
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}});
+    pods.patch_status("q", &PatchParams::default(), &Patch::Merge(done)).await.expect("status");
+    assert_eq!(pods.logs("q", &setup).await.expect("the init container's log"), "");
 }
