@@ -1,12 +1,15 @@
 //! Per call: what a fresh instance costs (pooling allocator and on demand), and each operation
 //! through the WebAssembly host next to the same provider logic compiled natively over the same
 //! transport (`native`), for the ratio WASM / native per operation and for a whole lifecycle;
-//! and the guest's instructions per operation ([`guest_work`]), which do not move with the
-//! machine's load.
+//! each lifecycle step's gap beside the native provider's own work (its time without the host's
+//! serving, [`native::Spent`]), which says whether the gap is that work run as WebAssembly or
+//! the crossing; and the guest's instructions per operation ([`guest_work`]), which do not move
+//! with the machine's load.
 //!
 //! The cluster runs with no kubelet delay, so a lifecycle's time is the provider's, the host's
 //! and the API server's, not a simulated container start.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use embedded_cluster::EmbeddedCluster;
@@ -27,6 +30,24 @@ const INSTANTIATE_TARGET: Duration = Duration::from_micros(10);
 const LIFECYCLE_RATIO_TARGET: f64 = 1.10;
 /// Lifecycles whose guest instructions are counted: counts repeat, so a few show the spread.
 const GUEST_WORK_ROUNDS: usize = 5;
+/// The steps of a lifecycle, in the order they run.
+const STEPS: [&str; 4] = ["acquire", "resume-check", "renew", "destroy"];
+
+/// One step of a native lifecycle: its time, and the parts of it the host spent serving its
+/// requests and the provider spent parsing the answers.
+#[derive(Debug, Clone, Copy, Default)]
+struct NativeStep {
+    took: Duration,
+    serving: Duration,
+    parsing: Duration,
+}
+
+impl NativeStep {
+    /// The provider's own work: the step without the host's serving (the parsing included).
+    fn own(&self) -> Duration {
+        self.took.saturating_sub(self.serving)
+    }
+}
 
 /// What the per-call section measures against.
 struct Bench<'a> {
@@ -37,10 +58,11 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    fn native<R>(&self, f: impl FnOnce(&native::Provider) -> R) -> R {
-        let provider =
-            native::provider(&self.kube, self.runtime.handle().clone(), Instant::now() + self.limits.call_timeout());
-        f(&provider)
+    fn native<R>(&self, f: impl FnOnce(&native::Provider, &native::Spent) -> R) -> R {
+        let spent = Arc::new(native::Spent::default());
+        let deadline = Instant::now() + self.limits.call_timeout();
+        let provider = native::provider(&self.kube, self.runtime.handle().clone(), deadline, spent.clone());
+        f(&provider, &spent)
     }
 
     fn wasm<R>(&self, f: impl std::future::Future<Output = R>) -> R {
@@ -125,7 +147,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
 
     let w = micro.measure("describe/wasm", || bench.wasm(bench.host.describe()).map(drop).map_err(fail))?;
     let n = micro.measure("describe/native", || {
-        bench.native(|p| drop(p.describe()));
+        bench.native(|p, _| drop(p.describe()));
         Ok(())
     })?;
     pair("describe", "-", w, n);
@@ -133,7 +155,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
     let w = micro
         .measure("validate-config/wasm", || bench.wasm(bench.host.validate_config(&config)).map(drop).map_err(fail))?;
     let n = micro.measure("validate-config/native", || {
-        bench.native(|p| drop(p.validate_config(&config)));
+        bench.native(|p, _| drop(p.validate_config(&config)));
         Ok(())
     })?;
     pair("validate-config", "sandbox", w, n);
@@ -146,7 +168,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
             must_resume(bench.wasm(bench.host.resume_check(lease_ref.clone())).map_err(fail)?)
         })?;
         let n = micro.measure(&format!("resume-check/{backend}/native"), || {
-            must_resume(bench.native(|p| p.resume_check(lease_ref.clone())).map_err(fail)?)
+            must_resume(bench.native(|p, _| p.resume_check(lease_ref.clone())).map_err(fail)?)
         })?;
         pair("resume-check", backend, w, n);
         let expires = || jiff::Timestamp::now().as_millisecond() + 1_800_000;
@@ -154,31 +176,63 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
             must_resume(bench.wasm(bench.host.renew(lease_ref.clone(), expires())).map_err(fail)?)
         })?;
         let n = micro.measure(&format!("renew/{backend}/native"), || {
-            must_resume(bench.native(|p| p.renew(lease_ref.clone(), expires())).map_err(fail)?)
+            must_resume(bench.native(|p, _| p.renew(lease_ref.clone(), expires())).map_err(fail)?)
         })?;
         pair("renew", backend, w, n);
         bench.wasm(bench.host.destroy(lease_ref)).map_err(fail)?;
     }
 
+    let mut split = Table::new(
+        "Where WASM's extra time goes, per lifecycle step",
+        &[
+            "step",
+            "backend",
+            "WASM p50",
+            "native p50",
+            "WASM - native",
+            "native: provider's own work",
+            "of which parsing answers",
+        ],
+    );
     let mut worst = 0.0f64;
     for backend in BACKENDS {
         let config = world::config(backend);
         let (mut wasm, mut native) = (Vec::new(), Vec::new());
+        let (mut wasm_steps, mut native_steps) = (Vec::new(), Vec::new());
         for i in 0..lifecycles {
             // Alternate which goes first, so drift in the cluster's state weighs on both alike.
             for native_first in [i % 2 == 0, i % 2 != 0] {
                 let id = format!("lc-{backend}-{i}-{native_first}");
                 let started = Instant::now();
                 if native_first {
-                    bench.native(|p| lifecycle_native(p, &config, &id))?;
+                    native_steps.push(bench.native(|p, spent| lifecycle_native(p, spent, &config, &id))?);
                     native.push(started.elapsed());
                 } else {
-                    lifecycle_wasm(&bench, &config, &id)?;
+                    wasm_steps.push(lifecycle_wasm(&bench, &config, &id)?);
                     wasm.push(started.elapsed());
                 }
             }
         }
         worst = worst.max(pair("lifecycle", backend, Samples::new(wasm), Samples::new(native)));
+        for (i, step) in STEPS.iter().enumerate() {
+            let wasm = Samples::new(wasm_steps.iter().map(|s| s[i]).collect()).p50();
+            let native = Samples::new(native_steps.iter().map(|s| s[i].took).collect()).p50();
+            let own = Samples::new(native_steps.iter().map(|s| s[i].own()).collect()).p50();
+            let parsing = Samples::new(native_steps.iter().map(|s| s[i].parsing).collect()).p50();
+            let extra = match wasm.checked_sub(native) {
+                Some(more) => fmt_duration(more),
+                None => format!("-{}", fmt_duration(native - wasm)),
+            };
+            split.row([
+                step.to_string(),
+                backend.to_string(),
+                fmt_duration(wasm),
+                fmt_duration(native),
+                extra,
+                fmt_duration(own),
+                fmt_duration(parsing),
+            ]);
+        }
     }
     ratio.note(format!(
         "Lifecycle: acquire, resume-check, renew, destroy ({lifecycles} each, alternating); target WASM / native < {LIFECYCLE_RATIO_TARGET:.2}: {}.",
@@ -188,26 +242,57 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
         "Native: the provider crate compiled for the host, each `kube` request driven on the same runtime through \
          the same `KubeHost` (policy, ownership, client) that serves the component's import.",
     );
+    split.note(
+        "From the lifecycles above, each step timed apart. Native, the provider's own work: a step's time \
+         minus the host's serving of its requests (the same requests through the same host for both); of which \
+         parsing answers: `response_body::parse` of the host's answers, the code the guest runs on them. The \
+         component runs that work as WebAssembly and crosses into the host for each request; WASM - native is \
+         what those add, and the guest's instructions below count the work itself.",
+    );
     let guest = guest_work::measure(runtime, &cluster, &component, GUEST_WORK_ROUNDS)?;
-    Ok(vec![instantiate, ratio, guest])
+    Ok(vec![instantiate, ratio, split, guest])
 }
 
-fn lifecycle_wasm(bench: &Bench<'_>, config: &str, id: &str) -> anyhow::Result<()> {
-    let lease = bench.acquire_wasm(config, id)?;
-    let lease_ref = world::lease_ref(&lease, config);
-    must_resume(bench.wasm(bench.host.resume_check(lease_ref.clone())).map_err(fail)?)?;
-    let expires = jiff::Timestamp::now().as_millisecond() + 1_800_000;
-    must_resume(bench.wasm(bench.host.renew(lease_ref.clone(), expires)).map_err(fail)?)?;
-    bench.wasm(bench.host.destroy(lease_ref)).map_err(fail)?;
-    Ok(())
+/// Runs `step`, adding its time to `took`.
+fn timed<R>(took: &mut Duration, step: impl FnOnce() -> R) -> R {
+    let started = Instant::now();
+    let out = step();
+    *took += started.elapsed();
+    out
 }
 
-fn lifecycle_native(p: &native::Provider, config: &str, id: &str) -> anyhow::Result<()> {
-    let lease = p.acquire(world::request(config, id)).map_err(fail)?;
+fn lifecycle_wasm(bench: &Bench<'_>, config: &str, id: &str) -> anyhow::Result<[Duration; 4]> {
+    let mut took = [Duration::ZERO; 4];
+    let lease = timed(&mut took[0], || bench.acquire_wasm(config, id))?;
     let lease_ref = world::lease_ref(&lease, config);
-    must_resume(p.resume_check(lease_ref.clone()).map_err(fail)?)?;
+    timed(&mut took[1], || must_resume(bench.wasm(bench.host.resume_check(lease_ref.clone())).map_err(fail)?))?;
     let expires = jiff::Timestamp::now().as_millisecond() + 1_800_000;
-    must_resume(p.renew(lease_ref.clone(), expires).map_err(fail)?)?;
-    p.destroy(lease_ref).map_err(fail)?;
-    Ok(())
+    timed(&mut took[2], || must_resume(bench.wasm(bench.host.renew(lease_ref.clone(), expires)).map_err(fail)?))?;
+    timed(&mut took[3], || bench.wasm(bench.host.destroy(lease_ref)).map_err(fail))?;
+    Ok(took)
+}
+
+/// Runs `run` as `step` of a native lifecycle, with its share of what `spent` sums.
+fn native_step<R>(spent: &native::Spent, step: &mut NativeStep, run: impl FnOnce() -> R) -> R {
+    let (serving, parsing) = (spent.serving(), spent.parsing());
+    let out = timed(&mut step.took, run);
+    step.serving = spent.serving().saturating_sub(serving);
+    step.parsing = spent.parsing().saturating_sub(parsing);
+    out
+}
+
+fn lifecycle_native(
+    p: &native::Provider,
+    spent: &native::Spent,
+    config: &str,
+    id: &str,
+) -> anyhow::Result<[NativeStep; 4]> {
+    let mut steps = [NativeStep::default(); 4];
+    let lease = native_step(spent, &mut steps[0], || p.acquire(world::request(config, id))).map_err(fail)?;
+    let lease_ref = world::lease_ref(&lease, config);
+    must_resume(native_step(spent, &mut steps[1], || p.resume_check(lease_ref.clone())).map_err(fail)?)?;
+    let expires = jiff::Timestamp::now().as_millisecond() + 1_800_000;
+    must_resume(native_step(spent, &mut steps[2], || p.renew(lease_ref.clone(), expires)).map_err(fail)?)?;
+    native_step(spent, &mut steps[3], || p.destroy(lease_ref)).map_err(fail)?;
+    Ok(steps)
 }
