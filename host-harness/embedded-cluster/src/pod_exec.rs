@@ -206,22 +206,27 @@ fn lost_node_address(api: &ApiServer, name: &str) -> Option<String> {
 /// The container an exec runs in, chosen as `streamLocation` chooses it
 /// ([`ContainerNames::addressed`]).
 fn pick_container(pod: &Pod, name: &str, wanted: Option<&str>) -> Result<Container, ApiError> {
-    let spec = pod.spec.clone().unwrap_or_default();
-    let names = |cs: &[Container]| cs.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
-    let (containers, init) = (names(&spec.containers), names(spec.init_containers.as_deref().unwrap_or_default()));
-    let ephemeral: Vec<String> = spec.ephemeral_containers.iter().flatten().map(|c| c.name.clone()).collect();
-    let listed = ContainerNames {
-        containers: containers.iter().map(String::as_str).collect(),
-        init: init.iter().map(String::as_str).collect(),
-        ephemeral: ephemeral.iter().map(String::as_str).collect(),
+    let spec = pod.spec.as_ref();
+    let regular = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+    let init = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();
+    let ephemeral = spec.and_then(|s| s.ephemeral_containers.as_deref()).unwrap_or_default();
+    let names = ContainerNames {
+        containers: regular.iter().map(|c| c.name.as_str()).collect(),
+        init: init.iter().map(|c| c.name.as_str()).collect(),
+        ephemeral: ephemeral.iter().map(|c| c.name.as_str()).collect(),
     };
-    let chosen = listed.addressed(name, wanted).map_err(ApiError::bad_request)?;
-    let regular = spec.containers.iter().chain(spec.init_containers.iter().flatten()).find(|c| c.name == chosen);
-    let ephemeral = || {
-        let found = spec.ephemeral_containers.iter().flatten().find(|c| c.name == chosen)?;
+    let chosen = names.addressed(name, wanted).map_err(ApiError::bad_request)?;
+    let as_container = || {
+        let found = ephemeral.iter().find(|c| c.name == chosen)?;
         serde_json::to_value(found).ok().and_then(|v| serde_json::from_value::<Container>(v).ok())
     };
-    regular.cloned().or_else(ephemeral).ok_or_else(|| ApiError::internal(format!("container {chosen} vanished")))
+    regular
+        .iter()
+        .chain(init)
+        .find(|c| c.name == chosen)
+        .cloned()
+        .or_else(as_container)
+        .ok_or_else(|| ApiError::internal(format!("container {chosen} vanished")))
 }
 
 /// Refuses a pod that has completed and a container that is not running now.
