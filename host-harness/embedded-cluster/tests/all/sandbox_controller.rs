@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::common::*;
-use embedded_cluster::SandboxVersions;
 use embedded_cluster::behaviour::Behaviour;
+use embedded_cluster::{ClusterConfig, ControllerKind, EmbeddedCluster, SandboxVersions};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -130,6 +130,51 @@ async fn suspend_and_resume(version: &'static str, versions: SandboxVersions) {
     sbs.patch("sb-sus", &PatchParams::default(), &Patch::Merge(&resume)).await.expect("resume");
     wait_for(&sbs, "sb-sus", has_condition("Ready", "True", None), "Ready after resume").await;
     assert_ne!(pods.get("sb-sus").await.expect("pod").uid().expect("uid"), first);
+}
+
+/// The kubelet gives a deleted pod a terminal phase before it removes it, so a suspend can leave
+/// Finished=True in the status until the controller sees the pod gone. A resume that comes first
+/// (the provider resumes as soon as the old pod is gone) must still get a pod. The controller is
+/// stopped while the status holds that state, so the order is the test's, not the scheduler's.
+#[tokio::test]
+async fn a_resume_that_finds_a_stale_finished_condition_still_gets_a_pod() {
+    let controllers = ControllerKind::ALL.into_iter().filter(|k| *k != ControllerKind::Sandbox).collect();
+    let c = EmbeddedCluster::start(ClusterConfig { controllers, ..Default::default() }).await.expect("cluster");
+    let controller_client = c.client_as(ControllerKind::Sandbox.user()).await.expect("controller client");
+    let start_controller =
+        || tokio::spawn(embedded_cluster::controllers::sandbox::run(controller_client.clone(), c.clock().clone()));
+    let client = c.client().await.expect("client");
+    let sbs: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &sandbox_resource("v1beta1"));
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let controller = start_controller();
+    let mut sb = sandbox("v1beta1", "sb-stale", json!({}), &Behaviour::default());
+    // The default main process ignores SIGTERM; a short grace period keeps the suspend short.
+    sb.data["spec"]["podTemplate"]["spec"]["terminationGracePeriodSeconds"] = json!(1);
+    sbs.create(&PostParams::default(), &sb).await.expect("create");
+    wait_for(&sbs, "sb-stale", has_condition("Ready", "True", None), "Ready").await;
+    let first = pods.get("sb-stale").await.expect("pod").uid().expect("uid");
+    let suspend = json!({"spec": {"operatingMode": "Suspended"}});
+    sbs.patch("sb-stale", &PatchParams::default(), &Patch::Merge(&suspend)).await.expect("suspend");
+    wait_for(&sbs, "sb-stale", has_condition("Suspended", "True", Some("PodTerminated")), "Suspended").await;
+    wait_for(&pods, "sb-stale", is_deleted(&first), "the pod to go").await;
+
+    controller.abort();
+    let _ = controller.await;
+    let finished = json!({"status": {"conditions": [
+        {"type": "Finished", "status": "True", "reason": "PodFailed", "message": "Pod failed",
+         "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 2},
+        {"type": "Suspended", "status": "False", "reason": "PodTerminating",
+         "message": "Pod is terminating. Sandbox is suspending",
+         "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 2},
+    ]}});
+    sbs.patch_status("sb-stale", &PatchParams::default(), &Patch::Merge(&finished)).await.expect("stale status");
+    let resume = json!({"spec": {"operatingMode": "Running"}});
+    sbs.patch("sb-stale", &PatchParams::default(), &Patch::Merge(&resume)).await.expect("resume");
+
+    let _controller = start_controller();
+    let ready = wait_for(&sbs, "sb-stale", has_condition("Ready", "True", None), "Ready after resume").await;
+    assert_eq!(condition(ready.as_ref(), "Finished"), None, "Finished goes with its pod");
+    assert_ne!(pods.get("sb-stale").await.expect("a new pod").uid().expect("uid"), first);
 }
 
 #[tokio::test]

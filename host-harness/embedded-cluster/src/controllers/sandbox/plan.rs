@@ -19,7 +19,7 @@ use super::resources::{
     service_selector_patch,
 };
 use super::status::{
-    ConditionInputs, FINISHED, Issue, NewCondition, READY, REASON_RECONCILER_ERROR, apply_conditions, mark_expired,
+    ConditionInputs, Issue, NewCondition, READY, REASON_RECONCILER_ERROR, apply_conditions, mark_expired,
     marked_expired, pod_ips, set_condition,
 };
 use crate::clock::format_time;
@@ -202,8 +202,6 @@ struct PodOutcome {
     pod: Option<Pod>,
     /// Whether that pod is (or will be) controlled by this Sandbox.
     owned: bool,
-    /// A Finished=True kept although its pod is gone.
-    kept_finished: bool,
     /// The `pod-name` annotation the Sandbox should carry.
     annotation: Option<String>,
     issue: Option<Issue>,
@@ -266,7 +264,6 @@ fn plan_live(observed: &Observed, spec: &Spec, failure: Option<&Failure>, now: &
     if let Some(failure) = failure {
         issues.push(Issue::Error(failure.message.clone()));
     }
-    let kept_finished = if outcome.kept_finished { sandbox.status.condition(FINISHED) } else { None };
     let inputs = ConditionInputs {
         generation: sandbox.generation,
         suspended: spec.suspended,
@@ -274,7 +271,6 @@ fn plan_live(observed: &Observed, spec: &Spec, failure: Option<&Failure>, now: &
         pod_owned: outcome.owned,
         pod_unknown: pod_unknown || (outcome.pod.is_none() && pod_issue),
         issues: &issues,
-        kept_finished,
         service_required: spec.service.unwrap_or(service_present),
         service_present,
     };
@@ -329,7 +325,6 @@ fn plan_pod(observed: &Observed, spec: &Spec, hash: &str, actions: &mut Vec<Acti
         return PodOutcome {
             pod: None,
             owned: false,
-            kept_finished: false,
             annotation: current_annotation,
             issue: Some(Issue::MultiplePods(owned.len())),
         };
@@ -349,23 +344,15 @@ fn plan_pod(observed: &Observed, spec: &Spec, hash: &str, actions: &mut Vec<Acti
             actions.push(Action::DeletePod { name: pod_name(pod) });
         }
         let owned = pod.as_ref().is_some_and(|p| ownership(&p.metadata, &sandbox.uid) == Ownership::Ours);
-        return PodOutcome { pod, owned, kept_finished: false, annotation: None, issue: None };
+        return PodOutcome { pod, owned, annotation: None, issue: None };
     }
 
+    // No pod and not suspended: create one, whatever an earlier pod's Finished said (upstream
+    // keeps Finished only while its terminal pod exists; a terminal pod itself is never replaced).
     let Some(pod) = pod else {
-        let finished = sandbox.status.condition(FINISHED).is_some_and(|c| c.status == "True");
-        if finished {
-            return PodOutcome { pod: None, owned: false, kept_finished: true, annotation: None, issue: None };
-        }
         let new_pod = desired_pod(sandbox, spec, hash);
         actions.push(Action::CreatePod(Box::new(new_pod.clone())));
-        return PodOutcome {
-            pod: Some(new_pod),
-            owned: true,
-            kept_finished: false,
-            annotation: Some(sandbox.name.clone()),
-            issue: None,
-        };
+        return PodOutcome { pod: Some(new_pod), owned: true, annotation: Some(sandbox.name.clone()), issue: None };
     };
 
     let name = pod_name(&pod);
@@ -376,24 +363,23 @@ fn plan_pod(observed: &Observed, spec: &Spec, hash: &str, actions: &mut Vec<Acti
                 describe_owner(owner),
                 sandbox.name
             ));
-            PodOutcome { pod: None, owned: false, kept_finished: false, annotation: None, issue: Some(issue) }
+            PodOutcome { pod: None, owned: false, annotation: None, issue: Some(issue) }
         }
         Ownership::Unowned if !has_hash_label(&pod.metadata, hash) => PodOutcome {
             pod: None,
             owned: false,
-            kept_finished: false,
             annotation: current_annotation,
             issue: Some(Issue::Error(format!("cannot adopt unowned pod {name:?}: missing sandbox tracking label"))),
         },
         Ownership::Unowned => {
             actions.push(Action::PatchPod { name: name.clone(), patch: adopt_patch(&pod.metadata, sandbox, hash) });
-            PodOutcome { pod: Some(pod), owned: true, kept_finished: false, annotation: Some(name), issue: None }
+            PodOutcome { pod: Some(pod), owned: true, annotation: Some(name), issue: None }
         }
         Ownership::Ours => {
             if !has_hash_label(&pod.metadata, hash) {
                 actions.push(Action::PatchPod { name: name.clone(), patch: hash_label_patch(hash) });
             }
-            PodOutcome { pod: Some(pod), owned: true, kept_finished: false, annotation: Some(name), issue: None }
+            PodOutcome { pod: Some(pod), owned: true, annotation: Some(name), issue: None }
         }
     }
 }

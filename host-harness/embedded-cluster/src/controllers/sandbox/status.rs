@@ -138,8 +138,6 @@ pub struct ConditionInputs<'a> {
     pub pod_unknown: bool,
     /// Failures of this reconcile.
     pub issues: &'a [Issue],
-    /// A Finished=True kept from before, while its terminal pod is gone.
-    pub kept_finished: Option<&'a Condition>,
     /// A Service is required for readiness.
     pub service_required: bool,
     /// The Service exists (or was just created).
@@ -198,12 +196,9 @@ fn terminal_outcome(pod: &Pod) -> Option<(&'static str, &'static str)> {
 }
 
 fn finished_condition(inputs: &ConditionInputs<'_>) -> Option<NewCondition> {
-    if let Some(pod) = inputs.pod.filter(|_| inputs.pod_owned) {
-        let (reason, message) = terminal_outcome(pod)?;
-        return Some(NewCondition::new(FINISHED, "True", reason, message));
-    }
-    let kept = inputs.kept_finished?;
-    Some(NewCondition::new(FINISHED, "True", &kept.reason, kept.message.clone()))
+    let pod = inputs.pod.filter(|_| inputs.pod_owned)?;
+    let (reason, message) = terminal_outcome(pod)?;
+    Some(NewCondition::new(FINISHED, "True", reason, message))
 }
 
 fn pod_scheduled_condition(inputs: &ConditionInputs<'_>) -> Option<NewCondition> {
@@ -260,11 +255,6 @@ fn ready_condition(inputs: &ConditionInputs<'_>) -> NewCondition {
     }
     if let Some((reason, message)) = inputs.pod.and_then(terminal_outcome) {
         return not_ready(reason, message.to_string());
-    }
-    if inputs.pod.is_none()
-        && let Some(kept) = inputs.kept_finished
-    {
-        return not_ready(&kept.reason.clone(), kept.message.clone());
     }
 
     let (mut message, pod_ready) = match inputs.pod {

@@ -578,7 +578,7 @@ fn a_deleted_pod_is_recreated_and_ready_goes_false() {
 }
 
 #[test]
-fn a_terminal_pod_finishes_the_sandbox_forever() {
+fn a_terminal_pod_finishes_the_sandbox_while_it_exists_and_its_deletion_brings_a_new_pod() {
     for version in VERSIONS {
         for (phase, reason) in [("Failed", REASON_POD_FAILED), ("Succeeded", REASON_POD_SUCCEEDED)] {
             let mut world = World::new(version);
@@ -586,25 +586,56 @@ fn a_terminal_pod_finishes_the_sandbox_forever() {
             world.pod_running();
             world.step();
             world.pod_phase(phase);
-            let plan = world.step();
-            assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-            let status = status_of(&plan);
-            assert_condition(status, FINISHED, "True", reason);
-            assert_condition(status, READY, "False", reason);
-            assert_condition(status, SUSPENDED, "False", REASON_NOT_SUSPENDED);
-
-            // Even once the terminal pod is gone, nothing is recreated.
-            world.pod_gone();
             world.now += SignedDuration::from_secs(60);
             for _ in 0..2 {
                 let plan = world.step();
-                assert!(created_pod(&plan).is_none(), "{phase}: {:?}", plan.actions);
+                assert!(plan.actions.is_empty(), "a terminal pod is never replaced: {:?}", plan.actions);
                 let status = status_of(&plan);
                 assert_condition(status, FINISHED, "True", reason);
                 assert_condition(status, READY, "False", reason);
-                assert!(status.condition(POD_SCHEDULED).is_none());
+                assert_condition(status, SUSPENDED, "False", REASON_NOT_SUSPENDED);
             }
-            assert!(!world.annotations.contains_key(POD_NAME_ANNOTATION));
+
+            // Upstream keeps Finished only while the terminal pod is there (`computeFinishedCondition`
+            // needs an owned pod): once someone deletes it, the Sandbox gets a new pod.
+            world.pod_gone();
+            let plan = world.step();
+            let pod = created_pod(&plan).unwrap_or_else(|| panic!("{phase}: a new pod, got {:?}", plan.actions));
+            assert_eq!(pod.metadata.name.as_deref(), Some("box"));
+            let status = status_of(&plan);
+            assert!(status.condition(FINISHED).is_none(), "{phase}: {status:?}");
+            assert_condition(status, READY, "False", REASON_DEPENDENCIES_NOT_READY);
+        }
+    }
+}
+
+/// The kubelet stops a deleted pod before it removes it, so a suspend's pod is seen Failed (or
+/// Succeeded) and Finished=True is written. A resume that lands after the pod is gone but before
+/// the controller saw it gone while suspended must still bring a pod: Finished is no reason to
+/// withhold one.
+#[test]
+fn a_resume_right_after_the_suspended_pod_went_terminal_and_away_creates_a_pod() {
+    for version in VERSIONS {
+        for phase in ["Failed", "Succeeded"] {
+            let mut world = World::new(version);
+            world.step();
+            world.pod_running();
+            world.step();
+            world.suspend(true);
+            world.step();
+            world.pod_phase(phase);
+            let plan = world.step();
+            assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+            assert_condition(status_of(&plan), SUSPENDED, "False", REASON_POD_TERMINATING);
+
+            world.pod_gone();
+            world.suspend(false);
+            let plan = world.step();
+            let pod = created_pod(&plan).unwrap_or_else(|| panic!("{version:?} {phase}: {:?}", plan.actions));
+            assert_eq!(pod.metadata.name.as_deref(), Some("box"));
+            let status = status_of(&plan);
+            assert!(status.condition(FINISHED).is_none(), "{status:?}");
+            assert_condition(status, SUSPENDED, "False", REASON_NOT_SUSPENDED);
         }
     }
 }
