@@ -24,6 +24,7 @@
 
 #[allow(missing_docs)]
 pub mod bindings;
+pub mod call_time;
 pub mod capabilities;
 pub mod compile_cache;
 mod config_fields;

@@ -1,6 +1,7 @@
 //! The host's metrics, for an operator's Prometheus: calls by operation and outcome, their
-//! latency, the leases this process holds, warm and cold claims, and the host's policy
-//! denials. `sandbox-host serve --metrics-addr` serves them in the Prometheus text format
+//! latency and how much of it was the provider's code and the host's imports
+//! ([`crate::call_time`]), the leases this process holds, warm and cold claims, and the host's
+//! policy denials. `sandbox-host serve --metrics-addr` serves them in the Prometheus text format
 //! (OpenMetrics), made by the Prometheus project's own Rust client (`prometheus-client`).
 //!
 //! The metrics, their labels and HELP texts are registered in [`HostMetrics::new`]; the
@@ -16,6 +17,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use serde_json::Value;
+
+use crate::call_time::CallTimes;
 
 /// The content type of [`HostMetrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -47,11 +50,19 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 15))
 }
 
+/// Buckets from 50 us to about 26 s for the parts of a call: the guest's own work is tens of
+/// microseconds to milliseconds, an import as long as the cluster takes.
+fn part_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
+}
+
 /// The metrics of one host process; share it with an `Arc`.
 pub struct HostMetrics {
     registry: Registry,
     calls: Family<CallLabels, Counter>,
     durations: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    guest: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    imports: Family<OperationLabels, Histogram, fn() -> Histogram>,
     leases: Gauge,
     live: Mutex<HashSet<String>>,
     claims: Family<WarmLabels, Counter>,
@@ -79,6 +90,18 @@ impl HostMetrics {
         let durations =
             Family::<OperationLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram);
         registry.register("call_duration_seconds", "How long each call took, by operation", durations.clone());
+        let guest = Family::<OperationLabels, Histogram, fn() -> Histogram>::new_with_constructor(part_histogram);
+        registry.register(
+            "call_guest_seconds",
+            "Time each call spent running the provider's WebAssembly, by operation",
+            guest.clone(),
+        );
+        let imports = Family::<OperationLabels, Histogram, fn() -> Histogram>::new_with_constructor(part_histogram);
+        registry.register(
+            "call_import_seconds",
+            "Time each call spent in the host's imports (Kubernetes requests, watches, exec), by operation",
+            imports.clone(),
+        );
         let leases = Gauge::default();
         registry.register(
             "leases",
@@ -97,7 +120,7 @@ impl HostMetrics {
         );
         let denials = Family::<VerbLabels, Counter>::default();
         registry.register("policy_denials", "Provider requests the host's policy refused, by verb", denials.clone());
-        Self { registry, calls, durations, leases, live: Mutex::new(HashSet::new()), claims, denials }
+        Self { registry, calls, durations, guest, imports, leases, live: Mutex::new(HashSet::new()), claims, denials }
     }
 
     /// Records one answered call: `outcome` is `ok` or the error's kind; `result` is its JSON
@@ -141,6 +164,14 @@ impl HostMetrics {
         self.leases.set(i64::try_from(live.len()).unwrap_or(i64::MAX));
     }
 
+    /// Records where one call's time went; the rest of its duration is the host's own work
+    /// around the export (instance, arguments, result).
+    pub(crate) fn call_times(&self, operation: &str, times: CallTimes) {
+        let labels = OperationLabels { operation: operation.into() };
+        self.guest.get_or_create(&labels).observe(times.guest.as_secs_f64());
+        self.imports.get_or_create(&labels).observe(times.imports.as_secs_f64());
+    }
+
     /// Records a provider request the host's policy refused.
     pub(crate) fn denied(&self, verb: &str) {
         self.denials.get_or_create(&VerbLabels { verb: verb.into() }).inc();
@@ -182,7 +213,15 @@ mod tests {
         }
         metrics.call("destroy", "ok", 0.01, None, Some("k8s:claim:ns:pc-1"));
         metrics.denied("delete");
+        let ms = std::time::Duration::from_millis;
+        metrics.call_times("renew", CallTimes { guest: ms(1), imports: ms(3) });
         let text = metrics.encode();
+        for line in [
+            "sandbox_host_call_guest_seconds_sum{operation=\"renew\"} 0.001",
+            "sandbox_host_call_import_seconds_sum{operation=\"renew\"} 0.003",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} missing from:\n{text}");
+        }
         assert!(text.lines().any(|l| l == "sandbox_host_leases 0"), "{text}");
         assert!(text.lines().any(|l| l == "sandbox_host_policy_denials_total{verb=\"delete\"} 1"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
+use crate::call_time::{CallTimes, CallTotals};
 use crate::capabilities::{self, Grants};
 use crate::compile_cache::{self, CacheOutcome};
 use crate::created_objects::CreatedObjects;
@@ -84,6 +85,8 @@ pub struct ProviderHost {
     calls: AtomicU64,
     /// WebAssembly instructions run by the guest in all calls, when counted.
     guest_instructions: AtomicU64,
+    /// Guest and import time of all calls.
+    call_times: CallTotals,
     _engine: HostEngine,
 }
 
@@ -175,6 +178,7 @@ impl ProviderHost {
             cache,
             calls: AtomicU64::new(0),
             guest_instructions: AtomicU64::new(0),
+            call_times: CallTotals::default(),
             _engine: engine,
         };
         host.check_exports().await?;
@@ -221,6 +225,12 @@ impl ProviderHost {
     /// call is that call's work in the guest, the same on any machine for the same answers.
     pub fn guest_instructions(&self) -> Option<u64> {
         self.limits.count_guest_instructions.then(|| self.guest_instructions.load(Ordering::Relaxed))
+    }
+
+    /// The guest and import time of this host's calls so far ([`crate::call_time`]); the
+    /// difference across one call is where that call's time went.
+    pub fn call_times(&self) -> CallTimes {
+        self.call_times.get()
     }
 
     /// The per-call limits the host applies.
@@ -545,6 +555,11 @@ impl ProviderHost {
         {
             self.guest_instructions.fetch_add(COUNTED_FUEL.saturating_sub(left), Ordering::Relaxed);
         }
+        let times = store.data().clock.times();
+        self.call_times.add(times);
+        if let Some(metrics) = &self.kube.metrics {
+            metrics.call_times(call, times);
+        }
         let result = match outcome {
             Err(_) => Err(HostError::Timeout { call, limit_ms: millis(limit) }),
             Ok(Ok(value)) => Ok(value),
@@ -570,6 +585,10 @@ impl ProviderHost {
         {
             tracing::warn!(target: "provider_host", call, error = %e, "cannot count the guest's instructions");
         }
+        store.call_hook(|mut store, hook| {
+            store.data_mut().clock.switch(hook);
+            Ok(())
+        });
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })

@@ -10,6 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::kube::{KubeError, ResourceType, WatchEvent, WatchOptions};
 use crate::bindings::{since_v0_1_0, since_v0_2_0, since_v0_3_0, since_v0_4_0};
+use crate::call_time::CallClock;
 use crate::kube_host::KubeHost;
 use crate::kube_watch::WatchStream;
 use crate::limits::{CallLimiter, Limits};
@@ -28,6 +29,8 @@ pub struct CallState {
     deadline: Instant,
     call_timeout: Duration,
     wasi: WasiCtx,
+    /// Where the call's time goes, driven by the store's call hook.
+    pub(crate) clock: CallClock,
 }
 
 impl CallState {
@@ -43,6 +46,7 @@ impl CallState {
             deadline,
             call_timeout: limits.call_timeout(),
             wasi: wasi::empty_context(),
+            clock: CallClock::new(),
         }
     }
 

@@ -92,8 +92,19 @@ async fn serve_counts_calls_leases_and_denials_for_prometheus() {
         ("sandbox_host_calls_total{operation=\"execute\",outcome=\"ok\"}", 1.0),
         ("sandbox_host_call_duration_seconds_count{operation=\"acquire\"}", 1.0),
         ("sandbox_host_leases", 1.0),
+        ("sandbox_host_call_guest_seconds_count{operation=\"acquire\"}", 1.0),
+        ("sandbox_host_call_import_seconds_count{operation=\"execute\"}", 1.0),
     ] {
         assert_eq!(sample(&during, series), Some(value), "{series} in:\n{during}");
+    }
+    // Each call's guest and import time are parts of its duration: both there, neither past it.
+    for op in ["acquire", "execute"] {
+        let sum = |metric: &str| sample(&during, &format!("sandbox_host_{metric}_sum{{operation=\"{op}\"}}"));
+        let (guest, imports) = (sum("call_guest_seconds"), sum("call_import_seconds"));
+        let total = sum("call_duration_seconds").expect("the call's duration");
+        assert!(guest.is_some_and(|g| g > 0.0) && imports.is_some_and(|i| i > 0.0), "{op}: {guest:?} {imports:?}");
+        let parts = guest.unwrap_or_default() + imports.unwrap_or_default();
+        assert!(parts <= total, "{op}: guest + imports {parts} > duration {total}");
     }
 
     // A lease in a namespace the policy does not allow: its deletes are refused by the host.

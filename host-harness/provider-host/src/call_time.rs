@@ -1,0 +1,181 @@
+//! Where a call's time goes: running the provider's WebAssembly, or in the host's imports.
+//!
+//! Terms:
+//! - **guest time**: wall time while the component's own code runs (its exports, and the
+//!   allocator the host calls into to hand it a result). A guest that yields to the runtime at
+//!   an epoch tick keeps counting while it waits to be resumed.
+//! - **import time**: wall time inside a host function the guest called: a Kubernetes request,
+//!   a watch's next event, an exec, a log line, WASI's clocks (lifting the guest's arguments
+//!   and lowering the answer included).
+//! - the rest of a call (neither) is the host's per-call work around the export: the store and
+//!   instance, binding the export, passing the request in and the result out, teardown.
+//!
+//! wasmtime reports every switch between WebAssembly and host code to a store's call hook
+//! ([`wasmtime::CallHook`]); [`CallClock`] charges the time since the previous switch to the
+//! side that was running. So an operator (through [`crate::metrics`]) and `make bench` can
+//! tell a slow call's cluster from its provider without a profiler.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use wasmtime::CallHook;
+
+/// The guest and import time of calls, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallTimes {
+    /// Wall time running the component's code.
+    pub guest: Duration,
+    /// Wall time inside the host's imports.
+    pub imports: Duration,
+}
+
+impl CallTimes {
+    /// What these times add beyond `earlier` (the totals of a host before some calls).
+    pub fn since(&self, earlier: &CallTimes) -> CallTimes {
+        CallTimes {
+            guest: self.guest.saturating_sub(earlier.guest),
+            imports: self.imports.saturating_sub(earlier.imports),
+        }
+    }
+}
+
+/// Which code was running since the last switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The host, outside any import: the call's set-up, or its result on the way out.
+    Host,
+    /// The component's code.
+    Guest,
+    /// The host, inside an import the guest called.
+    Import,
+}
+
+/// One call's clock, kept in its store and driven by the store's call hook.
+#[derive(Debug)]
+pub(crate) struct CallClock {
+    side: Side,
+    /// Imports entered and not yet returned from (an import may call back into the guest's
+    /// allocator, so switches nest).
+    imports_open: u32,
+    since: Instant,
+    times: CallTimes,
+}
+
+impl CallClock {
+    /// A clock that starts on the host's side, outside any import.
+    pub(crate) fn new() -> Self {
+        Self { side: Side::Host, imports_open: 0, since: Instant::now(), times: CallTimes::default() }
+    }
+
+    /// Charges the time since the last switch to the side that ran, and switches.
+    pub(crate) fn switch(&mut self, hook: CallHook) {
+        self.switch_at(hook, Instant::now());
+    }
+
+    fn switch_at(&mut self, hook: CallHook, now: Instant) {
+        let spent = now.saturating_duration_since(self.since);
+        match self.side {
+            Side::Guest => self.times.guest += spent,
+            Side::Import => self.times.imports += spent,
+            Side::Host => {}
+        }
+        self.since = now;
+        match hook {
+            CallHook::CallingHost => self.imports_open += 1,
+            CallHook::ReturningFromHost => self.imports_open = self.imports_open.saturating_sub(1),
+            CallHook::CallingWasm | CallHook::ReturningFromWasm => {}
+        }
+        self.side = if hook.exiting_host() {
+            Side::Guest
+        } else if self.imports_open > 0 {
+            Side::Import
+        } else {
+            Side::Host
+        };
+    }
+
+    /// The call's times so far, the stretch since the last switch included (a call the host
+    /// ended inside an import never returns from it).
+    pub(crate) fn times(&self) -> CallTimes {
+        self.times_at(Instant::now())
+    }
+
+    fn times_at(&self, now: Instant) -> CallTimes {
+        let open = now.saturating_duration_since(self.since);
+        let mut times = self.times;
+        match self.side {
+            Side::Guest => times.guest += open,
+            Side::Import => times.imports += open,
+            Side::Host => {}
+        }
+        times
+    }
+}
+
+/// Totals over a host's calls, for [`crate::runner::ProviderHost::call_times`].
+#[derive(Debug, Default)]
+pub(crate) struct CallTotals {
+    guest_nanos: AtomicU64,
+    import_nanos: AtomicU64,
+}
+
+impl CallTotals {
+    /// Adds one call's times.
+    pub(crate) fn add(&self, times: CallTimes) {
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.guest_nanos.fetch_add(nanos(times.guest), Ordering::Relaxed);
+        self.import_nanos.fetch_add(nanos(times.imports), Ordering::Relaxed);
+    }
+
+    /// The sums so far.
+    pub(crate) fn get(&self) -> CallTimes {
+        CallTimes {
+            guest: Duration::from_nanos(self.guest_nanos.load(Ordering::Relaxed)),
+            imports: Duration::from_nanos(self.import_nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn each_stretch_is_charged_to_the_side_that_ran() {
+        let start = Instant::now();
+        let mut clock = CallClock { side: Side::Host, imports_open: 0, since: start, times: CallTimes::default() };
+        let at = |n: u64| start + ms(n);
+        clock.switch_at(CallHook::CallingWasm, at(5)); // 5 ms of set-up: neither
+        clock.switch_at(CallHook::CallingHost, at(7)); // 2 ms of guest, then an import
+        clock.switch_at(CallHook::CallingWasm, at(20)); // 13 ms in it, then the guest's allocator
+        clock.switch_at(CallHook::ReturningFromWasm, at(21)); // 1 ms of guest
+        clock.switch_at(CallHook::ReturningFromHost, at(22)); // 1 ms more in the import
+        clock.switch_at(CallHook::ReturningFromWasm, at(30)); // 8 ms of guest: the export returns
+        clock.switch_at(CallHook::CallingWasm, at(33)); // 3 ms lifting its result: neither
+        clock.switch_at(CallHook::ReturningFromWasm, at(34)); // 1 ms of guest (post-return)
+        assert_eq!(clock.times_at(at(50)), CallTimes { guest: ms(12), imports: ms(14) });
+    }
+
+    #[test]
+    fn a_call_ended_inside_an_import_counts_it_up_to_the_end() {
+        let start = Instant::now();
+        let mut clock = CallClock { side: Side::Host, imports_open: 0, since: start, times: CallTimes::default() };
+        clock.switch_at(CallHook::CallingWasm, start + ms(1));
+        clock.switch_at(CallHook::CallingHost, start + ms(3));
+        assert_eq!(clock.times_at(start + ms(10)), CallTimes { guest: ms(2), imports: ms(7) });
+    }
+
+    #[test]
+    fn totals_add_up_and_differences_never_go_negative() {
+        let totals = CallTotals::default();
+        totals.add(CallTimes { guest: ms(3), imports: ms(10) });
+        let before = totals.get();
+        totals.add(CallTimes { guest: ms(2), imports: ms(1) });
+        assert_eq!(totals.get().since(&before), CallTimes { guest: ms(2), imports: ms(1) });
+        assert_eq!(before.since(&totals.get()), CallTimes::default());
+    }
+}
