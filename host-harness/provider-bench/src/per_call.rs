@@ -1,10 +1,11 @@
 //! Per call: what a fresh instance costs (pooling allocator and on demand), and each operation
 //! through the WebAssembly host next to the same provider logic compiled natively over the same
 //! transport (`native`), for the ratio WASM / native per operation and for a whole lifecycle;
-//! each lifecycle step's gap beside the native provider's own work (its time without the host's
-//! serving, [`native::Spent`]), which says whether the gap is that work run as WebAssembly or
-//! the crossing; and the guest's instructions per operation ([`guest_work`]), which do not move
-//! with the machine's load.
+//! each lifecycle step split on both sides into the host's requests and the provider's own
+//! work (the component's by the host's call clock, [`provider_host::call_time`]; the native
+//! provider's by [`native::Spent`]), which says whether the gap is that work run as
+//! WebAssembly, the host's requests, or the call around them; and the guest's instructions per
+//! operation ([`guest_work`]), which do not move with the machine's load.
 //!
 //! The cluster runs with no kubelet delay, so a lifecycle's time is the provider's, the host's
 //! and the API server's, not a simulated container start.
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use embedded_cluster::EmbeddedCluster;
+use provider_host::call_time::CallTimes;
 use provider_host::records::{Lease, ResumeOutcome};
 use provider_host::{KubeHost, Limits, ProviderHost};
 use tokio::runtime::Runtime;
@@ -32,6 +34,21 @@ const LIFECYCLE_RATIO_TARGET: f64 = 1.10;
 const GUEST_WORK_ROUNDS: usize = 5;
 /// The steps of a lifecycle, in the order they run.
 const STEPS: [&str; 4] = ["acquire", "resume-check", "renew", "destroy"];
+
+/// One step of a component lifecycle: its time, and the parts the host's call clock charged to
+/// the guest and to the imports.
+#[derive(Debug, Clone, Copy, Default)]
+struct WasmStep {
+    took: Duration,
+    times: CallTimes,
+}
+
+impl WasmStep {
+    /// The rest: the host's own work around the export (instance, arguments, result).
+    fn rest(&self) -> Duration {
+        self.took.saturating_sub(self.times.guest + self.times.imports)
+    }
+}
 
 /// One step of a native lifecycle: its time, and the parts of it the host spent serving its
 /// requests and the provider spent parsing the answers.
@@ -190,8 +207,10 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
             "WASM p50",
             "native p50",
             "WASM - native",
-            "native: provider's own work",
-            "of which parsing answers",
+            "host's requests: WASM / native",
+            "provider's work: WASM / native",
+            "of which parsing (native)",
+            "WASM: rest of the call",
         ],
     );
     let mut worst = 0.0f64;
@@ -215,22 +234,30 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
         }
         worst = worst.max(pair("lifecycle", backend, Samples::new(wasm), Samples::new(native)));
         for (i, step) in STEPS.iter().enumerate() {
-            let wasm = Samples::new(wasm_steps.iter().map(|s| s[i]).collect()).p50();
-            let native = Samples::new(native_steps.iter().map(|s| s[i].took).collect()).p50();
-            let own = Samples::new(native_steps.iter().map(|s| s[i].own()).collect()).p50();
-            let parsing = Samples::new(native_steps.iter().map(|s| s[i].parsing).collect()).p50();
+            let p50 = |values: Vec<Duration>| Samples::new(values).p50();
+            let wasm = p50(wasm_steps.iter().map(|s| s[i].took).collect());
+            let native = p50(native_steps.iter().map(|s| s[i].took).collect());
             let extra = match wasm.checked_sub(native) {
                 Some(more) => fmt_duration(more),
                 None => format!("-{}", fmt_duration(native - wasm)),
             };
+            let pair = |w: Duration, n: Duration| format!("{} / {}", fmt_duration(w), fmt_duration(n));
             split.row([
                 step.to_string(),
                 backend.to_string(),
                 fmt_duration(wasm),
                 fmt_duration(native),
                 extra,
-                fmt_duration(own),
-                fmt_duration(parsing),
+                pair(
+                    p50(wasm_steps.iter().map(|s| s[i].times.imports).collect()),
+                    p50(native_steps.iter().map(|s| s[i].serving).collect()),
+                ),
+                pair(
+                    p50(wasm_steps.iter().map(|s| s[i].times.guest).collect()),
+                    p50(native_steps.iter().map(|s| s[i].own()).collect()),
+                ),
+                fmt_duration(p50(native_steps.iter().map(|s| s[i].parsing).collect())),
+                fmt_duration(p50(wasm_steps.iter().map(|s| s[i].rest()).collect())),
             ]);
         }
     }
@@ -243,11 +270,14 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
          the same `KubeHost` (policy, ownership, client) that serves the component's import.",
     );
     split.note(
-        "From the lifecycles above, each step timed apart. Native, the provider's own work: a step's time \
-         minus the host's serving of its requests (the same requests through the same host for both); of which \
-         parsing answers: `response_body::parse` of the host's answers, the code the guest runs on them. The \
-         component runs that work as WebAssembly and crosses into the host for each request; WASM - native is \
-         what those add, and the guest's instructions below count the work itself.",
+        "From the lifecycles above, each step timed apart (p50s of each part, so the parts need not add up to \
+         the step). The host's requests: the component's time inside the host's imports (the host's call clock, \
+         `sandbox_host_call_import_seconds`) against the native provider's time in the same `KubeHost` serving \
+         the same requests. The provider's work: the time the component's code ran \
+         (`sandbox_host_call_guest_seconds`) against the native step without the host's serving; of which \
+         parsing: `response_body::parse` of the host's answers natively, the code the guest runs on them. Rest of \
+         the call: the component's step minus both, the host's own work around the export (store, instance, \
+         arguments in, result out, teardown), which the native provider does not have.",
     );
     let guest = guest_work::measure(runtime, &cluster, &component, GUEST_WORK_ROUNDS)?;
     Ok(vec![instantiate, ratio, split, guest])
@@ -261,15 +291,27 @@ fn timed<R>(took: &mut Duration, step: impl FnOnce() -> R) -> R {
     out
 }
 
-fn lifecycle_wasm(bench: &Bench<'_>, config: &str, id: &str) -> anyhow::Result<[Duration; 4]> {
-    let mut took = [Duration::ZERO; 4];
-    let lease = timed(&mut took[0], || bench.acquire_wasm(config, id))?;
+/// Runs `run` as `step` of a component lifecycle, with the share of the host's call clock it
+/// added.
+fn wasm_step<R>(host: &ProviderHost, step: &mut WasmStep, run: impl FnOnce() -> R) -> R {
+    let before = host.call_times();
+    let out = timed(&mut step.took, run);
+    step.times = host.call_times().since(&before);
+    out
+}
+
+fn lifecycle_wasm(bench: &Bench<'_>, config: &str, id: &str) -> anyhow::Result<[WasmStep; 4]> {
+    let mut steps = [WasmStep::default(); 4];
+    let host = &bench.host;
+    let lease = wasm_step(host, &mut steps[0], || bench.acquire_wasm(config, id))?;
     let lease_ref = world::lease_ref(&lease, config);
-    timed(&mut took[1], || must_resume(bench.wasm(bench.host.resume_check(lease_ref.clone())).map_err(fail)?))?;
+    let resumed = wasm_step(host, &mut steps[1], || bench.wasm(host.resume_check(lease_ref.clone())));
+    must_resume(resumed.map_err(fail)?)?;
     let expires = jiff::Timestamp::now().as_millisecond() + 1_800_000;
-    timed(&mut took[2], || must_resume(bench.wasm(bench.host.renew(lease_ref.clone(), expires)).map_err(fail)?))?;
-    timed(&mut took[3], || bench.wasm(bench.host.destroy(lease_ref)).map_err(fail))?;
-    Ok(took)
+    let renewed = wasm_step(host, &mut steps[2], || bench.wasm(host.renew(lease_ref.clone(), expires)));
+    must_resume(renewed.map_err(fail)?)?;
+    wasm_step(host, &mut steps[3], || bench.wasm(host.destroy(lease_ref))).map_err(fail)?;
+    Ok(steps)
 }
 
 /// Runs `run` as `step` of a native lifecycle, with its share of what `spent` sums.
