@@ -11,7 +11,7 @@
 //!   instance, binding the export, passing the request in and the result out, teardown.
 //!
 //! wasmtime reports every switch between WebAssembly and host code to a store's call hook
-//! ([`wasmtime::CallHook`]); [`CallClock`] charges the time since the previous switch to the
+//! ([`wasmtime::CallHook`]); each call's clock charges the time since the previous switch to the
 //! side that was running. So an operator (through [`crate::metrics`]) and `make bench` can
 //! tell a slow call's cluster from its provider without a profiler.
 
