@@ -4,17 +4,16 @@
 //! A fresh store per call costs microseconds with the pooling allocator and buys isolation:
 //! whatever a call leaves behind (a trap, a blown deadline, open watches, a corrupted heap) is
 //! dropped with its store and cannot reach the next call or the host.
+//!
+//! Here: loading, and each operation's call of its export; `call`: the fresh store and instance
+//! every call runs in; `slots`: how many calls and commands run at once.
 
-use std::collections::HashMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
-use wasmtime::{Store, Trap, UpdateDeadline};
+use tokio::sync::{AcquireError, Semaphore};
 
 use crate::call_time::{CallTimes, CallTotals};
 use crate::capabilities::{self, Grants};
@@ -32,8 +31,13 @@ use crate::records::{
     AcquireRequest, DestroyReport, ExecRequest, ExecResult, Lease, LeaseRef, ProbeResult, ProviderError, ProviderInfo,
     ResumeOutcome, Severity, Validation,
 };
-use crate::state::{self, CallState};
+use crate::state;
 use crate::versions::{Bound, BoundPre, on_each_version};
+
+mod call;
+mod slots;
+
+use slots::{LeaseSlots, exec_share};
 
 /// Where the component comes from.
 #[derive(Debug, Clone)]
@@ -88,20 +92,6 @@ pub struct ProviderHost {
     /// Guest and import time of all calls.
     call_times: CallTotals,
     _engine: HostEngine,
-}
-
-/// The fuel each call's store starts with when instructions are counted: far more than any
-/// call runs (a call runs for seconds at most, a guest a few billion instructions a second),
-/// so it never runs out, and what is left after the call says what was used.
-const COUNTED_FUEL: u64 = 1 << 62;
-
-/// A boxed export call borrowing the bound instance and the store.
-type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
-
-/// Where a call failed: creating the instance or running the export.
-enum Stage {
-    Instantiate(wasmtime::Error),
-    Call(wasmtime::Error),
 }
 
 impl ProviderHost {
@@ -502,188 +492,11 @@ impl ProviderHost {
         }
         Ok(())
     }
-
-    /// Runs one export on a fresh instance in a fresh store, under the memory cap and the
-    /// deadline: epoch ticks yield to the runtime every tick and interrupt the guest at the
-    /// deadline; the `tokio` timeout covers time spent awaiting host calls.
-    async fn call<R, F>(&self, call: &'static str, run: F) -> Result<R, HostError>
-    where
-        R: Send,
-        F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
-    {
-        self.call_within(call, self.limits.call_timeout(), None, run).await
-    }
-
-    /// [`Self::call`] on a stored lease: its `kube` access is limited to the lease's workload
-    /// ([`crate::lease_scope`]).
-    async fn call_scoped<R, F>(&self, call: &'static str, scope: Option<LeaseScope>, run: F) -> Result<R, HostError>
-    where
-        R: Send,
-        F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
-    {
-        self.call_within(call, self.limits.call_timeout(), scope, run).await
-    }
-
-    /// [`Self::call`] with its own deadline (`execute`'s is longer) and lease scope.
-    async fn call_within<R, F>(
-        &self,
-        call: &'static str,
-        limit: Duration,
-        scope: Option<LeaseScope>,
-        run: F,
-    ) -> Result<R, HostError>
-    where
-        R: Send,
-        F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
-    {
-        let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
-        let started = Instant::now();
-        let deadline = started + limit;
-        let mut store = self.store(call, deadline, scope);
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        let pre = &self.pre;
-        let store_ref = &mut store;
-        let outcome = tokio::time::timeout(limit, async move {
-            let bound = pre.instantiate(&mut *store_ref).await.map_err(Stage::Instantiate)?;
-            run(&bound, store_ref).await.map_err(Stage::Call)
-        })
-        .await;
-        // Asked only when counting: uncounted, the answer is an error, and making one captures a
-        // backtrace when RUST_BACKTRACE is set.
-        if self.limits.count_guest_instructions
-            && let Ok(left) = store.get_fuel()
-        {
-            self.guest_instructions.fetch_add(COUNTED_FUEL.saturating_sub(left), Ordering::Relaxed);
-        }
-        let times = store.data().clock.times();
-        self.call_times.add(times);
-        if let Some(metrics) = &self.kube.metrics {
-            metrics.call_times(call, times);
-        }
-        let result = match outcome {
-            Err(_) => Err(HostError::Timeout { call, limit_ms: millis(limit) }),
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(Stage::Instantiate(e))) => Err(self.classify(call, &store, e, true, limit)),
-            Ok(Err(Stage::Call(e))) => Err(self.classify(call, &store, e, false, limit)),
-        };
-        let millis = started.elapsed().as_millis() as u64;
-        match &result {
-            Ok(_) => tracing::debug!(target: "provider_host", call, millis, "provider call finished"),
-            Err(e) => tracing::debug!(target: "provider_host", call, millis, error = %e, "provider call failed"),
-        }
-        result
-    }
-
-    /// A fresh store for one call of `call`: the memory cap, and epoch ticks that yield to the
-    /// runtime every tick and interrupt the guest at `deadline`.
-    fn store(&self, call: &'static str, deadline: Instant, scope: Option<LeaseScope>) -> Store<CallState> {
-        let kube = self.kube.clone().scoped(scope);
-        let mut store = Store::new(self.pre.engine(), CallState::new(call, kube, &self.limits, deadline));
-        store.limiter(|state| &mut state.limiter);
-        if self.limits.count_guest_instructions
-            && let Err(e) = store.set_fuel(COUNTED_FUEL)
-        {
-            tracing::warn!(target: "provider_host", call, error = %e, "cannot count the guest's instructions");
-        }
-        store.call_hook(|mut store, hook| {
-            store.data_mut().clock.switch(hook);
-            Ok(())
-        });
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
-        });
-        store
-    }
-
-    /// Makes a fresh store and instance exactly as a call does, binds the export an acquire
-    /// runs (type-checks it, as the call would), runs nothing and drops both: what the per-call
-    /// isolation costs, for `make bench`, in its two phases.
-    pub async fn instantiate_only(&self) -> Result<InstantiateTimes, HostError> {
-        let call = "instantiate";
-        let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
-        let started = Instant::now();
-        let mut store = self.store(call, started + self.limits.call_timeout(), None);
-        // A call type-checks the export it runs when it runs it; acquire's types are the largest.
-        let bound = self.pre.instantiate(&mut store).await;
-        if let Err(e) = bound.and_then(|bound| on_each_version!(&bound, guest => guest.acquire(&mut store).map(drop))) {
-            return Err(self.classify(call, &store, e, true, self.limits.call_timeout()));
-        }
-        let instantiated = Instant::now();
-        drop(store);
-        Ok(InstantiateTimes { instantiate: instantiated - started, teardown: instantiated.elapsed() })
-    }
-
-    /// Type-checks the component's exports once ([`BoundPre::check`]): a component whose exports
-    /// do not have its contract version's types does not load.
-    async fn check_exports(&self) -> Result<(), HostError> {
-        let call = "load";
-        let mut store = self.store(call, Instant::now() + self.limits.call_timeout(), None);
-        match self.pre.check(&mut store).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(mismatch)) => Err(HostError::Link(mismatch)),
-            Err(e) => Err(self.classify(call, &store, e, true, self.limits.call_timeout())),
-        }
-    }
-
-    fn classify(
-        &self,
-        call: &'static str,
-        store: &Store<CallState>,
-        err: wasmtime::Error,
-        instantiating: bool,
-        limit: Duration,
-    ) -> HostError {
-        if let Some(requested) = store.data().limiter.refused_memory() {
-            return HostError::MemoryLimit {
-                call,
-                limit_bytes: self.limits.memory_bytes,
-                requested_bytes: u64::try_from(requested).unwrap_or(u64::MAX),
-            };
-        }
-        if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return HostError::Timeout { call, limit_ms: millis(limit) };
-        }
-        if instantiating {
-            return HostError::Instantiate { call, message: format!("{err:?}") };
-        }
-        HostError::Trap { call, message: format!("{err:?}") }
-    }
 }
 
 /// What each list item costs a guest beyond its strings (its record, its allocations), so a
 /// million empty env vars count for something.
 const ITEM_OVERHEAD: usize = 32;
-
-/// How many of `slots` call slots commands may hold at once: half, so a run's long commands
-/// never keep its acquire, renew or release waiting (at least one either way).
-fn exec_share(slots: u32) -> usize {
-    usize::try_from((slots / 2).max(1)).unwrap_or(1)
-}
-
-/// The per-lease limit on commands in flight: a semaphore per lease id, made when the lease's
-/// first command comes and dropped once none of its commands holds or waits for a slot.
-struct LeaseSlots {
-    per_lease: usize,
-    leases: Mutex<HashMap<String, Arc<Semaphore>>>,
-}
-
-impl LeaseSlots {
-    fn new(per_lease: u32) -> Self {
-        Self { per_lease: usize::try_from(per_lease.max(1)).unwrap_or(1), leases: Mutex::default() }
-    }
-
-    /// One of the lease's slots, waiting in the order asked while its others are taken.
-    async fn acquire(&self, lease_id: &str) -> Result<OwnedSemaphorePermit, AcquireError> {
-        let semaphore = {
-            let mut leases = self.leases.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Forget the leases nobody holds or waits for: only the map keeps their semaphore.
-            leases.retain(|_, s| Arc::strong_count(s) > 1);
-            Arc::clone(leases.entry(lease_id.to_string()).or_insert_with(|| Arc::new(Semaphore::new(self.per_lease))))
-        };
-        semaphore.acquire_owned().await
-    }
-}
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
