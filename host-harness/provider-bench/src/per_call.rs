@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use embedded_cluster::EmbeddedCluster;
 use provider_host::call_time::CallTimes;
+use provider_host::lease_scope::LeaseScope;
 use provider_host::records::{Lease, ResumeOutcome};
 use provider_host::{KubeHost, Limits, ProviderHost};
 use tokio::runtime::Runtime;
@@ -75,11 +76,18 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    fn native<R>(&self, f: impl FnOnce(&native::Provider, &native::Spent) -> R) -> R {
-        let spent = Arc::new(native::Spent::default());
+    /// The native provider for one call, with what the component's call gets: a fresh access
+    /// for the call (its memory of what it was shown, its deadline) and, for a call on a stored
+    /// lease, that lease's scope.
+    fn native_call(&self, spent: &Arc<native::Spent>, lease: Option<&Lease>) -> native::Provider {
+        let kube = self.kube.clone().scoped(lease.and_then(LeaseScope::of));
         let deadline = Instant::now() + self.limits.call_timeout();
-        let provider = native::provider(&self.kube, self.runtime.handle().clone(), deadline, spent.clone());
-        f(&provider, &spent)
+        native::provider(&kube, self.runtime.handle().clone(), deadline, spent.clone())
+    }
+
+    /// Runs `f` on a native provider for one call ([`Self::native_call`]).
+    fn native<R>(&self, lease: Option<&Lease>, f: impl FnOnce(&native::Provider) -> R) -> R {
+        f(&self.native_call(&Arc::new(native::Spent::default()), lease))
     }
 
     fn wasm<R>(&self, f: impl std::future::Future<Output = R>) -> R {
@@ -164,7 +172,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
 
     let w = micro.measure("describe/wasm", || bench.wasm(bench.host.describe()).map(drop).map_err(fail))?;
     let n = micro.measure("describe/native", || {
-        bench.native(|p, _| drop(p.describe()));
+        bench.native(None, |p| drop(p.describe()));
         Ok(())
     })?;
     pair("describe", "-", w, n);
@@ -172,7 +180,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
     let w = micro
         .measure("validate-config/wasm", || bench.wasm(bench.host.validate_config(&config)).map(drop).map_err(fail))?;
     let n = micro.measure("validate-config/native", || {
-        bench.native(|p, _| drop(p.validate_config(&config)));
+        bench.native(None, |p| drop(p.validate_config(&config)));
         Ok(())
     })?;
     pair("validate-config", "sandbox", w, n);
@@ -185,7 +193,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
             must_resume(bench.wasm(bench.host.resume_check(lease_ref.clone())).map_err(fail)?)
         })?;
         let n = micro.measure(&format!("resume-check/{backend}/native"), || {
-            must_resume(bench.native(|p, _| p.resume_check(lease_ref.clone())).map_err(fail)?)
+            must_resume(bench.native(Some(&lease_ref.lease), |p| p.resume_check(lease_ref.clone())).map_err(fail)?)
         })?;
         pair("resume-check", backend, w, n);
         let expires = || jiff::Timestamp::now().as_millisecond() + 1_800_000;
@@ -193,7 +201,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
             must_resume(bench.wasm(bench.host.renew(lease_ref.clone(), expires())).map_err(fail)?)
         })?;
         let n = micro.measure(&format!("renew/{backend}/native"), || {
-            must_resume(bench.native(|p, _| p.renew(lease_ref.clone(), expires())).map_err(fail)?)
+            must_resume(bench.native(Some(&lease_ref.lease), |p| p.renew(lease_ref.clone(), expires())).map_err(fail)?)
         })?;
         pair("renew", backend, w, n);
         bench.wasm(bench.host.destroy(lease_ref)).map_err(fail)?;
@@ -224,7 +232,7 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
                 let id = format!("lc-{backend}-{i}-{native_first}");
                 let started = Instant::now();
                 if native_first {
-                    native_steps.push(bench.native(|p, spent| lifecycle_native(p, spent, &config, &id))?);
+                    native_steps.push(lifecycle_native(&bench, &config, &id)?);
                     native.push(started.elapsed());
                 } else {
                     wasm_steps.push(lifecycle_wasm(&bench, &config, &id)?);
@@ -267,7 +275,9 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
     ));
     ratio.note(
         "Native: the provider crate compiled for the host, each `kube` request driven on the same runtime through \
-         the same `KubeHost` (policy, ownership, client) that serves the component's import.",
+         the same `KubeHost` (policy, ownership, client) that serves the component's import; like each of the \
+         component's calls, each native call gets that access fresh (its memory of what it was shown, its \
+         deadline) and, on a stored lease, limited to the lease's scope.",
     );
     split.note(
         "From the lifecycles above, each step timed apart (p50s of each part, so the parts need not add up to \
@@ -323,18 +333,20 @@ fn native_step<R>(spent: &native::Spent, step: &mut NativeStep, run: impl FnOnce
     out
 }
 
-fn lifecycle_native(
-    p: &native::Provider,
-    spent: &native::Spent,
-    config: &str,
-    id: &str,
-) -> anyhow::Result<[NativeStep; 4]> {
+/// A native lifecycle, each step one call on a provider of its own, as each of the component's
+/// steps is a call on a fresh instance.
+fn lifecycle_native(bench: &Bench<'_>, config: &str, id: &str) -> anyhow::Result<[NativeStep; 4]> {
+    let spent = Arc::new(native::Spent::default());
     let mut steps = [NativeStep::default(); 4];
-    let lease = native_step(spent, &mut steps[0], || p.acquire(world::request(config, id))).map_err(fail)?;
+    let call = |lease: Option<&Lease>| bench.native_call(&spent, lease);
+    let lease = native_step(&spent, &mut steps[0], || call(None).acquire(world::request(config, id))).map_err(fail)?;
     let lease_ref = world::lease_ref(&lease, config);
-    must_resume(native_step(spent, &mut steps[1], || p.resume_check(lease_ref.clone())).map_err(fail)?)?;
+    let on_lease = Some(&lease_ref.lease);
+    let resumed = native_step(&spent, &mut steps[1], || call(on_lease).resume_check(lease_ref.clone()));
+    must_resume(resumed.map_err(fail)?)?;
     let expires = jiff::Timestamp::now().as_millisecond() + 1_800_000;
-    must_resume(native_step(spent, &mut steps[2], || p.renew(lease_ref.clone(), expires)).map_err(fail)?)?;
-    native_step(spent, &mut steps[3], || p.destroy(lease_ref)).map_err(fail)?;
+    let renewed = native_step(&spent, &mut steps[2], || call(on_lease).renew(lease_ref.clone(), expires));
+    must_resume(renewed.map_err(fail)?)?;
+    native_step(&spent, &mut steps[3], || call(on_lease).destroy(lease_ref.clone())).map_err(fail)?;
     Ok(steps)
 }

@@ -153,7 +153,7 @@ impl KubeHost {
     }
 
     /// The same access limited to one lease's workload, for a call on a stored lease.
-    pub(crate) fn scoped(self, scope: Option<LeaseScope>) -> Self {
+    pub fn scoped(self, scope: Option<LeaseScope>) -> Self {
         Self { scope: scope.map(Arc::new), ..self }
     }
 
