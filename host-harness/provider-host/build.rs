@@ -1,4 +1,4 @@
-//! Un-ignores the real-provider test (`tests/runner.rs`) when `PROVIDER_WASM` names an existing
+//! Un-ignores the real-provider test (`tests/all/runner.rs`) when `PROVIDER_WASM` names an existing
 //! file at build time, so `PROVIDER_WASM=... cargo test` runs it and a plain `cargo test` lists
 //! it as ignored instead of pretending it passed.
 
