@@ -7,8 +7,11 @@
 //! - **import time**: wall time inside a host function the guest called: a Kubernetes request,
 //!   a watch's next event, an exec, a log line, WASI's clocks (lifting the guest's arguments
 //!   and lowering the answer included).
-//! - the rest of a call (neither) is the host's per-call work around the export: the store and
-//!   instance, binding the export, passing the request in and the result out, teardown.
+//! - **whole time**: wall time from the moment a call has its slot to the moment its store is
+//!   dropped. What it holds beyond guest and import time ([`CallTimes::own`]) is the host's
+//!   per-call work around the export: the store and instance, binding the export, passing the
+//!   request in and the result out, teardown. What a caller measures beyond the whole time is
+//!   outside the call: waiting for a slot, the input checks, its runtime's scheduling.
 //!
 //! wasmtime reports every switch between WebAssembly and host code to a store's call hook
 //! ([`wasmtime::CallHook`]); each call's clock charges the time since the previous switch to the
@@ -20,13 +23,15 @@ use std::time::{Duration, Instant};
 
 use wasmtime::CallHook;
 
-/// The guest and import time of calls, summed.
+/// The guest, import and whole time of calls, summed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallTimes {
     /// Wall time running the component's code.
     pub guest: Duration,
     /// Wall time inside the host's imports.
     pub imports: Duration,
+    /// Wall time of the calls, slot to teardown: guest and imports included.
+    pub whole: Duration,
 }
 
 impl CallTimes {
@@ -35,7 +40,13 @@ impl CallTimes {
         CallTimes {
             guest: self.guest.saturating_sub(earlier.guest),
             imports: self.imports.saturating_sub(earlier.imports),
+            whole: self.whole.saturating_sub(earlier.whole),
         }
+    }
+
+    /// The host's own per-call work: the whole time less the guest's and the imports'.
+    pub fn own(&self) -> Duration {
+        self.whole.saturating_sub(self.guest + self.imports)
     }
 }
 
@@ -94,8 +105,9 @@ impl CallClock {
         };
     }
 
-    /// The call's times so far, the stretch since the last switch included (a call the host
-    /// ended inside an import never returns from it).
+    /// The call's guest and import times so far, the stretch since the last switch included (a
+    /// call the host ended inside an import never returns from it); its whole time is the
+    /// caller's to add.
     pub(crate) fn times(&self) -> CallTimes {
         self.times_at(Instant::now())
     }
@@ -117,6 +129,7 @@ impl CallClock {
 pub(crate) struct CallTotals {
     guest_nanos: AtomicU64,
     import_nanos: AtomicU64,
+    whole_nanos: AtomicU64,
 }
 
 impl CallTotals {
@@ -125,6 +138,7 @@ impl CallTotals {
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.guest_nanos.fetch_add(nanos(times.guest), Ordering::Relaxed);
         self.import_nanos.fetch_add(nanos(times.imports), Ordering::Relaxed);
+        self.whole_nanos.fetch_add(nanos(times.whole), Ordering::Relaxed);
     }
 
     /// The sums so far.
@@ -132,6 +146,7 @@ impl CallTotals {
         CallTimes {
             guest: Duration::from_nanos(self.guest_nanos.load(Ordering::Relaxed)),
             imports: Duration::from_nanos(self.import_nanos.load(Ordering::Relaxed)),
+            whole: Duration::from_nanos(self.whole_nanos.load(Ordering::Relaxed)),
         }
     }
 }
@@ -157,7 +172,7 @@ mod tests {
         clock.switch_at(CallHook::ReturningFromWasm, at(30)); // 8 ms of guest: the export returns
         clock.switch_at(CallHook::CallingWasm, at(33)); // 3 ms lifting its result: neither
         clock.switch_at(CallHook::ReturningFromWasm, at(34)); // 1 ms of guest (post-return)
-        assert_eq!(clock.times_at(at(50)), CallTimes { guest: ms(12), imports: ms(14) });
+        assert_eq!(clock.times_at(at(50)), CallTimes { guest: ms(12), imports: ms(14), whole: Duration::ZERO });
     }
 
     #[test]
@@ -166,16 +181,24 @@ mod tests {
         let mut clock = CallClock { side: Side::Host, imports_open: 0, since: start, times: CallTimes::default() };
         clock.switch_at(CallHook::CallingWasm, start + ms(1));
         clock.switch_at(CallHook::CallingHost, start + ms(3));
-        assert_eq!(clock.times_at(start + ms(10)), CallTimes { guest: ms(2), imports: ms(7) });
+        assert_eq!(clock.times_at(start + ms(10)), CallTimes { guest: ms(2), imports: ms(7), whole: Duration::ZERO });
     }
 
     #[test]
     fn totals_add_up_and_differences_never_go_negative() {
         let totals = CallTotals::default();
-        totals.add(CallTimes { guest: ms(3), imports: ms(10) });
+        totals.add(CallTimes { guest: ms(3), imports: ms(10), whole: ms(15) });
         let before = totals.get();
-        totals.add(CallTimes { guest: ms(2), imports: ms(1) });
-        assert_eq!(totals.get().since(&before), CallTimes { guest: ms(2), imports: ms(1) });
+        totals.add(CallTimes { guest: ms(2), imports: ms(1), whole: ms(4) });
+        let added = totals.get().since(&before);
+        assert_eq!(added, CallTimes { guest: ms(2), imports: ms(1), whole: ms(4) });
+        assert_eq!(added.own(), ms(1));
         assert_eq!(before.since(&totals.get()), CallTimes::default());
+    }
+
+    #[test]
+    fn own_time_never_goes_negative() {
+        // A clock read after the whole time was taken can make the parts exceed it.
+        assert_eq!(CallTimes { guest: ms(3), imports: ms(2), whole: ms(4) }.own(), Duration::ZERO);
     }
 }

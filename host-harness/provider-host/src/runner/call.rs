@@ -1,5 +1,5 @@
 //! One call: a fresh store and instance for the export, under the memory cap and the
-//! deadline, its guest instructions and its clock ([`crate::call_time`]) added to the host's
+//! deadline, its guest instructions and its times ([`crate::call_time`]) added to the host's
 //! totals, and a failure classified (instantiation, trap, out of memory, deadline).
 
 use std::future::Future;
@@ -87,18 +87,21 @@ impl ProviderHost {
         {
             self.guest_instructions.fetch_add(COUNTED_FUEL.saturating_sub(left), Ordering::Relaxed);
         }
-        let times = store.data().clock.times();
-        self.call_times.add(times);
-        if let Some(metrics) = &self.kube.metrics {
-            metrics.call_times(call, times);
-        }
+        let mut times = store.data().clock.times();
         let result = match outcome {
             Err(_) => Err(HostError::Timeout { call, limit_ms: millis(limit) }),
             Ok(Ok(value)) => Ok(value),
             Ok(Err(Stage::Instantiate(e))) => Err(self.classify(call, &store, e, true, limit)),
             Ok(Err(Stage::Call(e))) => Err(self.classify(call, &store, e, false, limit)),
         };
-        let millis = started.elapsed().as_millis() as u64;
+        // The teardown (the instance's memory back to the pool) is the call's work too.
+        drop(store);
+        times.whole = started.elapsed();
+        self.call_times.add(times);
+        if let Some(metrics) = &self.kube.metrics {
+            metrics.call_times(call, times);
+        }
+        let millis = times.whole.as_millis() as u64;
         match &result {
             Ok(_) => tracing::debug!(target: "provider_host", call, millis, "provider call finished"),
             Err(e) => tracing::debug!(target: "provider_host", call, millis, error = %e, "provider call failed"),

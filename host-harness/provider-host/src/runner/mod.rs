@@ -217,7 +217,7 @@ impl ProviderHost {
         self.limits.count_guest_instructions.then(|| self.guest_instructions.load(Ordering::Relaxed))
     }
 
-    /// The guest and import time of this host's calls so far ([`crate::call_time`]); the
+    /// The guest, import and whole time of this host's calls so far ([`crate::call_time`]); the
     /// difference across one call is where that call's time went.
     pub fn call_times(&self) -> CallTimes {
         self.call_times.get()

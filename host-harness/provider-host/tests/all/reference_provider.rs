@@ -119,6 +119,22 @@ async fn a_whole_lease_life_runs_through_the_host() {
     assert_eq!(host.calls_started(), 9, "one instance per call, describe at load included");
 }
 
+#[tokio::test]
+async fn each_call_s_whole_time_holds_its_guest_and_import_time() {
+    let host = load(Limits::default()).await;
+    let config = normalized(&host, json!({"leaseTtlSeconds": 3600})).await;
+    let before = host.call_times();
+    let started = Instant::now();
+    host.acquire(request(&config, "timed-1")).await.expect("acquire");
+    let outside = started.elapsed();
+    let call = host.call_times().since(&before);
+    assert!(call.guest > Duration::ZERO, "the provider's code ran: {call:?}");
+    assert!(call.imports > Duration::ZERO, "acquire reads the host's clock: {call:?}");
+    assert!(call.whole >= call.guest + call.imports, "the whole call holds both parts: {call:?}");
+    assert!(call.own() > Duration::ZERO, "a fresh instance is made and dropped: {call:?}");
+    assert!(call.whole <= outside, "the host's figure lies within what its caller saw: {call:?}, {outside:?}");
+}
+
 /// The placement of every reference lease, as the `kubernetes` export reports it: no workload.
 fn assert_placed_nowhere(lease: &Lease) {
     assert_eq!(lease.backend, Backend::Sandbox, "{lease:?}");
