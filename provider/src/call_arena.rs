@@ -8,8 +8,12 @@
 //! JSON trees of the objects each call reads. The terms:
 //!
 //! - **region**: one contiguous range of linear memory, [`REGION_BYTES`] long, that the arena
-//!   reserves at its first allocation (`memory.grow`: pages are only made resident when
-//!   touched). It is never given back; the instance's memory goes with the instance.
+//!   takes at its first small allocation. In the component it is zero-initialised static memory,
+//!   part of the instance's initial memory: pages are only made resident when touched, and no
+//!   call grows the memory for it: memory a call grows, wasmtime's pooling allocator protects
+//!   again before the slot's next instance, an `mprotect` per call that flushes the TLB of every
+//!   core the host runs on. It is never given back; the instance's memory goes with the
+//!   instance.
 //! - **small**: a layout of at most [`SMALL_BYTES`]. Only small allocations are bumped, so a
 //!   command's megabytes of output keep the system allocator's reuse.
 //! - **latest**: the block the region handed out last.
@@ -165,24 +169,32 @@ unsafe impl<S: Source, F: GlobalAlloc> GlobalAlloc for Arena<S, F> {
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 mod component {
     use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::UnsafeCell;
 
-    use super::{Arena, Source};
+    use super::{Arena, REGION_BYTES, Source};
 
-    const PAGE: usize = 64 << 10;
+    /// The region's bytes, zero-initialised static memory: part of the instance's initial
+    /// linear memory, so no call grows the memory for it.
+    #[repr(C, align(65536))]
+    struct Region(UnsafeCell<[u8; REGION_BYTES]>);
 
-    /// Linear memory, grown by `memory.grow`.
-    struct LinearMemory;
+    // SAFETY: only its address is taken, by the one-thread arena below.
+    unsafe impl Sync for Region {}
 
-    impl Source for LinearMemory {
+    static REGION: Region = Region(UnsafeCell::new([0; REGION_BYTES]));
+
+    /// The static region.
+    struct StaticRegion;
+
+    impl Source for StaticRegion {
         fn reserve(&self, bytes: usize) -> Option<usize> {
-            let old = core::arch::wasm32::memory_grow(0, bytes.div_ceil(PAGE));
-            (old != usize::MAX).then(|| old * PAGE)
+            (bytes <= REGION_BYTES).then(|| REGION.0.get() as usize)
         }
     }
 
     /// The arena as the global allocator: a wasm32 instance without the atomics feature runs
     /// one thread, so its state is never touched from two at once.
-    struct OneThread(Arena<LinearMemory, System>);
+    struct OneThread(Arena<StaticRegion, System>);
 
     // SAFETY: see `OneThread`.
     unsafe impl Sync for OneThread {}
@@ -208,7 +220,7 @@ mod component {
     }
 
     #[global_allocator]
-    static ALLOCATOR: OneThread = OneThread(Arena::new(LinearMemory, System));
+    static ALLOCATOR: OneThread = OneThread(Arena::new(StaticRegion, System));
 }
 
 #[cfg(test)]
