@@ -100,7 +100,18 @@ async fn terminal_pod_finishes_the_sandbox_for_good() {
     let done = wait_for(&sbs, "sb-fail", has_condition("Finished", "True", Some("PodFailed")), "Finished").await;
     assert_eq!(condition(done.as_ref(), "Ready"), Some(("False".into(), "PodFailed".into())));
     let uid = pods.get("sb-fail").await.expect("pod kept").uid();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A spec change the pod does not depend on makes the controller reconcile once more; its
+    // conditions then carry the new generation, so the check below follows a reconcile that saw
+    // the terminal pod, whatever the scheduler did.
+    let far_off = json!({"spec": {"shutdownTime": "2099-01-01T00:00:00Z"}});
+    let patched = sbs.patch("sb-fail", &PatchParams::default(), &Patch::Merge(&far_off)).await.expect("patch");
+    let generation = patched.metadata.generation.expect("a generation");
+    let reconciled = move |obj: Option<&DynamicObject>| {
+        obj.and_then(|o| o.data["status"]["conditions"].as_array()).is_some_and(|cs| {
+            cs.iter().any(|c| c["type"] == "Finished" && c["status"] == "True" && c["observedGeneration"] == generation)
+        })
+    };
+    wait_for(&sbs, "sb-fail", reconciled, "a reconcile of the changed spec").await;
     assert_eq!(pods.get("sb-fail").await.expect("pod").uid(), uid, "a terminal pod is never replaced");
 }
 
