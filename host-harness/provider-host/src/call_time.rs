@@ -198,7 +198,8 @@ mod tests {
 
     #[test]
     fn own_time_never_goes_negative() {
-        // A clock read after the whole time was taken can make the parts exceed it.
+        // Totals read while another call is adding its parts can hold its guest time before its
+        // whole time.
         assert_eq!(CallTimes { guest: ms(3), imports: ms(2), whole: ms(4) }.own(), Duration::ZERO);
     }
 }
