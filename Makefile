@@ -4,12 +4,13 @@ KUBECONFIG_OUT ?= target/cluster/kubeconfig
 
 .PHONY: all test demo demo-paperclip paperclip-plugin paperclip-lane contract contract-full cluster bench lane-setup bench-cluster lint fmt toolchain component fixtures
 
-COMPONENT := target/wasm32-wasip2/component/provider.wasm
+COMPONENT := target/wasm32-unknown-unknown/component/provider.wasm
 REFERENCE_COMPONENT := target/wasm32-wasip2/component/reference_provider.wasm
 
 all: test
 
-## Install the pinned toolchain (rust-toolchain.toml: Rust, wasm32-wasip2, rustfmt, clippy).
+## Install the pinned toolchain (rust-toolchain.toml: Rust, wasm32-unknown-unknown, wasm32-wasip2,
+## rustfmt, clippy).
 toolchain:
 	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
 	@rustup show active-toolchain
@@ -17,9 +18,11 @@ toolchain:
 ## The provider components (profile `component`, see Cargo.toml): $(COMPONENT) and $(REFERENCE_COMPONENT).
 ## The provider is built alone, as sandbox-host's build script builds it to carry it, so both
 ## builds share one set of artifacts (built with the reference provider, its dependencies would
-## get other features and be compiled twice).
+## get other features and be compiled twice). The provider is built for wasm32-unknown-unknown,
+## so it imports no WASI but the clocks it reads (provider/Cargo.toml); the reference provider
+## stands for providers written against wasm32-wasip2's std.
 component: toolchain
-	$(CARGO) build -p provider --target wasm32-wasip2 --profile component
+	$(CARGO) build -p provider --target wasm32-unknown-unknown --profile component
 	$(CARGO) build -p reference-provider --target wasm32-wasip2 --profile component
 
 ## The hostile guest the host's tests load: target/wasm32-wasip2/component/hostile_provider.wasm.
@@ -121,7 +124,8 @@ bench-cluster: toolchain
 lint: toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p provider -p reference-provider -p hostile-provider --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy -p provider --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p reference-provider -p hostile-provider --target wasm32-wasip2 -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 fmt:

@@ -2,8 +2,9 @@
 //! installed binary (`cargo install --path host-harness/sandbox-host`) needs no file beside it.
 //!
 //! The component is built as `make component` builds it: the workspace's `provider` package,
-//! for `wasm32-wasip2`, in the `component` profile, into the same target directory, so after
-//! `make component` this is a no-op and a build from scratch does that work once. The nested
+//! for `wasm32-unknown-unknown` (linked as the workspace's `.cargo/config.toml` says), in the
+//! `component` profile, into the same target directory, so after `make component` this is a
+//! no-op and a build from scratch does that work once. The nested
 //! cargo takes the locks of the `component` profile's directories, never the ones of the build
 //! running this script (the debug or release profile), so the two do not wait on each other.
 //! The path of the built component reaches the crate as `SANDBOX_HOST_PROVIDER_COMPONENT`.
@@ -32,14 +33,14 @@ fn main() -> ExitCode {
 fn build() -> Result<PathBuf, String> {
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?);
     let root = manifest_dir.join("../..");
-    for input in ["provider", "contract", "wit", "Cargo.toml", "Cargo.lock"] {
+    for input in ["provider", "contract", "wit", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo::rerun-if-changed={}", root.join(input).display());
     }
     let target_dir = target_dir()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
-        .args(["build", "--quiet", "-p", "provider", "--target", "wasm32-wasip2", "--profile", "component"])
+        .args(["build", "--quiet", "-p", "provider", "--target", "wasm32-unknown-unknown", "--profile", "component"])
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
         .arg("--target-dir")
@@ -51,11 +52,12 @@ fn build() -> Result<PathBuf, String> {
     let status = command.status().map_err(|e| format!("cannot run cargo to build the provider component: {e}"))?;
     if !status.success() {
         return Err(format!(
-            "building the provider component failed ({status}); its errors are above. The wasm32-wasip2 target \
-             comes with the toolchain rust-toolchain.toml pins (`rustup target add wasm32-wasip2` otherwise)"
+            "building the provider component failed ({status}); its errors are above. The wasm32-unknown-unknown \
+             target comes with the toolchain rust-toolchain.toml pins (`rustup target add wasm32-unknown-unknown` \
+             otherwise)"
         ));
     }
-    let component = target_dir.join("wasm32-wasip2/component/provider.wasm");
+    let component = target_dir.join("wasm32-unknown-unknown/component/provider.wasm");
     if !component.exists() {
         return Err(format!("the provider build succeeded but left no component at {}", component.display()));
     }

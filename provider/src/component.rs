@@ -1,12 +1,13 @@
 //! The WebAssembly component glue (contract 0.4.0): the `kube` and `log` imports as [`Kube`]
-//! and [`Log`], the clock from `std::time` (WASI clocks) with the host's call deadline from the
-//! `deadline` import, and the exported `provider` and `kubernetes` interfaces converting WIT
+//! and [`Log`], the clock from WASI's clocks with the host's call deadline from the `deadline`
+//! import, and the exported `provider` and `kubernetes` interfaces converting WIT
 //! values to the crate's types and back (the neutral lease through [`crate::placement`]). No
 //! decisions are made here.
 
 use std::time::Duration;
 
 use serde_json::Value;
+use wasip2::clocks as wasi_clocks;
 
 use crate::clock::Clock;
 use crate::kube_api::{
@@ -18,7 +19,7 @@ use crate::placement::{self, NeutralLease, Placement};
 use crate::response_body;
 use crate::{
     AccessVerb, AcquireRequest, Backend, DeleteOutcome, DestroyReport, EnvVar, ExecRequest, ExecResult, Lease,
-    LeaseRef, ProbeResult, Provider, ProviderError, ProviderInfo, ResumeOutcome, Severity, SystemClock, Validation,
+    LeaseRef, ProbeResult, Provider, ProviderError, ProviderInfo, ResumeOutcome, Severity, Validation,
 };
 
 wit_bindgen::generate!({
@@ -45,20 +46,28 @@ struct HostWatch {
 /// The host's `log` import.
 struct HostLog;
 
-/// WASI clocks, and the host's deadline for the call in progress.
-struct HostClock(SystemClock);
+/// WASI's clocks, and the host's deadline for the call in progress.
+///
+/// The component is built for `wasm32-unknown-unknown`, whose `std::time` has no clock: time
+/// comes from `wasi:clocks` through the `wasip2` crate's bindings, the only WASI the component
+/// imports (the `wasm32-wasip2` std imports cli, io and terminal interfaces besides, each of which
+/// every instance must be linked to).
+struct HostClock;
 
 impl Clock for HostClock {
     fn now_millis(&self) -> i64 {
-        self.0.now_millis()
+        let now = wasi_clocks::wall_clock::now();
+        let millis = i128::from(now.seconds) * 1000 + i128::from(now.nanoseconds / 1_000_000);
+        i64::try_from(millis).unwrap_or(i64::MAX)
     }
 
     fn monotonic(&self) -> Duration {
-        self.0.monotonic()
+        Duration::from_nanos(wasi_clocks::monotonic_clock::now())
     }
 
     fn sleep(&self, duration: Duration) {
-        self.0.sleep(duration)
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        wasi_clocks::monotonic_clock::subscribe_duration(nanos).block();
     }
 
     fn call_remaining(&self) -> Option<Duration> {
@@ -283,7 +292,7 @@ fn problems_to_wit(problems: Vec<crate::ConfigProblem>) -> Vec<wit::ConfigProble
 }
 
 fn provider() -> Provider<HostKube, HostClock, HostLog> {
-    Provider::new(HostKube, HostClock(SystemClock::new()), HostLog)
+    Provider::new(HostKube, HostClock, HostLog)
 }
 
 fn verb_to_wit(v: AccessVerb) -> wit::AccessVerb {

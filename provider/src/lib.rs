@@ -58,9 +58,11 @@ mod testkit;
 
 #[cfg(target_arch = "wasm32")]
 mod component;
+#[cfg(not(target_arch = "wasm32"))]
+mod system_clock;
 
 pub use acquire::{AcquireRequest, EnvVar};
-pub use clock::{Clock, SystemClock};
+pub use clock::Clock;
 pub use config::{Backend, ConfigProblem, Validation};
 pub use describe::{AccessRule, AccessVerb, ProviderInfo};
 pub use destroy::{DeleteOutcome, DestroyReport, ObjectReport};
@@ -71,6 +73,8 @@ pub use lease::{Lease, LeaseMetadata, LeaseRef};
 pub use log::{Level, Log};
 pub use probe::{Diagnostic, ProbeResult, Severity};
 pub use resume::ResumeOutcome;
+#[cfg(not(target_arch = "wasm32"))]
+pub use system_clock::SystemClock;
 
 /// The provider: every lifecycle call of the WIT `provider` interface, over a cluster, a clock
 /// and a log. Each call checks its input against [`input_limits`] before it starts.

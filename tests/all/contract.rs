@@ -149,7 +149,8 @@ async fn through_a_kubeconfig_the_scenarios_run() {
 #[tokio::test]
 async fn the_reference_provider_keeps_the_contract_too() {
     let cluster = EmbeddedCluster::start(ClusterConfig::default()).await.expect("cluster");
-    let component = component_path().with_file_name("reference_provider.wasm");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let component = root.join("target/wasm32-wasip2/component/reference_provider.wasm");
     assert!(component.exists(), "no reference provider at {}: run `make component`", component.display());
     let options = options(component, vec!["{}".to_string()]);
     let report =

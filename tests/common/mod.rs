@@ -27,7 +27,7 @@ pub fn component_path() -> PathBuf {
         return PathBuf::from(p);
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let path = root.join("target/wasm32-wasip2/component/provider.wasm");
+    let path = root.join("target/wasm32-unknown-unknown/component/provider.wasm");
     assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
     path
 }

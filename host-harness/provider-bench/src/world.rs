@@ -27,7 +27,9 @@ pub fn workspace_root() -> PathBuf {
 
 /// A component built by `make component` / `make fixtures`, by file name.
 pub fn component(file: &str) -> anyhow::Result<PathBuf> {
-    let path = workspace_root().join("target/wasm32-wasip2/component").join(file);
+    // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
+    let target = if file == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
+    let path = workspace_root().join("target").join(target).join("component").join(file);
     anyhow::ensure!(path.exists(), "no component at {}: run `make bench`, which builds it", path.display());
     Ok(path)
 }

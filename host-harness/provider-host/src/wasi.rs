@@ -1,7 +1,9 @@
 //! The WASI a provider gets: clocks and random, nothing else.
 //!
 //! Rust's `wasm32-wasip2` std imports WASI 0.2 interfaces (cli, io, clocks, random, filesystem),
-//! so they must be linked for the component to instantiate; the context behind them is empty:
+//! so they must be linked for such a component to instantiate (the Kubernetes provider, built
+//! for `wasm32-unknown-unknown`, imports only the clocks and `wasi:io/poll`, which a sleep
+//! waits on); the context behind them is empty:
 //! no preopened directories, no environment, no arguments, closed stdin, discarded stdout and
 //! stderr, and every socket use and name lookup refused. A provider reaches the cluster only
 //! through the policy-checked `kube` import and speaks only through `log`.

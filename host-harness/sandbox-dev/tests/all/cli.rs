@@ -469,7 +469,8 @@ async fn simulate_finds_a_controller_manager_by_its_pod_and_takes_the_operators_
 }
 
 fn component() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component/provider.wasm");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-unknown-unknown/component/provider.wasm");
     assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
     path
 }

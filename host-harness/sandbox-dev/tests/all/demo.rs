@@ -13,7 +13,9 @@ use kube::core::{ApiResource, GroupVersionKind};
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-dev");
 
 fn built(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component").join(name);
+    // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
+    let target = if name == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target").join(target).join("component").join(name);
     assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
     path
 }

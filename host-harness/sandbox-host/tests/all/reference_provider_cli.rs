@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
 
 fn built(file: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component").join(file);
+    // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
+    let target = if file == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target").join(target).join("component").join(file);
     assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
     path
 }

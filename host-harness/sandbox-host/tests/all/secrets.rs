@@ -12,7 +12,8 @@ use serde_json::json;
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
 
 fn component() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component/provider.wasm");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-unknown-unknown/component/provider.wasm");
     assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
     path
 }

@@ -33,7 +33,8 @@ impl OutputBlocking for Command {
 
 /// The built provider component.
 pub(crate) fn component() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-wasip2/component/provider.wasm");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-unknown-unknown/component/provider.wasm");
     assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
     path
 }
