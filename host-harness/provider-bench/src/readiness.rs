@@ -28,7 +28,8 @@ const TARGET: Duration = Duration::from_millis(5);
 /// The poll intervals compared with the watch.
 const POLLS: [Duration; 2] = [Duration::from_millis(50), Duration::from_secs(1)];
 
-type Seen = Arc<Mutex<HashMap<String, Instant>>>;
+/// When an independent watcher first saw each object (by name) Ready.
+pub(crate) type Seen = Arc<Mutex<HashMap<String, Instant>>>;
 
 fn is_ready(object: &Value) -> bool {
     object.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
@@ -40,7 +41,7 @@ fn is_ready(object: &Value) -> bool {
 }
 
 /// What turns Ready for a backend: the Sandbox, or the Job's pod.
-fn ready_resource(backend: &str) -> ApiResource {
+pub(crate) fn ready_resource(backend: &str) -> ApiResource {
     if backend == "sandbox" {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("agents.x-k8s.io", "v1beta1", "Sandbox"), "sandboxes")
     } else {
@@ -50,7 +51,7 @@ fn ready_resource(backend: &str) -> ApiResource {
 
 /// The name of what turns Ready for a lease: the Sandbox (the lease id's last part), or the
 /// Job's pod.
-fn ready_object_name(backend: &str, lease: &Lease) -> String {
+pub(crate) fn ready_object_name(backend: &str, lease: &Lease) -> String {
     if backend == "sandbox" {
         lease.provider_lease_id.rsplit(':').next().unwrap_or_default().to_string()
     } else {
@@ -67,7 +68,8 @@ fn record(seen: &Seen, object: &DynamicObject) {
     }
 }
 
-fn watch(api: Api<DynamicObject>, seen: Seen) -> tokio::task::JoinHandle<()> {
+/// Records in `seen` when each object of `api` is first seen Ready, until aborted.
+pub(crate) fn watch(api: Api<DynamicObject>, seen: Seen) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut events = watcher::watcher(api, watcher::Config::default()).boxed();
         while let Some(event) = events.next().await {

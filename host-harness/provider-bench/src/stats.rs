@@ -41,6 +41,16 @@ impl Samples {
     pub fn p99(&self) -> Duration {
         self.percentile(99.0)
     }
+
+    /// The smallest, zero when empty.
+    pub fn min(&self) -> Duration {
+        self.0.first().copied().unwrap_or_default()
+    }
+
+    /// The largest, zero when empty.
+    pub fn max(&self) -> Duration {
+        self.0.last().copied().unwrap_or_default()
+    }
 }
 
 /// A duration for a table cell, in the unit that keeps three significant digits readable.
