@@ -210,6 +210,13 @@ pub fn measure(runtime: &Runtime, rounds: usize) -> anyhow::Result<Table> {
              warm up, made {}.",
             claimed.summary()
         ));
+        table.note(
+            "Why a lease with secret values reads its Secret on every execute: the host keeps no copy of a Secret, as \
+             nothing would prove a kept copy current. A retried acquire brings the values up to date in the same \
+             Secret (a merge patch), another host process may do it, and the host may not watch Secrets (list and \
+             watch of Secrets would show it every value in the namespace), so the read is the only proof of the \
+             values a command's output is scrubbed of.",
+        );
         table.note(format!(
             "Targets: overhead over the floor < {} p50, at most {READS_TARGET} read and 1 exec per execute: {}.",
             fmt_duration(OVERHEAD_TARGET),
