@@ -3,6 +3,8 @@
 //! and `contract` runs the fault matrix.
 
 use std::path::{Path, PathBuf};
+
+use crate::built;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -468,13 +470,6 @@ async fn simulate_finds_a_controller_manager_by_its_pod_and_takes_the_operators_
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn component() -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-unknown-unknown/component/provider.wasm");
-    assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
-    path
-}
-
 /// `contract` prints the fault matrix of the operations asked for as a table with its pass
 /// count, and a config whose readiness wait does not fit a cell's deadline fails the clean
 /// run, saying what to set.
@@ -488,7 +483,7 @@ fn contract_prints_the_fault_matrix_of_one_operation() {
     let run = |config: &Path| {
         Command::new(BIN)
             .args(["contract", "--no-scenarios", "--operation", "release", "--clusters", "4", "--component"])
-            .arg(component())
+            .arg(built("provider.wasm"))
             .arg("--config")
             .arg(config)
             .arg("--cache-dir")
@@ -532,7 +527,7 @@ fn embedded_runs_a_host_command_on_an_in_process_cluster() {
             .output()
             .expect("run sandbox-dev")
     };
-    let component = component();
+    let component = built("provider.wasm");
     let (component, config, cache) =
         (component.to_string_lossy(), config.to_string_lossy(), dir.join("cache").to_string_lossy().into_owned());
     let probe = ["probe", "--embedded", "--component", &component, "--config", &config, "--cache-dir", &cache];

@@ -2,7 +2,7 @@
 //! on a real one: every step goes as expected, the output speaks the JSON words, and what the
 //! demo made is removed at the end (or kept with `--keep`, which says how to remove it).
 
-use std::path::PathBuf;
+use crate::built;
 use std::process::Command;
 
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
@@ -11,14 +11,6 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-dev");
-
-fn built(name: &str) -> PathBuf {
-    // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
-    let target = if name == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target").join(target).join("component").join(name);
-    assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
-    path
-}
 
 /// Runs the demo against `cluster` through an admin kubeconfig: (exit code, stdout, stderr).
 fn demo(cluster: &EmbeddedCluster, tag: &str, extra: &[&str]) -> (Option<i32>, String, String) {

@@ -7,15 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
+use crate::support::built;
 
-fn built(file: &str) -> PathBuf {
-    // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
-    let target = if file == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target").join(target).join("component").join(file);
-    assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
-    path
-}
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
 
 /// A scratch directory that also serves as `HOME`, so no kubeconfig can be inferred.
 struct Scratch(PathBuf);

@@ -9,14 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use embedded_cluster::{ClusterConfig, EmbeddedCluster};
 use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
+use crate::support::component;
 
-fn component() -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-unknown-unknown/component/provider.wasm");
-    assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
-    path
-}
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
 
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sandbox-host-secrets-{tag}-{}", std::process::id()));

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::support::built;
+
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-host");
 
 /// An empty scratch directory for one test.
@@ -18,14 +20,6 @@ fn scratch(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).expect("scratch dir");
     scratch
-}
-
-fn built(file: &str) -> PathBuf {
-    // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
-    let target = if file == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target").join(target).join("component").join(file);
-    assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
-    path
 }
 
 /// A running `sandbox-host serve` and its pipes; killed when the test ends.

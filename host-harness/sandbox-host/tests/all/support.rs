@@ -31,12 +31,19 @@ impl OutputBlocking for Command {
     }
 }
 
+/// A component `make component` builds, by file name: the Kubernetes provider
+/// (`provider.wasm`) is built for wasm32-unknown-unknown, the reference provider for
+/// wasm32-wasip2.
+pub(crate) fn built(file: &str) -> PathBuf {
+    let target = if file == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target").join(target).join("component").join(file);
+    assert!(path.exists(), "no component at {}: run `make component` (make test does)", path.display());
+    path
+}
+
 /// The built provider component.
 pub(crate) fn component() -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm32-unknown-unknown/component/provider.wasm");
-    assert!(path.exists(), "no provider component at {}: run `make component` (make test does)", path.display());
-    path
+    built("provider.wasm")
 }
 
 /// An embedded cluster in this process and the files the provider commands take.
