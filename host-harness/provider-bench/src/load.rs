@@ -117,6 +117,8 @@ pub async fn drive(host: &Arc<ProviderHost>, backend: &str, lifecycles: usize, c
         .collect()
         .await;
     let elapsed = started.elapsed();
+    // The last calls' teardowns follow their results: the memory after is read once they are done.
+    host.settled().await;
     let peak_rss = memory::peak_rss_bytes();
     let mut errors = BTreeMap::new();
     let mut acquire = Vec::new();

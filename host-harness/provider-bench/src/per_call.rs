@@ -149,8 +149,8 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
         "Instantiate: a Store with its limiter, epoch deadline and WASI context, an instance from the \
          `InstancePre`, and the export a call runs bound and type-checked (acquire's, the largest; \
          the others are checked once, when the component loads); no export runs. Teardown: dropping both, which \
-         returns the instance's memory to the pool and resets it; a call pays it too, after its \
-         result is ready. The target is the instantiate.",
+         returns the instance's memory to the pool and resets it; a call's slot pays it too, after \
+         the call's result has gone back (the caller does not wait for it). The target is the instantiate.",
     );
 
     let mut ratio = Table::new(
@@ -290,8 +290,8 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
          (`sandbox_host_call_guest_seconds`) against the native step without the host's serving; of which \
          parsing: `response_body::parse` of the host's answers natively, the code the guest runs on them. The \
          host's call work: the host's whole time for the call less both (its store, instance, arguments in, \
-         result out, teardown: the per-call isolation), which the native provider does not have. Outside the \
-         call: the step less the host's whole time (the input checks, the call slot, the runtime's `block_on`).",
+         result out: the per-call isolation, whose teardown follows the result), which the native provider \
+         does not have. Outside the call: the step less the host's whole time (the input checks, the call slot, the runtime's `block_on`).",
     );
     let guest = guest_work::measure(runtime, &cluster, &component, GUEST_WORK_ROUNDS)?;
     Ok(vec![instantiate, ratio, split, guest])

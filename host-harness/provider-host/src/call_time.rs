@@ -7,11 +7,14 @@
 //! - **import time**: wall time inside a host function the guest called: a Kubernetes request,
 //!   a watch's next event, an exec, a log line, WASI's clocks (lifting the guest's arguments
 //!   and lowering the answer included).
-//! - **whole time**: wall time from the moment a call has its slot to the moment its store is
-//!   dropped. What it holds beyond guest and import time ([`CallTimes::own`]) is the host's
+//! - **whole time**: wall time from the moment a call has its slot to the moment its result is
+//!   ready. What it holds beyond guest and import time ([`CallTimes::own`]) is the host's
 //!   per-call work around the export: the store and instance, binding the export, passing the
-//!   request in and the result out, teardown. What a caller measures beyond the whole time is
-//!   outside the call: waiting for a slot, the input checks, its runtime's scheduling.
+//!   request in and the result out. What a caller measures beyond the whole time is outside the
+//!   call: waiting for a slot, the input checks, its runtime's scheduling.
+//! - **teardown time**: wall time dropping a call's store (the instance's memory reset for the
+//!   pool, anything the call left open closed), which the host does after the result has gone
+//!   back, so no caller waits for it ([`crate::runner`]).
 //!
 //! wasmtime reports every switch between WebAssembly and host code to a store's call hook
 //! ([`wasmtime::CallHook`]); each call's clock charges the time since the previous switch to the
@@ -30,8 +33,11 @@ pub struct CallTimes {
     pub guest: Duration,
     /// Wall time inside the host's imports.
     pub imports: Duration,
-    /// Wall time of the calls, slot to teardown: guest and imports included.
+    /// Wall time of the calls, slot to result: guest and imports included.
     pub whole: Duration,
+    /// Wall time dropping the calls' stores, after their results went back; a call's teardown
+    /// is added when it is done, so a difference taken right after a call may not hold it yet.
+    pub teardown: Duration,
 }
 
 impl CallTimes {
@@ -41,6 +47,7 @@ impl CallTimes {
             guest: self.guest.saturating_sub(earlier.guest),
             imports: self.imports.saturating_sub(earlier.imports),
             whole: self.whole.saturating_sub(earlier.whole),
+            teardown: self.teardown.saturating_sub(earlier.teardown),
         }
     }
 
@@ -130,15 +137,16 @@ pub(crate) struct CallTotals {
     guest_nanos: AtomicU64,
     import_nanos: AtomicU64,
     whole_nanos: AtomicU64,
+    teardown_nanos: AtomicU64,
 }
 
 impl CallTotals {
     /// Adds one call's times.
     pub(crate) fn add(&self, times: CallTimes) {
-        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.guest_nanos.fetch_add(nanos(times.guest), Ordering::Relaxed);
         self.import_nanos.fetch_add(nanos(times.imports), Ordering::Relaxed);
         self.whole_nanos.fetch_add(nanos(times.whole), Ordering::Relaxed);
+        self.teardown_nanos.fetch_add(nanos(times.teardown), Ordering::Relaxed);
     }
 
     /// The sums so far.
@@ -147,8 +155,13 @@ impl CallTotals {
             guest: Duration::from_nanos(self.guest_nanos.load(Ordering::Relaxed)),
             imports: Duration::from_nanos(self.import_nanos.load(Ordering::Relaxed)),
             whole: Duration::from_nanos(self.whole_nanos.load(Ordering::Relaxed)),
+            teardown: Duration::from_nanos(self.teardown_nanos.load(Ordering::Relaxed)),
         }
     }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -172,7 +185,10 @@ mod tests {
         clock.switch_at(CallHook::ReturningFromWasm, at(30)); // 8 ms of guest: the export returns
         clock.switch_at(CallHook::CallingWasm, at(33)); // 3 ms lifting its result: neither
         clock.switch_at(CallHook::ReturningFromWasm, at(34)); // 1 ms of guest (post-return)
-        assert_eq!(clock.times_at(at(50)), CallTimes { guest: ms(12), imports: ms(14), whole: Duration::ZERO });
+        assert_eq!(
+            clock.times_at(at(50)),
+            CallTimes { guest: ms(12), imports: ms(14), whole: Duration::ZERO, teardown: Duration::ZERO }
+        );
     }
 
     #[test]
@@ -181,17 +197,20 @@ mod tests {
         let mut clock = CallClock { side: Side::Host, imports_open: 0, since: start, times: CallTimes::default() };
         clock.switch_at(CallHook::CallingWasm, start + ms(1));
         clock.switch_at(CallHook::CallingHost, start + ms(3));
-        assert_eq!(clock.times_at(start + ms(10)), CallTimes { guest: ms(2), imports: ms(7), whole: Duration::ZERO });
+        assert_eq!(
+            clock.times_at(start + ms(10)),
+            CallTimes { guest: ms(2), imports: ms(7), whole: Duration::ZERO, teardown: Duration::ZERO }
+        );
     }
 
     #[test]
     fn totals_add_up_and_differences_never_go_negative() {
         let totals = CallTotals::default();
-        totals.add(CallTimes { guest: ms(3), imports: ms(10), whole: ms(15) });
+        totals.add(CallTimes { guest: ms(3), imports: ms(10), whole: ms(15), teardown: ms(1) });
         let before = totals.get();
-        totals.add(CallTimes { guest: ms(2), imports: ms(1), whole: ms(4) });
+        totals.add(CallTimes { guest: ms(2), imports: ms(1), whole: ms(4), teardown: ms(2) });
         let added = totals.get().since(&before);
-        assert_eq!(added, CallTimes { guest: ms(2), imports: ms(1), whole: ms(4) });
+        assert_eq!(added, CallTimes { guest: ms(2), imports: ms(1), whole: ms(4), teardown: ms(2) });
         assert_eq!(added.own(), ms(1));
         assert_eq!(before.since(&totals.get()), CallTimes::default());
     }
@@ -200,6 +219,6 @@ mod tests {
     fn own_time_never_goes_negative() {
         // Totals read while another call is adding its parts can hold its guest time before its
         // whole time.
-        assert_eq!(CallTimes { guest: ms(3), imports: ms(2), whole: ms(4) }.own(), Duration::ZERO);
+        assert_eq!(CallTimes { guest: ms(3), imports: ms(2), whole: ms(4), teardown: ms(9) }.own(), Duration::ZERO);
     }
 }

@@ -1,15 +1,18 @@
 //! One call: a fresh store and instance for the export, under the memory cap and the
 //! deadline, its guest instructions and its times ([`crate::call_time`]) added to the host's
-//! totals, and a failure classified (instantiation, trap, out of memory, deadline).
+//! totals, a failure classified (instantiation, trap, out of memory, deadline), and the store
+//! dropped once the result has gone back ([`ProviderHost::retire`]).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::{InstantiateTimes, ProviderHost, millis};
+use crate::call_time::CallTimes;
 use crate::error::HostError;
 use crate::lease_scope::LeaseScope;
 use crate::state::CallState;
@@ -68,7 +71,12 @@ impl ProviderHost {
         R: Send,
         F: for<'a> FnOnce(&'a Bound, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send,
     {
-        let _slot = self.slots.acquire().await.map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| HostError::Instantiate { call, message: e.to_string() })?;
         let started = Instant::now();
         let deadline = started + limit;
         let mut store = self.store(call, deadline, scope);
@@ -94,8 +102,6 @@ impl ProviderHost {
             Ok(Err(Stage::Instantiate(e))) => Err(self.classify(call, &store, e, true, limit)),
             Ok(Err(Stage::Call(e))) => Err(self.classify(call, &store, e, false, limit)),
         };
-        // The teardown (the instance's memory back to the pool) is the call's work too.
-        drop(store);
         times.whole = started.elapsed();
         self.call_times.add(times);
         if let Some(metrics) = &self.kube.metrics {
@@ -106,7 +112,24 @@ impl ProviderHost {
             Ok(_) => tracing::debug!(target: "provider_host", call, millis, "provider call finished"),
             Err(e) => tracing::debug!(target: "provider_host", call, millis, error = %e, "provider call failed"),
         }
+        self.retire(store, slot);
         result
+    }
+
+    /// Drops a finished call's store after its result has gone back: the teardown (the
+    /// instance's memory reset for the pool, any watch or stream the call left open closed)
+    /// takes tens of microseconds no caller needs to wait for. It runs as a task of the
+    /// runtime, with the call's slot, so a call waiting for a slot waits for it too and the
+    /// pool never holds more instances than slots; its time goes to the totals' teardown. A
+    /// call runs on a Tokio runtime already (its deadline is a Tokio timer).
+    fn retire(&self, store: Store<CallState>, slot: OwnedSemaphorePermit) {
+        let totals = self.call_times.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            drop(store);
+            totals.add(CallTimes { teardown: started.elapsed(), ..CallTimes::default() });
+            drop(slot);
+        });
     }
 
     /// A fresh store for one call of `call`: the memory cap, and epoch ticks that yield to the

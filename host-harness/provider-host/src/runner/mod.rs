@@ -3,7 +3,10 @@
 //!
 //! A fresh store per call costs microseconds with the pooling allocator and buys isolation:
 //! whatever a call leaves behind (a trap, a blown deadline, open watches, a corrupted heap) is
-//! dropped with its store and cannot reach the next call or the host.
+//! dropped with its store and cannot reach the next call or the host. The store is dropped
+//! after the call's result has gone back to its caller, on the runtime, holding the call's slot
+//! until it is gone: the caller does not wait for the teardown, and no more instances exist at
+//! once than there are slots.
 //!
 //! Here: loading, and each operation's call of its export; `call`: the fresh store and instance
 //! every call runs in; `slots`: how many calls and commands run at once.
@@ -78,7 +81,8 @@ pub struct ProviderHost {
     kube: KubeHost,
     grants: Grants,
     limits: Limits,
-    slots: Semaphore,
+    /// Calls at once, each slot held from before its instance is made until its store is dropped.
+    slots: Arc<Semaphore>,
     /// Calls of `execute` at once ([`exec_share`] of the slots): a command may hold its slot
     /// for minutes.
     exec_slots: Semaphore,
@@ -89,8 +93,8 @@ pub struct ProviderHost {
     calls: AtomicU64,
     /// WebAssembly instructions run by the guest in all calls, when counted.
     guest_instructions: AtomicU64,
-    /// Guest and import time of all calls.
-    call_times: CallTotals,
+    /// Guest, import and teardown time of all calls (teardowns add theirs when done).
+    call_times: Arc<CallTotals>,
     _engine: HostEngine,
 }
 
@@ -153,7 +157,8 @@ impl ProviderHost {
         let kube =
             KubeHost::with_client(client, Arc::new(options.policy.clone()), options.limits.kube_request_timeout())
                 .with_body_limit(&options.limits);
-        let slots = Semaphore::new(usize::try_from(options.limits.max_concurrent_calls).unwrap_or(usize::MAX));
+        let slots =
+            Arc::new(Semaphore::new(usize::try_from(options.limits.max_concurrent_calls).unwrap_or(usize::MAX)));
         let exec_slots = Semaphore::new(exec_share(options.limits.max_concurrent_calls));
         let lease_slots = LeaseSlots::new(options.limits.max_executes_per_lease);
         let grants = capabilities::grant(&options.policy, None);
@@ -168,7 +173,7 @@ impl ProviderHost {
             cache,
             calls: AtomicU64::new(0),
             guest_instructions: AtomicU64::new(0),
-            call_times: CallTotals::default(),
+            call_times: Arc::default(),
             _engine: engine,
         };
         host.check_exports().await?;
@@ -217,10 +222,19 @@ impl ProviderHost {
         self.limits.count_guest_instructions.then(|| self.guest_instructions.load(Ordering::Relaxed))
     }
 
-    /// The guest, import and whole time of this host's calls so far ([`crate::call_time`]); the
-    /// difference across one call is where that call's time went.
+    /// The guest, import, whole and teardown time of this host's calls so far
+    /// ([`crate::call_time`]); the difference across one call is where that call's time went
+    /// (its teardown once it is done).
     pub fn call_times(&self) -> CallTimes {
         self.call_times.get()
+    }
+
+    /// Waits until every call started so far has ended and its store is dropped (a call's
+    /// teardown follows its result): for a caller about to read what the host holds, such as
+    /// its resident memory.
+    pub async fn settled(&self) {
+        // Every slot at once: held by no call, and by no teardown. The semaphore is never closed.
+        drop(self.slots.acquire_many(self.limits.max_concurrent_calls).await);
     }
 
     /// The per-call limits the host applies.

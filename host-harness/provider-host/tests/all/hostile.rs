@@ -326,9 +326,10 @@ impl Reading {
         Self { what: what.to_string(), before: status_mib("VmRSS:") }
     }
 
-    /// Reports the peak during the call and what is left after it, its result dropped. Fails
-    /// if the peak held more than `copies` of the flood (the guest's own counts: its memory is
-    /// the host process's) or if half a flood or more stayed behind.
+    /// Reports the peak during the call and what is left after it, its result and its store
+    /// dropped (the caller waits for the host to settle first). Fails if the peak held more
+    /// than `copies` of the flood (the guest's own counts: its memory is the host process's) or
+    /// if half a flood or more stayed behind.
     fn finish(self, copies: u64) {
         let (Some(before), Some(peak), Some(after)) = (self.before, status_mib("VmHWM:"), status_mib("VmRSS:")) else {
             return;
@@ -358,6 +359,7 @@ async fn an_oversized_result_is_bounded_by_the_memory_cap() {
     let reading = Reading::start("a 100 MiB result");
     let returned = roomy.probe(&flood("return")).await.expect("probe");
     assert_eq!(answers(returned)["return"].len() as u64, FLOOD, "under a roomy cap the result arrives whole");
+    roomy.settled().await;
     reading.finish(2);
     still_serving(&roomy).await;
 }
@@ -408,6 +410,7 @@ async fn oversized_strings_sent_to_the_host_are_refused_or_cut() {
         assert!(answer.len() < 1024, "{into}: the host's answer quotes little of the flood: {} bytes", answer.len());
         let sent = provider_sent(&c, mark);
         assert!(sent.is_empty(), "{into}: nothing reached the cluster: {sent:?}");
+        host.settled().await;
         reading.finish(copies);
     }
     let logged = String::from_utf8_lossy(&captured.0.lock().expect("lock")).into_owned();

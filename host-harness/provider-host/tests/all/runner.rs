@@ -205,6 +205,23 @@ async fn concurrent_calls_each_get_their_own_instance() {
     assert_eq!(host.calls_started(), 8);
 }
 
+/// A call's result goes back before its store is dropped, and the teardown keeps the call's
+/// slot until it is done. On a runtime of one thread the teardown cannot run before the caller
+/// yields, so that order is observed, not raced.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_returns_before_its_teardown_which_holds_the_call_s_slot() {
+    let host = load(fake_provider(TRAP), Limits { max_concurrent_calls: 1, ..Limits::default() }).await.expect("loads");
+    let before = host.call_times();
+    still_serving(&host).await;
+    let first = host.call_times().since(&before);
+    assert!(first.whole > Duration::ZERO, "the call's own time was not counted");
+    assert_eq!(first.teardown, Duration::ZERO, "the store was dropped before the result came back");
+    // The host's one slot is the first teardown's until it is done: the next call waits for it.
+    still_serving(&host).await;
+    assert!(host.call_times().since(&before).teardown > Duration::ZERO, "the first call's store was never dropped");
+    assert_eq!(host.calls_started(), 2);
+}
+
 #[test]
 fn the_compile_cache_stores_loads_and_rebuilds_damaged_files() {
     let engine = HostEngine::new(&Limits::default()).expect("engine");
