@@ -319,6 +319,15 @@ fn status_mib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib / 1024)
 }
 
+/// Waits for the host's calls and their teardowns (the teardown follows a call's result), so
+/// what the process holds after a call is read once its store is dropped.
+async fn settle(host: &ProviderHost) {
+    let within = Duration::from_secs(120);
+    tokio::time::timeout(within, host.settled())
+        .await
+        .unwrap_or_else(|_| panic!("the host's calls and their teardowns did not finish within {within:?}"));
+}
+
 impl Reading {
     /// Starts a reading: the peak restarts from now (`clear_refs` 5 resets `VmHWM`).
     fn start(what: &str) -> Self {
@@ -359,7 +368,7 @@ async fn an_oversized_result_is_bounded_by_the_memory_cap() {
     let reading = Reading::start("a 100 MiB result");
     let returned = roomy.probe(&flood("return")).await.expect("probe");
     assert_eq!(answers(returned)["return"].len() as u64, FLOOD, "under a roomy cap the result arrives whole");
-    roomy.settled().await;
+    settle(&roomy).await;
     reading.finish(2);
     still_serving(&roomy).await;
 }
@@ -410,7 +419,7 @@ async fn oversized_strings_sent_to_the_host_are_refused_or_cut() {
         assert!(answer.len() < 1024, "{into}: the host's answer quotes little of the flood: {} bytes", answer.len());
         let sent = provider_sent(&c, mark);
         assert!(sent.is_empty(), "{into}: nothing reached the cluster: {sent:?}");
-        host.settled().await;
+        settle(&host).await;
         reading.finish(copies);
     }
     let logged = String::from_utf8_lossy(&captured.0.lock().expect("lock")).into_owned();
