@@ -12,6 +12,8 @@
 //!   per-call work around the export: the store and instance, binding the export, passing the
 //!   request in and the result out. What a caller measures beyond the whole time is outside the
 //!   call: waiting for a slot, the input checks, its runtime's scheduling.
+//! - **instance time**: the part of the whole time before the export is called: taking an
+//!   instance made ahead of the call, or making one when none was ready ([`crate::runner`]).
 //! - **teardown time**: wall time dropping a call's store (the instance's memory reset for the
 //!   pool, anything the call left open closed), which the host does after the result has gone
 //!   back, so no caller waits for it ([`crate::runner`]).
@@ -35,6 +37,9 @@ pub struct CallTimes {
     pub imports: Duration,
     /// Wall time of the calls, slot to result: guest and imports included.
     pub whole: Duration,
+    /// Wall time from each call's slot to its instance ready: one made ahead taken, or one
+    /// made in the call ([`crate::runner`]); part of the whole time.
+    pub instance: Duration,
     /// Wall time dropping the calls' stores, after their results went back; a call's teardown
     /// is added when it is done, so a difference taken right after a call may not hold it yet.
     pub teardown: Duration,
@@ -47,6 +52,7 @@ impl CallTimes {
             guest: self.guest.saturating_sub(earlier.guest),
             imports: self.imports.saturating_sub(earlier.imports),
             whole: self.whole.saturating_sub(earlier.whole),
+            instance: self.instance.saturating_sub(earlier.instance),
             teardown: self.teardown.saturating_sub(earlier.teardown),
         }
     }
@@ -137,6 +143,7 @@ pub(crate) struct CallTotals {
     guest_nanos: AtomicU64,
     import_nanos: AtomicU64,
     whole_nanos: AtomicU64,
+    instance_nanos: AtomicU64,
     teardown_nanos: AtomicU64,
 }
 
@@ -146,6 +153,7 @@ impl CallTotals {
         self.guest_nanos.fetch_add(nanos(times.guest), Ordering::Relaxed);
         self.import_nanos.fetch_add(nanos(times.imports), Ordering::Relaxed);
         self.whole_nanos.fetch_add(nanos(times.whole), Ordering::Relaxed);
+        self.instance_nanos.fetch_add(nanos(times.instance), Ordering::Relaxed);
         self.teardown_nanos.fetch_add(nanos(times.teardown), Ordering::Relaxed);
     }
 
@@ -155,6 +163,7 @@ impl CallTotals {
             guest: Duration::from_nanos(self.guest_nanos.load(Ordering::Relaxed)),
             imports: Duration::from_nanos(self.import_nanos.load(Ordering::Relaxed)),
             whole: Duration::from_nanos(self.whole_nanos.load(Ordering::Relaxed)),
+            instance: Duration::from_nanos(self.instance_nanos.load(Ordering::Relaxed)),
             teardown: Duration::from_nanos(self.teardown_nanos.load(Ordering::Relaxed)),
         }
     }
@@ -185,10 +194,7 @@ mod tests {
         clock.switch_at(CallHook::ReturningFromWasm, at(30)); // 8 ms of guest: the export returns
         clock.switch_at(CallHook::CallingWasm, at(33)); // 3 ms lifting its result: neither
         clock.switch_at(CallHook::ReturningFromWasm, at(34)); // 1 ms of guest (post-return)
-        assert_eq!(
-            clock.times_at(at(50)),
-            CallTimes { guest: ms(12), imports: ms(14), whole: Duration::ZERO, teardown: Duration::ZERO }
-        );
+        assert_eq!(clock.times_at(at(50)), CallTimes { guest: ms(12), imports: ms(14), ..CallTimes::default() });
     }
 
     #[test]
@@ -197,20 +203,17 @@ mod tests {
         let mut clock = CallClock { side: Side::Host, imports_open: 0, since: start, times: CallTimes::default() };
         clock.switch_at(CallHook::CallingWasm, start + ms(1));
         clock.switch_at(CallHook::CallingHost, start + ms(3));
-        assert_eq!(
-            clock.times_at(start + ms(10)),
-            CallTimes { guest: ms(2), imports: ms(7), whole: Duration::ZERO, teardown: Duration::ZERO }
-        );
+        assert_eq!(clock.times_at(start + ms(10)), CallTimes { guest: ms(2), imports: ms(7), ..CallTimes::default() });
     }
 
     #[test]
     fn totals_add_up_and_differences_never_go_negative() {
         let totals = CallTotals::default();
-        totals.add(CallTimes { guest: ms(3), imports: ms(10), whole: ms(15), teardown: ms(1) });
+        totals.add(CallTimes { guest: ms(3), imports: ms(10), whole: ms(15), instance: ms(1), teardown: ms(1) });
         let before = totals.get();
-        totals.add(CallTimes { guest: ms(2), imports: ms(1), whole: ms(4), teardown: ms(2) });
+        totals.add(CallTimes { guest: ms(2), imports: ms(1), whole: ms(4), instance: ms(1), teardown: ms(2) });
         let added = totals.get().since(&before);
-        assert_eq!(added, CallTimes { guest: ms(2), imports: ms(1), whole: ms(4), teardown: ms(2) });
+        assert_eq!(added, CallTimes { guest: ms(2), imports: ms(1), whole: ms(4), instance: ms(1), teardown: ms(2) });
         assert_eq!(added.own(), ms(1));
         assert_eq!(before.since(&totals.get()), CallTimes::default());
     }
@@ -219,6 +222,9 @@ mod tests {
     fn own_time_never_goes_negative() {
         // Totals read while another call is adding its parts can hold its guest time before its
         // whole time.
-        assert_eq!(CallTimes { guest: ms(3), imports: ms(2), whole: ms(4), teardown: ms(9) }.own(), Duration::ZERO);
+        assert_eq!(
+            CallTimes { guest: ms(3), imports: ms(2), whole: ms(4), instance: ms(1), teardown: ms(9) }.own(),
+            Duration::ZERO
+        );
     }
 }

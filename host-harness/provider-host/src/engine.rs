@@ -14,6 +14,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, Po
 
 use crate::error::HostError;
 use crate::limits::{EPOCH_TICK, Limits};
+use crate::runner::INSTANCES_MADE_AHEAD;
 
 /// Core instances one component may need (a Rust wasip2 component has a few; leave room).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 20;
@@ -55,7 +56,8 @@ impl HostEngine {
 }
 
 fn config(limits: &Limits) -> Config {
-    let calls = limits.max_concurrent_calls;
+    // Each call's instance, and those made ahead of the next calls.
+    let calls = limits.max_concurrent_calls.saturating_add(INSTANCES_MADE_AHEAD);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(calls)
         .total_core_instances(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))

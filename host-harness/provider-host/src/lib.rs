@@ -72,4 +72,4 @@ pub use kube_host::KubeHost;
 pub use kube_watch::WatchStream;
 pub use limits::Limits;
 pub use policy::{AccessRule, AccessVerb, Policy};
-pub use runner::{ComponentSource, HostOptions, InstantiateTimes, ProviderHost};
+pub use runner::{ComponentSource, HostOptions, InstanceCounts, InstantiateTimes, ProviderHost};

@@ -50,6 +50,21 @@ impl CallState {
         }
     }
 
+    /// Gives a store made ahead of its call ([`crate::runner`]) that call's own state: its
+    /// name, its access (limited to its lease when it has one), its deadline, and a clock
+    /// started now. Its limiter keeps what the instance already holds.
+    pub(crate) fn begin(&mut self, call: &'static str, kube: KubeHost, deadline: Instant) {
+        self.call = call;
+        self.kube = kube.for_call(deadline);
+        self.deadline = deadline;
+        self.clock = CallClock::new();
+    }
+
+    /// When the host ends the call: the store's epoch callback interrupts the guest then.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
     /// Milliseconds left before the host ends the call.
     pub(crate) fn millis_left(&self) -> u64 {
         u64::try_from(self.deadline.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(u64::MAX)

@@ -5,11 +5,13 @@
 //! whatever a call leaves behind (a trap, a blown deadline, open watches, a corrupted heap) is
 //! dropped with its store and cannot reach the next call or the host. The store is dropped
 //! after the call's result has gone back to its caller, on the runtime, holding the call's slot
-//! until it is gone: the caller does not wait for the teardown, and no more instances exist at
-//! once than there are slots.
+//! until it is gone, and the next call's store and instance are made then, before it asks: the
+//! caller waits neither for the teardown nor, when one is ready, for the making; no more
+//! instances exist at once than there are slots and instances made ahead.
 //!
 //! Here: loading, and each operation's call of its export; `call`: the fresh store and instance
-//! every call runs in; `slots`: how many calls and commands run at once.
+//! every call runs in; `made_ahead`: the next call's, made between calls; `slots`: how many
+//! calls and commands run at once.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,7 +40,12 @@ use crate::state;
 use crate::versions::{Bound, BoundPre, on_each_version};
 
 mod call;
+mod made_ahead;
 mod slots;
+
+pub(crate) use made_ahead::AHEAD as INSTANCES_MADE_AHEAD;
+pub use made_ahead::InstanceCounts;
+use made_ahead::MadeAhead;
 
 use slots::{LeaseSlots, exec_share};
 
@@ -77,7 +84,9 @@ pub struct InstantiateTimes {
 
 /// A loaded provider component, ready to serve calls concurrently (`&self` everywhere).
 pub struct ProviderHost {
-    pre: BoundPre,
+    pre: Arc<BoundPre>,
+    /// The next calls' instances, made between calls ([`made_ahead`]).
+    made_ahead: Arc<MadeAhead>,
     kube: KubeHost,
     grants: Grants,
     limits: Limits,
@@ -153,7 +162,8 @@ impl ProviderHost {
         let linker = state::linker(engine.engine())
             .map_err(|e| HostError::Config(format!("cannot link the host's imports: {e:?}")))?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| HostError::Link(format!("{e:?}")))?;
-        let pre = BoundPre::new(instance_pre).map_err(HostError::Link)?;
+        let pre = Arc::new(BoundPre::new(instance_pre).map_err(HostError::Link)?);
+        let made_ahead = Arc::new(MadeAhead::new(pre.clone(), options.limits.clone()));
         let kube =
             KubeHost::with_client(client, Arc::new(options.policy.clone()), options.limits.kube_request_timeout())
                 .with_body_limit(&options.limits);
@@ -164,6 +174,7 @@ impl ProviderHost {
         let grants = capabilities::grant(&options.policy, None);
         let mut host = Self {
             pre,
+            made_ahead,
             kube,
             grants,
             limits: options.limits,
@@ -179,7 +190,7 @@ impl ProviderHost {
         host.check_exports().await?;
         // A 0.1.0 component cannot declare its access; asking it would only run its code. The
         // declaration itself is read with no access at all: nothing is granted before it is known.
-        if !matches!(host.pre, BoundPre::SinceV0_1_0(..)) {
+        if !matches!(*host.pre, BoundPre::SinceV0_1_0(..)) {
             let operator = host.kube.clone();
             host.kube = operator.with_policy(Policy {
                 resources: Vec::new(),
@@ -192,6 +203,8 @@ impl ProviderHost {
         }
         host.grants.log(host.pre.version());
         host.kube = host.kube.with_policy(host.grants.effective.clone());
+        // The first call's instance, made before any call asks for it.
+        host.made_ahead.refill().await;
         Ok(host)
     }
 
@@ -215,8 +228,14 @@ impl ProviderHost {
         self.calls.load(Ordering::Relaxed)
     }
 
+    /// How many calls took an instance made ahead, and how many made their own on their way to
+    /// the export: calls at once beyond those made ahead make their own.
+    pub fn instance_counts(&self) -> InstanceCounts {
+        self.made_ahead.counts()
+    }
+
     /// WebAssembly instructions the guest has run in this host's calls so far (instantiation
-    /// included); `None` unless `limits.count_guest_instructions`. The difference across one
+    /// included, made ahead or not); `None` unless `limits.count_guest_instructions`. The difference across one
     /// call is that call's work in the guest, the same on any machine for the same answers.
     pub fn guest_instructions(&self) -> Option<u64> {
         self.limits.count_guest_instructions.then(|| self.guest_instructions.load(Ordering::Relaxed))
@@ -229,9 +248,9 @@ impl ProviderHost {
         self.call_times.get()
     }
 
-    /// Waits until every call started so far has ended and its store is dropped (a call's
-    /// teardown follows its result): for a caller about to read what the host holds, such as
-    /// its resident memory.
+    /// Waits until every call started so far has ended, its store is dropped (a call's
+    /// teardown follows its result) and the instance made ahead after it is made: for a caller
+    /// about to read what the host holds, such as its resident memory.
     pub async fn settled(&self) {
         // Every slot at once: held by no call, and by no teardown. The semaphore is never closed.
         drop(self.slots.acquire_many(self.limits.max_concurrent_calls).await);

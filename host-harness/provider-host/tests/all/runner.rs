@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use provider_host::compile_cache::{self, CacheOutcome};
 use provider_host::records::{ExecRequest, LeaseRef, ProviderError};
-use provider_host::{ComponentSource, HostEngine, HostError, HostOptions, Limits, Policy, ProviderHost};
+use provider_host::{
+    ComponentSource, HostEngine, HostError, HostOptions, InstanceCounts, Limits, Policy, ProviderHost,
+};
 
 const SPIN: &str = "(loop $spin (br $spin)) unreachable";
 const TRAP: &str = "unreachable";
@@ -220,6 +222,40 @@ async fn a_call_returns_before_its_teardown_which_holds_the_call_s_slot() {
     still_serving(&host).await;
     assert!(host.call_times().since(&before).teardown > Duration::ZERO, "the first call's store was never dropped");
     assert_eq!(host.calls_started(), 2);
+}
+
+/// A call takes the instance made after the last call's teardown (or, for the first, at load)
+/// instead of making one on its way to the export; calls at once beyond the one made ahead make
+/// their own. On a runtime of one thread no refill runs before the calls yield, so the counts
+/// are exact.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_takes_the_instance_made_ahead_and_calls_beyond_it_make_their_own() {
+    let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
+    still_serving(&host).await;
+    assert_eq!(host.instance_counts(), InstanceCounts { taken: 1, made_in_call: 0 }, "none was made at load");
+    host.settled().await;
+    still_serving(&host).await;
+    assert_eq!(host.instance_counts(), InstanceCounts { taken: 2, made_in_call: 0 }, "none was made after a call");
+    host.settled().await;
+    let at_once = futures::future::join_all((0..3).map(|_| host.validate_config("{}"))).await;
+    assert!(at_once.into_iter().all(|result| result.expect("call").ok));
+    assert_eq!(host.instance_counts(), InstanceCounts { taken: 3, made_in_call: 2 });
+    assert_eq!(host.calls_started(), 5);
+}
+
+/// An instance made ahead waits with a deadline of its own; the call that takes it runs to the
+/// call's deadline, not to the one the instance was made with.
+#[tokio::test]
+async fn a_call_on_an_instance_made_ahead_runs_to_its_own_deadline() {
+    let host = load(fake_provider(SPIN), Limits { call_timeout_ms: 300, ..Limits::default() }).await.expect("loads");
+    // Longer than a call's deadline: the deadline the waiting instance was made with has passed.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let started = Instant::now();
+    let result = host.describe().await;
+    let took = started.elapsed();
+    assert!(matches!(result, Err(HostError::Timeout { call: "describe", limit_ms: 300 })), "{result:?}");
+    assert!(took >= Duration::from_millis(300), "the spin was stopped before its call's deadline, after {took:?}");
+    assert_eq!(host.instance_counts().taken, 1, "the call did not run on the instance made at load");
 }
 
 #[test]
