@@ -90,7 +90,8 @@ pub struct ProviderHost {
     kube: KubeHost,
     grants: Grants,
     limits: Limits,
-    /// Calls at once, each slot held from before its instance is made until its store is dropped.
+    /// Calls at once, each slot held from before its call takes or makes its instance until its
+    /// store is dropped and the next instance is made ahead.
     slots: Arc<Semaphore>,
     /// Calls of `execute` at once ([`exec_share`] of the slots): a command may hold its slot
     /// for minutes.
