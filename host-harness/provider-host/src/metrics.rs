@@ -40,6 +40,11 @@ struct WarmLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InstanceLabels {
+    made: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerbLabels {
     verb: String,
 }
@@ -63,6 +68,7 @@ pub struct HostMetrics {
     durations: Family<OperationLabels, Histogram, fn() -> Histogram>,
     guest: Family<OperationLabels, Histogram, fn() -> Histogram>,
     imports: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    instances: Family<InstanceLabels, Counter>,
     leases: Gauge,
     live: Mutex<HashSet<String>>,
     claims: Family<WarmLabels, Counter>,
@@ -102,6 +108,17 @@ impl HostMetrics {
             "Time each call spent in the host's imports (Kubernetes requests, watches, exec), by operation",
             imports.clone(),
         );
+        let instances = Family::<InstanceLabels, Counter>::default();
+        // Both series from the start, so a rate of calls that made their own has a zero to start from.
+        for made in ["ahead", "in-call"] {
+            instances.get_or_create(&InstanceLabels { made: made.into() }).inc_by(0);
+        }
+        registry.register(
+            "call_instances",
+            "Instances calls ran on, by whether the host made it ahead of the call or the call made its own \
+             (more calls at once than instances made ahead)",
+            instances.clone(),
+        );
         let leases = Gauge::default();
         registry.register(
             "leases",
@@ -120,7 +137,18 @@ impl HostMetrics {
         );
         let denials = Family::<VerbLabels, Counter>::default();
         registry.register("policy_denials", "Provider requests the host's policy refused, by verb", denials.clone());
-        Self { registry, calls, durations, guest, imports, leases, live: Mutex::new(HashSet::new()), claims, denials }
+        Self {
+            registry,
+            calls,
+            durations,
+            guest,
+            imports,
+            instances,
+            leases,
+            live: Mutex::new(HashSet::new()),
+            claims,
+            denials,
+        }
     }
 
     /// Records one answered call: `outcome` is `ok` or the error's kind; `result` is its JSON
@@ -172,6 +200,12 @@ impl HostMetrics {
         self.imports.get_or_create(&labels).observe(times.imports.as_secs_f64());
     }
 
+    /// Records the instance a call ran on: one the host made ahead, or one the call made itself.
+    pub(crate) fn instance(&self, made_ahead: bool) {
+        let made = if made_ahead { "ahead" } else { "in-call" };
+        self.instances.get_or_create(&InstanceLabels { made: made.into() }).inc();
+    }
+
     /// Records a provider request the host's policy refused.
     pub(crate) fn denied(&self, verb: &str) {
         self.denials.get_or_create(&VerbLabels { verb: verb.into() }).inc();
@@ -215,10 +249,14 @@ mod tests {
         metrics.denied("delete");
         let ms = std::time::Duration::from_millis;
         metrics.call_times("renew", CallTimes { guest: ms(1), imports: ms(3), whole: ms(5), ..CallTimes::default() });
+        metrics.instance(true);
+        metrics.instance(true);
         let text = metrics.encode();
         for line in [
             "sandbox_host_call_guest_seconds_sum{operation=\"renew\"} 0.001",
             "sandbox_host_call_import_seconds_sum{operation=\"renew\"} 0.003",
+            "sandbox_host_call_instances_total{made=\"ahead\"} 2",
+            "sandbox_host_call_instances_total{made=\"in-call\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} missing from:\n{text}");
         }

@@ -92,6 +92,7 @@ impl ProviderHost {
             }
             None => (new_store(&self.pre, &self.limits, CallState::new(call, kube, &self.limits, deadline)), None),
         };
+        let taken = made_ahead.is_some();
         self.calls.fetch_add(1, Ordering::Relaxed);
         let pre = &self.pre;
         let store_ref = &mut store;
@@ -125,6 +126,7 @@ impl ProviderHost {
         self.call_times.add(times);
         if let Some(metrics) = &self.kube.metrics {
             metrics.call_times(call, times);
+            metrics.instance(taken);
         }
         let millis = times.whole.as_millis() as u64;
         match &result {

@@ -97,6 +97,10 @@ async fn serve_counts_calls_leases_and_denials_for_prometheus() {
     ] {
         assert_eq!(sample(&during, series), Some(value), "{series} in:\n{during}");
     }
+    // Each call ran on one instance; the first on the one made when the host loaded.
+    let made = |how: &str| sample(&during, &format!("sandbox_host_call_instances_total{{made=\"{how}\"}}"));
+    let (ahead, in_call) = (made("ahead").expect("ahead"), made("in-call").expect("in-call"));
+    assert!(ahead >= 1.0 && ahead + in_call == 2.0, "instances: {ahead} ahead, {in_call} in calls:\n{during}");
     // Each call's guest and import time are parts of its duration: both there, neither past it.
     for op in ["acquire", "execute"] {
         let sum = |metric: &str| sample(&during, &format!("sandbox_host_{metric}_sum{{operation=\"{op}\"}}"));
