@@ -315,8 +315,8 @@ pub fn measure(runtime: &Runtime, micro: &mut Micro, lifecycles: usize) -> anyho
          parsing: `response_body::parse` of the host's answers natively, the code the guest runs on them. The \
          host's call work: the host's whole time for the call less both (its store and instance taken, \
          arguments in, result out: the per-call isolation, whose teardown and next instance follow the \
-         result), which the native provider does not have. Outside the call: the step less the host's whole time (the input checks, the call \
-         slot, the runtime's `block_on`).",
+         result), which the native provider does not have. Outside the call: the step less the host's whole \
+         time (the input checks, the call slot, the runtime's `block_on`).",
     );
     let guest = guest_work::measure(runtime, &cluster, &component, GUEST_WORK_ROUNDS)?;
     Ok(vec![instantiate, ratio, split, guest])
