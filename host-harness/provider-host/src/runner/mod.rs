@@ -236,8 +236,9 @@ impl ProviderHost {
     }
 
     /// WebAssembly instructions the guest has run in this host's calls so far (instantiation
-    /// included, made ahead or not); `None` unless `limits.count_guest_instructions`. The difference across one
-    /// call is that call's work in the guest, the same on any machine for the same answers.
+    /// included, made ahead or not); `None` unless `limits.count_guest_instructions`. The
+    /// difference across one call is that call's work in the guest, the same on any machine for
+    /// the same answers.
     pub fn guest_instructions(&self) -> Option<u64> {
         self.limits.count_guest_instructions.then(|| self.guest_instructions.load(Ordering::Relaxed))
     }

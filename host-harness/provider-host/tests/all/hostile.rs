@@ -319,15 +319,6 @@ fn status_mib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib / 1024)
 }
 
-/// Waits for the host's calls and their teardowns (the teardown follows a call's result), so
-/// what the process holds after a call is read once its store is dropped.
-async fn settle(host: &ProviderHost) {
-    let within = Duration::from_secs(120);
-    tokio::time::timeout(within, host.settled())
-        .await
-        .unwrap_or_else(|_| panic!("the host's calls and their teardowns did not finish within {within:?}"));
-}
-
 impl Reading {
     /// Starts a reading: the peak restarts from now (`clear_refs` 5 resets `VmHWM`).
     fn start(what: &str) -> Self {

@@ -14,6 +14,8 @@ use provider_host::{
     ComponentSource, HostEngine, HostError, HostOptions, InstanceCounts, Limits, Policy, ProviderHost,
 };
 
+use crate::support::settle;
+
 const SPIN: &str = "(loop $spin (br $spin)) unreachable";
 const TRAP: &str = "unreachable";
 const EAT_MEMORY: &str = "(loop $grow (br_if $grow (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable";
@@ -233,10 +235,10 @@ async fn a_call_takes_the_instance_made_ahead_and_calls_beyond_it_make_their_own
     let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
     still_serving(&host).await;
     assert_eq!(host.instance_counts(), InstanceCounts { taken: 1, made_in_call: 0 }, "none was made at load");
-    host.settled().await;
+    settle(&host).await;
     still_serving(&host).await;
     assert_eq!(host.instance_counts(), InstanceCounts { taken: 2, made_in_call: 0 }, "none was made after a call");
-    host.settled().await;
+    settle(&host).await;
     let at_once = futures::future::join_all((0..3).map(|_| host.validate_config("{}"))).await;
     assert!(at_once.into_iter().all(|result| result.expect("call").ok));
     assert_eq!(host.instance_counts(), InstanceCounts { taken: 3, made_in_call: 2 });

@@ -7,7 +7,7 @@ use std::time::Duration;
 use embedded_cluster::{ADMIN_USER, ClusterConfig, EmbeddedCluster};
 use provider_host::bindings::kube::{DeleteOptions, ListOptions, ResourceType, WatchOptions};
 use provider_host::policy::{AccessVerb, Policy};
-use provider_host::{KubeHost, client_from_config};
+use provider_host::{KubeHost, ProviderHost, client_from_config};
 use serde_json::{Value, json};
 
 /// The namespace every test works in.
@@ -143,4 +143,13 @@ pub async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         assert!(std::time::Instant::now() < deadline, "waited 60 s for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits for the host's calls, their teardowns and the instance made ahead after them (all
+/// follow a call's result), so what the host holds after a call is read once they are done.
+pub async fn settle(host: &ProviderHost) {
+    let within = Duration::from_secs(120);
+    tokio::time::timeout(within, host.settled())
+        .await
+        .unwrap_or_else(|_| panic!("the host's calls and their teardowns did not finish within {within:?}"));
 }
