@@ -104,14 +104,16 @@ cluster: toolchain
 	$(CARGO) run --quiet -p sandbox-dev -- cluster --kubeconfig $(KUBECONFIG_OUT) $(CLUSTER_ARGS)
 
 ## Every figure of BENCHMARKS.md in one run (release build): execute against a plain exec,
-## component sizes and load times, per-call costs, WASM / native, the guest's instructions per
-## operation, readiness, requests per operation, load, the host's own cost with the cluster in another
-## process, faults under load, a CLI call's cold start, and the Paperclip lane's agent runs (the
-## lane is run by the report, on what lane-setup prepares). BENCH_QUICK=1 for a smoke run;
+## component sizes and load times, the provider's bytes by crate (from a build that keeps its
+## names, profile component-names), per-call costs, WASM / native, the guest's instructions per
+## operation, readiness, requests per operation, load, the host's own cost with the cluster in
+## another process, faults under load, a CLI call's cold start, and the Paperclip lane's agent
+## runs (the lane is run by the report, on what lane-setup prepares). BENCH_QUICK=1 for a smoke run;
 ## BENCH_ONLY=load,faults for some sections; BENCH_LIFECYCLES, BENCH_CONCURRENCY; see
 ## host-harness/provider-bench/src/lib.rs.
 BENCH_LANE := $(if $(BENCH_ONLY),$(findstring paperclip,$(BENCH_ONLY)),paperclip)
 bench: component fixtures
+	$(CARGO) build -p provider --target wasm32-unknown-unknown --profile component-names
 	$(CARGO) build --release -p sandbox-host -p sandbox-dev
 	$(if $(BENCH_LANE),$(MAKE) --no-print-directory lane-setup PLUGIN_PROFILE=release)
 	$(CARGO) bench -p provider-bench --bench report

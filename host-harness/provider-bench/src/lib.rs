@@ -1,12 +1,12 @@
 //! `make bench`: one run measures execute against a plain exec, the components (size, compile,
-//! cached load), per-call costs (instantiate, WASM / native per operation and per lifecycle, the
-//! guest's instructions per operation), readiness detection (watch against polls), API
-//! requests per operation, warm-pool claims against cold starts, load at several concurrencies with
-//! a leak audit, the host's own cost with the cluster in another process, faults under load, a CLI
-//! call's cold start, and agent runs in the real Paperclip server (the lane); prints one table per
-//! section and writes them all to `BENCHMARKS.md` with the command, the machine's core count and
-//! the date. Figures from one run are compared with each other (ratios), never with another
-//! machine's.
+//! cached load, the provider's bytes by crate), per-call costs (instantiate, WASM / native per
+//! operation and per lifecycle, the guest's instructions per operation), readiness detection
+//! (watch against polls), API requests per operation, warm-pool claims against cold starts, load
+//! at several concurrencies with a leak audit, the host's own cost with the cluster in another
+//! process, faults under load, a CLI call's cold start, and agent runs in the real Paperclip
+//! server (the lane); prints one table per section and writes them all to `BENCHMARKS.md` with
+//! the command, the machine's core count and the date. Figures from one run are compared with
+//! each other (ratios), never with another machine's.
 //!
 //! Everything runs in this process against the embedded cluster, apart from the host-cost section,
 //! whose cluster is a release `sandbox-dev cluster` process, the CLI cold start, which starts
@@ -15,6 +15,7 @@
 pub mod audit;
 pub mod charts;
 pub mod cold_start;
+pub mod component_contents;
 pub mod component_size;
 pub mod execute;
 pub mod guest_work;
@@ -132,7 +133,7 @@ pub fn run(options: &Options) -> anyhow::Result<Report> {
     }
     if options.wants("components") {
         let started = Instant::now();
-        done(vec![component_size::measure(rounds)?], started);
+        done(vec![component_size::measure(rounds)?, component_contents::measure()?], started);
     }
     if options.wants("per-call") {
         let started = Instant::now();
