@@ -107,8 +107,7 @@ impl ProviderHost {
             run(&bound, store_ref).await.map_err(Stage::Call)
         })
         .await;
-        // Asked only when counting: uncounted, the answer is an error, and making one captures a
-        // backtrace when RUST_BACKTRACE is set.
+        // Asked only when counting: uncounted, the answer is an error, made for nothing.
         if self.limits.count_guest_instructions
             && let Ok(left) = store.get_fuel()
         {

@@ -175,6 +175,48 @@ async fn a_trap_ends_only_its_call() {
     still_serving(&host).await;
 }
 
+/// Tells the helper below to run, and marks the line it prints.
+const TRAP_HELPER: &str = "PROVIDER_HOST_TRAP_HELPER";
+
+/// Run by the next test in a process of its own, whose environment asks for backtraces: prints
+/// a trap's message as one JSON string.
+#[tokio::test]
+#[ignore = "a helper: a_trap_s_message_has_the_guest_s_frames_and_not_the_host_s_stack runs it"]
+async fn helper_prints_a_trap_s_message() {
+    if std::env::var_os(TRAP_HELPER).is_none() {
+        return;
+    }
+    let host = load(fake_provider(TRAP), Limits::default()).await.expect("loads");
+    match host.describe().await {
+        Err(HostError::Trap { message, .. }) => println!("{TRAP_HELPER} {}", serde_json::json!(message)),
+        other => panic!("not a trap: {other:?}"),
+    }
+}
+
+/// A trap's message goes back to the caller (a plugin, its logs): the guest's frames say where
+/// the provider failed; the host's own stack says nothing to the caller, and with
+/// `RUST_BACKTRACE` set it made each message some 25 KB (about 80 frames) of the host's
+/// internals and the host symbolize its own binary (about 85 MiB resident, kept) on the first
+/// trap.
+#[tokio::test]
+async fn a_trap_s_message_has_the_guest_s_frames_and_not_the_host_s_stack() {
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    let output = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--ignored", "--exact", "--nocapture", &format!("{module}::helper_prints_a_trap_s_message")])
+        .env(TRAP_HELPER, "1")
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LIB_BACKTRACE", "1")
+        .output()
+        .expect("run the helper");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().find_map(|l| l.strip_prefix(&format!("{TRAP_HELPER} ")));
+    let Some(Ok(serde_json::Value::String(message))) = line.map(serde_json::from_str) else {
+        panic!("the helper printed no message: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    };
+    assert!(message.contains("wasm backtrace") && message.contains("unreachable"), "{message}");
+    assert!(!message.contains("Stack backtrace") && !message.contains("provider_host"), "{message}");
+}
+
 #[tokio::test]
 async fn a_spinning_guest_is_stopped_at_its_deadline() {
     let host = load(fake_provider(SPIN), Limits { call_timeout_ms: 300, ..Limits::default() }).await.expect("loads");
