@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::PathBuf;
 
 use wasmparser::{Encoding, KnownCustom, Name, Parser, Payload, TypeRef};
 
@@ -208,17 +207,10 @@ pub fn contents(shipped: &[u8], named: &[u8]) -> anyhow::Result<Contents> {
     })
 }
 
-/// The named build's path.
-fn named_component() -> anyhow::Result<PathBuf> {
-    let path = crate::world::workspace_root().join("target/wasm32-unknown-unknown/component-names/provider.wasm");
-    anyhow::ensure!(path.exists(), "no component at {}: run `make bench`, which builds it", path.display());
-    Ok(path)
-}
-
 /// The table of what the shipped provider component is made of.
 pub fn measure() -> anyhow::Result<Table> {
     let shipped = std::fs::read(crate::world::provider_component()?)?;
-    let named = std::fs::read(named_component()?)?;
+    let named = std::fs::read(crate::world::built("provider.wasm", "component-names")?)?;
     Ok(table(&contents(&shipped, &named)?))
 }
 
@@ -246,7 +238,7 @@ fn table(c: &Contents) -> Table {
         let functions: usize = small.iter().map(|(_, _, n)| n).sum();
         row(format!("code: {}", names.join(", ")), bytes, functions.to_string());
     }
-    row("code section's framing (sizes, locals' counts)".into(), c.code_framing, String::new());
+    row("code section's framing (its count, each body's size)".into(), c.code_framing, String::new());
     row("data (strings, tables, constants)".into(), c.data, String::new());
     row("the core module's other sections".into(), c.module_rest, String::new());
     row("the component's own (types, imports, exports, adapters)".into(), c.component, String::new());

@@ -27,9 +27,15 @@ pub fn workspace_root() -> PathBuf {
 
 /// A component built by `make component` / `make fixtures`, by file name.
 pub fn component(file: &str) -> anyhow::Result<PathBuf> {
+    built(file, "component")
+}
+
+/// A component built with `profile` (`component`, or `component-names` for the provider with its
+/// functions' names kept), by file name.
+pub fn built(file: &str, profile: &str) -> anyhow::Result<PathBuf> {
     // The Kubernetes provider is built for wasm32-unknown-unknown, the others for wasm32-wasip2.
     let target = if file == "provider.wasm" { "wasm32-unknown-unknown" } else { "wasm32-wasip2" };
-    let path = workspace_root().join("target").join(target).join("component").join(file);
+    let path = workspace_root().join("target").join(target).join(profile).join(file);
     anyhow::ensure!(path.exists(), "no component at {}: run `make bench`, which builds it", path.display());
     Ok(path)
 }
